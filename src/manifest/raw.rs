@@ -1,0 +1,402 @@
+//! The manifest as written: serde + schemars types, one struct per section entry.
+//!
+//! These types are the single source of the JSON Schema (`mcp-manifest schema`) and of
+//! deserialization. They hold spans (`Sp<T>`) so later checks can name line and column.
+//! No internally tagged enums and no `flatten`: serde buffers those and the spans are lost.
+
+use std::borrow::Cow;
+
+use indexmap::IndexMap;
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::{Deserialize, Deserializer};
+
+/// A value with its byte span in the manifest.
+#[derive(Debug, Clone)]
+pub struct Sp<T>(pub toml::Spanned<T>);
+
+impl<T> Sp<T> {
+    pub fn get(&self) -> &T {
+        self.0.get_ref()
+    }
+    pub fn span(&self) -> std::ops::Range<usize> {
+        self.0.span()
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Sp<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        toml::Spanned::<T>::deserialize(d).map(Sp)
+    }
+}
+
+impl<T: JsonSchema> JsonSchema for Sp<T> {
+    fn schema_name() -> Cow<'static, str> {
+        T::schema_name()
+    }
+    fn schema_id() -> Cow<'static, str> {
+        T::schema_id()
+    }
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        T::json_schema(generator)
+    }
+    fn inline_schema() -> bool {
+        T::inline_schema()
+    }
+}
+
+/// A duration string: "500ms", "30s", "2m".
+#[derive(Debug, Clone, Deserialize)]
+#[serde(transparent)]
+pub struct DurationStr(pub String);
+
+impl JsonSchema for DurationStr {
+    fn schema_name() -> Cow<'static, str> {
+        "Duration".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "string",
+            "description": "A duration: a number and a unit (ms, s, m, h), e.g. \"500ms\", \"30s\", \"2m\".",
+            "pattern": "^[0-9]+(\\.[0-9]+)?\\s*(ms|s|m|min|h)$"
+        })
+    }
+}
+
+/// A size: bytes as an integer, or a string with a unit.
+#[derive(Debug, Clone)]
+pub enum SizeValue {
+    Bytes(u64),
+    Text(String),
+}
+
+impl<'de> Deserialize<'de> for SizeValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = SizeValue;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a size: bytes as an integer, or a string such as \"64KiB\" or \"1MiB\"")
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<SizeValue, E> {
+                Ok(SizeValue::Bytes(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<SizeValue, E> {
+                u64::try_from(v)
+                    .map(SizeValue::Bytes)
+                    .map_err(|_| E::custom("a size cannot be negative"))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<SizeValue, E> {
+                Ok(SizeValue::Text(v.to_owned()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl JsonSchema for SizeValue {
+    fn schema_name() -> Cow<'static, str> {
+        "Size".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "A size: bytes as an integer, or a string with a unit, e.g. \"64KiB\", \"1MiB\".",
+            "anyOf": [
+                { "type": "integer", "minimum": 0 },
+                { "type": "string", "pattern": "^[0-9]+(\\.[0-9]+)?\\s*([kKmMgG]i?[bB]?|[bB])?$" }
+            ]
+        })
+    }
+}
+
+/// The whole manifest (`mcp-server.toml`, version 1).
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "mcp-manifest manifest (mcp-server.toml)")]
+pub struct RawManifest {
+    /// Server identity and behaviour.
+    pub server: Option<RawServer>,
+    /// Folders (or single files) served as resources. The key is the source's name.
+    #[serde(default)]
+    #[schemars(extend("propertyNames" = { "pattern": "^[a-z][a-z0-9_-]*$" }))]
+    pub files: IndexMap<String, RawFiles>,
+    /// SQLite databases, opened read-only.
+    #[serde(default)]
+    #[schemars(extend("propertyNames" = { "pattern": "^[a-z][a-z0-9_-]*$" }))]
+    pub sqlite: IndexMap<String, RawSqlite>,
+    /// Git repositories.
+    #[serde(default)]
+    #[schemars(extend("propertyNames" = { "pattern": "^[a-z][a-z0-9_-]*$" }))]
+    pub git: IndexMap<String, RawGit>,
+    /// Templated-URI resources you define.
+    #[serde(default)]
+    #[schemars(extend("propertyNames" = { "pattern": "^[a-z][a-z0-9_-]*$" }))]
+    pub templates: IndexMap<String, RawTemplate>,
+    /// Shell-backed tools.
+    #[serde(default)]
+    #[schemars(extend("propertyNames" = { "pattern": "^[a-z][a-z0-9_-]*$" }))]
+    pub tools: IndexMap<String, RawTool>,
+    /// Prompt templates.
+    #[serde(default)]
+    #[schemars(extend("propertyNames" = { "pattern": "^[a-z][a-z0-9_-]*$" }))]
+    pub prompts: IndexMap<String, RawPrompt>,
+}
+
+/// `[server]`
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawServer {
+    /// Server name sent to clients (default: the manifest folder's name).
+    pub name: Option<Sp<String>>,
+    /// Server version sent to clients (default: the binary's version).
+    pub version: Option<Sp<String>>,
+    /// Instructions for the assistant, sent at initialize / discover.
+    pub instructions: Option<Sp<String>>,
+    /// Items per page in every */list answer (default 100).
+    #[schemars(range(min = 1))]
+    pub page_size: Option<Sp<u64>>,
+    /// Also serve resources through the `list_resources` and `read_resource` tools (default true).
+    pub resource_tools: Option<bool>,
+}
+
+/// `[files.NAME]`: a folder (or one file) served as resources.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawFiles {
+    /// Folder or single file, relative to the manifest's folder.
+    pub root: Sp<String>,
+    /// Globs relative to root; default ["**/*"].
+    pub include: Option<Vec<Sp<String>>>,
+    /// Globs relative to root; default [].
+    pub exclude: Option<Vec<Sp<String>>>,
+    /// Honour .gitignore / .ignore files (default true).
+    pub gitignore: Option<bool>,
+    /// Serve dotfiles and dot-folders (default false; `.git` is never served).
+    pub hidden: Option<bool>,
+    /// Larger files are listed; reading one is a clear error (default 10MiB).
+    pub max_size: Option<Sp<SizeValue>>,
+    /// Subscriptions and list_changed notifications (default true).
+    pub watch: Option<bool>,
+    /// Shown to clients as the description of every resource of this source.
+    pub description: Option<Sp<String>>,
+}
+
+/// `[sqlite.NAME]`: a SQLite database, opened read-only.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawSqlite {
+    /// Database file, relative to the manifest's folder; it must exist.
+    pub path: Sp<String>,
+    /// Rows returned per table read (default 100).
+    #[schemars(range(min = 1))]
+    pub row_limit: Option<Sp<u64>>,
+    /// One resource per table and view (default true).
+    pub tables: Option<bool>,
+    /// Updated notifications when the database (or its WAL) changes (default true).
+    pub watch: Option<bool>,
+    /// Description of this source.
+    pub description: Option<Sp<String>>,
+    /// Named queries: `sqlite://NAME/queries/QUERY{?params}`.
+    #[serde(default)]
+    #[schemars(extend("propertyNames" = { "pattern": "^[a-z][a-z0-9_-]*$" }))]
+    pub queries: IndexMap<String, RawQuery>,
+}
+
+/// `[sqlite.NAME.queries.QUERY]`
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawQuery {
+    /// What the query answers.
+    pub description: Option<Sp<String>>,
+    /// One SQL statement; parameters are written `:name` and always bound.
+    pub sql: Sp<String>,
+    /// Declared parameters, bound to `:name` in the SQL.
+    #[serde(default)]
+    #[schemars(extend("propertyNames" = { "pattern": "^[a-z_][a-z0-9_]*$" }))]
+    pub params: IndexMap<String, RawParam>,
+}
+
+/// The type of a parameter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ParamType {
+    String,
+    Integer,
+    Number,
+    Boolean,
+    Array,
+}
+
+/// A parameter of a tool or a named query.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawParam {
+    /// string (default), integer, number, boolean, or array (of strings).
+    #[serde(rename = "type")]
+    pub ty: Option<Sp<ParamType>>,
+    /// Shown to the assistant.
+    pub description: Option<Sp<String>>,
+    /// Value used when the argument is absent; makes the parameter optional.
+    pub default: Option<Sp<serde_json::Value>>,
+    /// Whether the argument must be given (default: true unless there is a default).
+    pub required: Option<bool>,
+    /// The only values allowed.
+    #[serde(rename = "enum")]
+    pub enum_values: Option<Sp<Vec<serde_json::Value>>>,
+    /// Smallest allowed number.
+    pub minimum: Option<Sp<f64>>,
+    /// Largest allowed number.
+    pub maximum: Option<Sp<f64>>,
+    /// Regular expression a string must match.
+    pub pattern: Option<Sp<String>>,
+}
+
+/// `[git.NAME]`: a git repository.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawGit {
+    /// A working tree (or a folder inside one) or a bare repository.
+    pub path: Sp<String>,
+    /// Commits in git://NAME/log (default 50).
+    #[schemars(range(min = 1))]
+    pub log_limit: Option<Sp<u64>>,
+    /// Updated notifications when HEAD, refs, the index or the worktree change (default true).
+    pub watch: Option<bool>,
+    /// Description of this source.
+    pub description: Option<Sp<String>>,
+}
+
+/// `[templates.NAME]`: a templated-URI resource you define. Exactly one backend: file, sql or command.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawTemplate {
+    /// RFC 6570 URI template; its variables are the inputs.
+    pub uri: Sp<String>,
+    /// Shown to clients.
+    pub description: Option<Sp<String>>,
+    /// MIME type of the content (default: from the file extension, application/json for sql, text/plain for command).
+    pub mime_type: Option<Sp<String>>,
+    /// Backend `file`: a path template resolved against the manifest folder (or `root`).
+    pub file: Option<Sp<String>>,
+    /// With `file`: the folder the expanded path must stay inside (default: the manifest folder).
+    pub root: Option<Sp<String>>,
+    /// Backend `sql`: the `[sqlite.NAME]` source to query.
+    pub sqlite: Option<Sp<String>>,
+    /// Backend `sql`: one statement; template variables bind to `:var`.
+    pub sql: Option<Sp<String>>,
+    /// Backend `command`: argv, no shell; `{var}` is replaced inside an element.
+    pub command: Option<Vec<Sp<String>>>,
+    /// With `command`: working directory (default: the manifest folder).
+    pub cwd: Option<Sp<String>>,
+    /// With `command`: variables added to the inherited environment.
+    #[serde(default)]
+    pub env: IndexMap<String, Sp<String>>,
+    /// With `command`: the process is killed after this long (default 30s).
+    pub timeout: Option<Sp<DurationStr>>,
+    /// With `command`: stdout beyond this is cut (default 1MiB).
+    pub max_output: Option<Sp<SizeValue>>,
+    /// Static completion values per template variable.
+    #[serde(default)]
+    pub completions: IndexMap<String, Vec<Sp<String>>>,
+}
+
+/// How a tool's stdout is returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum OutputKind {
+    Text,
+    Json,
+}
+
+/// `[tools.NAME]`: a shell-backed tool. Exactly one of `command` or `run`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawTool {
+    /// Shown to the assistant.
+    pub description: Option<Sp<String>>,
+    /// Display name.
+    pub title: Option<Sp<String>>,
+    /// argv, no shell: each `{param}` becomes part of exactly one element.
+    pub command: Option<Vec<Sp<String>>>,
+    /// A script run by `sh -c`; parameters arrive as environment variables named after them.
+    pub run: Option<Sp<String>>,
+    /// Working directory (default: the manifest folder).
+    pub cwd: Option<Sp<String>>,
+    /// Variables added to the inherited environment.
+    #[serde(default)]
+    pub env: IndexMap<String, Sp<String>>,
+    /// The whole process group is killed after this long (default 30s).
+    pub timeout: Option<Sp<DurationStr>>,
+    /// Output beyond this is cut, with a marker saying so (default 1MiB).
+    pub max_output: Option<Sp<SizeValue>>,
+    /// "text" (default) or "json" (stdout parsed into structuredContent).
+    pub output: Option<Sp<OutputKind>>,
+    /// JSON Schema of the JSON output (with output = "json").
+    pub output_schema: Option<Sp<serde_json::Value>>,
+    /// Annotation readOnlyHint (default false).
+    pub read_only: Option<bool>,
+    /// Annotation destructiveHint (default false).
+    pub destructive: Option<bool>,
+    /// Annotation idempotentHint (default false).
+    pub idempotent: Option<bool>,
+    /// Annotation openWorldHint (default false).
+    pub open_world: Option<bool>,
+    /// Parameters; they become the tool's inputSchema.
+    #[serde(default)]
+    #[schemars(extend("propertyNames" = { "pattern": "^[a-z_][a-z0-9_]*$" }))]
+    pub params: IndexMap<String, RawParam>,
+}
+
+/// `[prompts.NAME]`: a prompt template.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawPrompt {
+    /// Shown to clients.
+    pub description: Option<Sp<String>>,
+    /// Display name.
+    pub title: Option<Sp<String>>,
+    /// Arguments; `{arg}` in message text is replaced by the value.
+    #[serde(default)]
+    #[schemars(extend("propertyNames" = { "pattern": "^[a-z_][a-z0-9_]*$" }))]
+    pub args: IndexMap<String, RawPromptArg>,
+    /// The messages, in order.
+    #[serde(default)]
+    pub messages: Vec<RawMessage>,
+}
+
+/// An argument of a prompt.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawPromptArg {
+    /// Shown to clients.
+    pub description: Option<Sp<String>>,
+    /// Whether the argument must be given (default false).
+    pub required: Option<bool>,
+    /// Static completion values.
+    pub completions: Option<Vec<Sp<String>>>,
+}
+
+/// Who speaks a prompt message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+/// One prompt message: `text`, or `resource` (a URI template read through this server).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawMessage {
+    /// "user" or "assistant".
+    pub role: Sp<Role>,
+    /// Message text; `{arg}` is replaced by the argument's value.
+    pub text: Option<Sp<String>>,
+    /// A resource URI (template) embedded as a resource, read through this server.
+    pub resource: Option<Sp<String>>,
+}
+
+/// The JSON Schema of the manifest, as printed by `mcp-manifest schema`.
+pub fn json_schema() -> serde_json::Value {
+    let schema = schemars::schema_for!(RawManifest);
+    serde_json::to_value(schema).expect("a schema is plain JSON")
+}
