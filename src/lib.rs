@@ -1,0 +1,17 @@
+//! mcp-manifest: serve a TOML manifest's files, SQLite databases, git history, URI templates,
+//! shell tools and prompts to AI assistants over the Model Context Protocol (stdio).
+//!
+//! Codemap (ARCHITECTURE.md has the long version):
+//! - `manifest`: `mcp-server.toml` → checked `Manifest` (spans, diagnostics `FILE:LINE:COL`).
+//! - `registry`: `Manifest` → live sources, tools, prompts; answers every request.
+//! - `providers`: files, sqlite, git, templates; plain types, no MCP.
+//! - `tools`: tool types and the one process spawner.
+//! - `server`: the only module that imports rmcp; the stdio transport.
+//! - `cli`: the command-line verbs that print results.
+
+pub mod cli;
+pub mod manifest;
+pub mod providers;
+pub mod registry;
+pub mod server;
+pub mod tools;

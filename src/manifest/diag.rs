@@ -112,7 +112,10 @@ impl SourceMap {
 }
 
 /// The closest of `candidates` to `word`, when it is close enough to be a likely typo.
-pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub fn did_you_mean<'a>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
     candidates
         .into_iter()
         .map(|c| (strsim::jaro_winkler(word, c), c))
@@ -136,7 +139,10 @@ mod tests {
 
     #[test]
     fn suggests_close_words_only() {
-        assert_eq!(did_you_mean("inlcude", ["root", "include", "exclude"]), Some("include"));
+        assert_eq!(
+            did_you_mean("inlcude", ["root", "include", "exclude"]),
+            Some("include")
+        );
         assert_eq!(did_you_mean("zzz", ["root", "include"]), None);
     }
 }

@@ -17,9 +17,9 @@ pub fn expand_env(input: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Resul
             out.push_str("${");
             rest = tail;
         } else if let Some(body) = after.strip_prefix('{') {
-            let end = body
-                .find('}')
-                .ok_or_else(|| "`${` is not closed by `}` (write `$${` for a literal `${`)".to_owned())?;
+            let end = body.find('}').ok_or_else(|| {
+                "`${` is not closed by `}` (write `$${` for a literal `${`)".to_owned()
+            })?;
             let inner = &body[..end];
             let (name, default) = match inner.split_once(":-") {
                 Some((n, d)) => (n, Some(d)),
@@ -70,7 +70,11 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         "s" => value,
         "m" | "min" => value * 60.0,
         "h" => value * 3600.0,
-        "" => return Err(format!("`{s}` has no unit; write e.g. \"{s}s\" or \"{s}ms\"")),
+        "" => {
+            return Err(format!(
+                "`{s}` has no unit; write e.g. \"{s}s\" or \"{s}ms\""
+            ));
+        }
         other => {
             return Err(format!(
                 "unknown duration unit `{other}` in `{s}`; use ms, s, m or h"
@@ -173,9 +177,21 @@ mod tests {
 
     #[test]
     fn reports_missing_and_malformed_variables() {
-        assert!(expand_env("${NOPE}", &env).unwrap_err().contains("`NOPE` is not set"));
-        assert!(expand_env("${HOME", &env).unwrap_err().contains("not closed"));
-        assert!(expand_env("${a b}", &env).unwrap_err().contains("not a variable"));
+        assert!(
+            expand_env("${NOPE}", &env)
+                .unwrap_err()
+                .contains("`NOPE` is not set")
+        );
+        assert!(
+            expand_env("${HOME", &env)
+                .unwrap_err()
+                .contains("not closed")
+        );
+        assert!(
+            expand_env("${a b}", &env)
+                .unwrap_err()
+                .contains("not a variable")
+        );
     }
 
     #[test]

@@ -23,6 +23,21 @@ impl<T> Sp<T> {
     }
 }
 
+impl<T: PartialEq> PartialEq for Sp<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.get() == other.get()
+    }
+}
+impl<T: Eq> Eq for Sp<T> {}
+impl<T: std::hash::Hash> std::hash::Hash for Sp<T> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.get().hash(state)
+    }
+}
+
+/// A name written as a table key, with its span.
+pub type Key = Sp<String>;
+
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Sp<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         toml::Spanned::<T>::deserialize(d).map(Sp)
@@ -75,7 +90,9 @@ impl<'de> Deserialize<'de> for SizeValue {
         impl serde::de::Visitor<'_> for V {
             type Value = SizeValue;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a size: bytes as an integer, or a string such as \"64KiB\" or \"1MiB\"")
+                f.write_str(
+                    "a size: bytes as an integer, or a string such as \"64KiB\" or \"1MiB\"",
+                )
             }
             fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<SizeValue, E> {
                 Ok(SizeValue::Bytes(v))
@@ -118,27 +135,27 @@ pub struct RawManifest {
     /// Folders (or single files) served as resources. The key is the source's name.
     #[serde(default)]
     #[schemars(extend("propertyNames" = { "pattern": "^[a-z][a-z0-9_-]*$" }))]
-    pub files: IndexMap<String, RawFiles>,
+    pub files: IndexMap<Key, RawFiles>,
     /// SQLite databases, opened read-only.
     #[serde(default)]
     #[schemars(extend("propertyNames" = { "pattern": "^[a-z][a-z0-9_-]*$" }))]
-    pub sqlite: IndexMap<String, RawSqlite>,
+    pub sqlite: IndexMap<Key, RawSqlite>,
     /// Git repositories.
     #[serde(default)]
     #[schemars(extend("propertyNames" = { "pattern": "^[a-z][a-z0-9_-]*$" }))]
-    pub git: IndexMap<String, RawGit>,
+    pub git: IndexMap<Key, RawGit>,
     /// Templated-URI resources you define.
     #[serde(default)]
     #[schemars(extend("propertyNames" = { "pattern": "^[a-z][a-z0-9_-]*$" }))]
-    pub templates: IndexMap<String, RawTemplate>,
+    pub templates: IndexMap<Key, RawTemplate>,
     /// Shell-backed tools.
     #[serde(default)]
     #[schemars(extend("propertyNames" = { "pattern": "^[a-z][a-z0-9_-]*$" }))]
-    pub tools: IndexMap<String, RawTool>,
+    pub tools: IndexMap<Key, RawTool>,
     /// Prompt templates.
     #[serde(default)]
     #[schemars(extend("propertyNames" = { "pattern": "^[a-z][a-z0-9_-]*$" }))]
-    pub prompts: IndexMap<String, RawPrompt>,
+    pub prompts: IndexMap<Key, RawPrompt>,
 }
 
 /// `[server]`
@@ -198,7 +215,7 @@ pub struct RawSqlite {
     /// Named queries: `sqlite://NAME/queries/QUERY{?params}`.
     #[serde(default)]
     #[schemars(extend("propertyNames" = { "pattern": "^[a-z][a-z0-9_-]*$" }))]
-    pub queries: IndexMap<String, RawQuery>,
+    pub queries: IndexMap<Key, RawQuery>,
 }
 
 /// `[sqlite.NAME.queries.QUERY]`
@@ -212,7 +229,7 @@ pub struct RawQuery {
     /// Declared parameters, bound to `:name` in the SQL.
     #[serde(default)]
     #[schemars(extend("propertyNames" = { "pattern": "^[a-z_][a-z0-9_]*$" }))]
-    pub params: IndexMap<String, RawParam>,
+    pub params: IndexMap<Key, RawParam>,
 }
 
 /// The type of a parameter.
@@ -289,14 +306,14 @@ pub struct RawTemplate {
     pub cwd: Option<Sp<String>>,
     /// With `command`: variables added to the inherited environment.
     #[serde(default)]
-    pub env: IndexMap<String, Sp<String>>,
+    pub env: IndexMap<Key, Sp<String>>,
     /// With `command`: the process is killed after this long (default 30s).
     pub timeout: Option<Sp<DurationStr>>,
     /// With `command`: stdout beyond this is cut (default 1MiB).
     pub max_output: Option<Sp<SizeValue>>,
     /// Static completion values per template variable.
     #[serde(default)]
-    pub completions: IndexMap<String, Vec<Sp<String>>>,
+    pub completions: IndexMap<Key, Vec<Sp<String>>>,
 }
 
 /// How a tool's stdout is returned.
@@ -323,7 +340,7 @@ pub struct RawTool {
     pub cwd: Option<Sp<String>>,
     /// Variables added to the inherited environment.
     #[serde(default)]
-    pub env: IndexMap<String, Sp<String>>,
+    pub env: IndexMap<Key, Sp<String>>,
     /// The whole process group is killed after this long (default 30s).
     pub timeout: Option<Sp<DurationStr>>,
     /// Output beyond this is cut, with a marker saying so (default 1MiB).
@@ -343,7 +360,7 @@ pub struct RawTool {
     /// Parameters; they become the tool's inputSchema.
     #[serde(default)]
     #[schemars(extend("propertyNames" = { "pattern": "^[a-z_][a-z0-9_]*$" }))]
-    pub params: IndexMap<String, RawParam>,
+    pub params: IndexMap<Key, RawParam>,
 }
 
 /// `[prompts.NAME]`: a prompt template.
@@ -357,7 +374,7 @@ pub struct RawPrompt {
     /// Arguments; `{arg}` in message text is replaced by the value.
     #[serde(default)]
     #[schemars(extend("propertyNames" = { "pattern": "^[a-z_][a-z0-9_]*$" }))]
-    pub args: IndexMap<String, RawPromptArg>,
+    pub args: IndexMap<Key, RawPromptArg>,
     /// The messages, in order.
     #[serde(default)]
     pub messages: Vec<RawMessage>,

@@ -1,0 +1,962 @@
+//! The manifest: reading `mcp-server.toml`, checking it, and the checked model every other module
+//! builds from. No IO here but reading the file; checks that need the filesystem, a database or a
+//! repository happen when the registry is built (`registry.rs`).
+//!
+//! Two phases, as in ripgrep: `raw` is the manifest as written (serde, spans); `load` turns it
+//! into `Manifest`, where paths are absolute, units are parsed, defaults are filled in and every
+//! problem is a `Diagnostic` with line and column.
+
+pub mod diag;
+pub mod expand;
+pub mod raw;
+mod validate;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use indexmap::IndexMap;
+use serde::Deserialize;
+use toml::Spanned;
+use toml::de::{DeTable, DeValue};
+
+pub use diag::{Diagnostic, Diagnostics, Loc, SourceMap};
+pub use raw::{OutputKind, ParamType, Role};
+
+use raw::{Key, RawManifest, RawParam, SizeValue, Sp};
+
+/// Default cap on a file read (`max_size`).
+pub const DEFAULT_MAX_SIZE: u64 = 10 * 1024 * 1024;
+/// Default process timeout for tools and command templates.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default cap on a process's captured output.
+pub const DEFAULT_MAX_OUTPUT: u64 = 1024 * 1024;
+
+/// A checked manifest: absolute paths, parsed units, defaults filled in, entries in file order.
+#[derive(Debug, Clone)]
+pub struct Manifest {
+    /// The manifest path as the user gave it, for messages.
+    pub file: String,
+    /// Absolute path of the manifest file.
+    pub path: PathBuf,
+    /// Absolute folder of the manifest: relative paths resolve against it.
+    pub dir: PathBuf,
+    pub server: Server,
+    pub files: Vec<Files>,
+    pub sqlite: Vec<Sqlite>,
+    pub git: Vec<Git>,
+    pub templates: Vec<Template>,
+    pub tools: Vec<Tool>,
+    pub prompts: Vec<Prompt>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Server {
+    pub name: String,
+    pub version: String,
+    pub instructions: Option<String>,
+    pub page_size: usize,
+    pub resource_tools: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct Files {
+    pub name: String,
+    pub loc: Loc,
+    /// Absolute, not yet canonical (the registry checks it exists).
+    pub root: PathBuf,
+    pub root_loc: Loc,
+    pub include: Vec<(String, Loc)>,
+    pub exclude: Vec<(String, Loc)>,
+    pub gitignore: bool,
+    pub hidden: bool,
+    pub max_size: u64,
+    pub watch: bool,
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Sqlite {
+    pub name: String,
+    pub loc: Loc,
+    pub path: PathBuf,
+    pub path_loc: Loc,
+    pub row_limit: u64,
+    pub tables: bool,
+    pub watch: bool,
+    pub description: Option<String>,
+    pub queries: Vec<Query>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Query {
+    pub name: String,
+    pub loc: Loc,
+    pub description: Option<String>,
+    pub sql: String,
+    pub sql_loc: Loc,
+    pub params: Vec<Param>,
+}
+
+/// A typed parameter of a tool or a named query.
+#[derive(Debug, Clone)]
+pub struct Param {
+    pub name: String,
+    pub loc: Loc,
+    pub ty: ParamType,
+    pub description: Option<String>,
+    pub default: Option<serde_json::Value>,
+    pub required: bool,
+    pub enum_values: Option<Vec<serde_json::Value>>,
+    pub minimum: Option<f64>,
+    pub maximum: Option<f64>,
+    pub pattern: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Git {
+    pub name: String,
+    pub loc: Loc,
+    pub path: PathBuf,
+    pub path_loc: Loc,
+    pub log_limit: u64,
+    pub watch: bool,
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Template {
+    pub name: String,
+    pub loc: Loc,
+    pub uri: String,
+    pub uri_loc: Loc,
+    pub description: Option<String>,
+    pub mime_type: Option<String>,
+    pub backend: TemplateBackend,
+    /// Static completion values per variable, in file order.
+    pub completions: IndexMap<String, Vec<String>>,
+    pub completions_loc: IndexMap<String, Loc>,
+}
+
+#[derive(Debug, Clone)]
+pub enum TemplateBackend {
+    /// `file = "notes/{topic}.md"`: a path template; the result must stay inside `root`.
+    File {
+        path: String,
+        path_loc: Loc,
+        root: PathBuf,
+    },
+    /// `sqlite = "shop"` + `sql`: variables bind to `:var`.
+    Sql {
+        source: String,
+        source_loc: Loc,
+        sql: String,
+        sql_loc: Loc,
+    },
+    /// `command = [...]`: stdout is the content.
+    Command(Command),
+}
+
+/// A process to run: argv (with `{name}` placeholders still in it) and its limits.
+#[derive(Debug, Clone)]
+pub struct Command {
+    pub argv: Vec<(String, Loc)>,
+    pub cwd: PathBuf,
+    pub env: Vec<(String, String)>,
+    pub timeout: Duration,
+    pub max_output: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Tool {
+    pub name: String,
+    pub loc: Loc,
+    pub description: Option<String>,
+    pub title: Option<String>,
+    pub exec: Exec,
+    pub cwd: PathBuf,
+    pub env: Vec<(String, String)>,
+    pub timeout: Duration,
+    pub max_output: u64,
+    pub output: OutputKind,
+    pub output_schema: Option<(serde_json::Value, Loc)>,
+    pub read_only: bool,
+    pub destructive: bool,
+    pub idempotent: bool,
+    pub open_world: bool,
+    pub params: Vec<Param>,
+}
+
+#[derive(Debug, Clone)]
+pub enum Exec {
+    /// argv, no shell; elements still hold their `{param}` placeholders.
+    Command(Vec<(String, Loc)>),
+    /// A script for `sh -c`; parameters arrive as environment variables.
+    Run(String, Loc),
+}
+
+#[derive(Debug, Clone)]
+pub struct Prompt {
+    pub name: String,
+    pub loc: Loc,
+    pub description: Option<String>,
+    pub title: Option<String>,
+    pub args: Vec<PromptArg>,
+    pub messages: Vec<Message>,
+}
+
+#[derive(Debug, Clone)]
+pub struct PromptArg {
+    pub name: String,
+    pub loc: Loc,
+    pub description: Option<String>,
+    pub required: bool,
+    pub completions: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Message {
+    pub role: Role,
+    pub loc: Loc,
+    pub content: MessageContent,
+}
+
+#[derive(Debug, Clone)]
+pub enum MessageContent {
+    /// Text with `{arg}` placeholders.
+    Text(String),
+    /// A URI (template) read through this server and embedded.
+    Resource(String),
+}
+
+/// Reads and checks the manifest at `path`; `display` is how to name the file in messages.
+pub fn load(path: &Path, display: &str) -> Result<Manifest, Diagnostics> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        let mut d = Diagnostics::new(display);
+        d.push(
+            Loc { line: 1, col: 1 },
+            format!("cannot read the manifest: {e}"),
+        );
+        d
+    })?;
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let dir = abs
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("/"));
+    let env = |name: &str| std::env::var(name).ok();
+    load_str(&text, display, &abs, &dir, &env)
+}
+
+/// Checks manifest `text` as if read from `path` in folder `dir`, with `env` for `${VAR}`.
+pub fn load_str(
+    text: &str,
+    display: &str,
+    path: &Path,
+    dir: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Manifest, Diagnostics> {
+    let map = SourceMap::new(text);
+    let mut diags = Diagnostics::new(display);
+
+    let (mut doc, parse_errors) = DeTable::parse_recoverable(text);
+    for e in &parse_errors {
+        let at = e.span().map_or(0, |s| s.start);
+        diags.push(map.loc(at), e.message().trim().to_owned());
+    }
+    if !diags.is_empty() {
+        return Err(diags.finish());
+    }
+
+    expand_table(doc.get_mut(), env, &map, &mut diags);
+    let schema = raw::json_schema();
+    validate::Walker::new(&schema, &map, &mut diags).table(&doc, &schema, "");
+    if !diags.is_empty() {
+        return Err(diags.finish());
+    }
+
+    let raw = match RawManifest::deserialize(toml::de::Deserializer::from(doc)) {
+        Ok(raw) => raw,
+        Err(e) => {
+            let at = e.span().map_or(0, |s| s.start);
+            diags.push(map.loc(at), e.message().trim().to_owned());
+            return Err(diags.finish());
+        }
+    };
+
+    let mut cx = Checker {
+        map: &map,
+        diags: &mut diags,
+        dir,
+        env,
+    };
+    let manifest = cx.manifest(raw, display, path);
+    if diags.is_empty() {
+        Ok(manifest)
+    } else {
+        Err(diags.finish())
+    }
+}
+
+/// Replaces `${VAR}` in every string value of the tree, in place.
+fn expand_table(
+    table: &mut DeTable<'_>,
+    env: &dyn Fn(&str) -> Option<String>,
+    map: &SourceMap,
+    diags: &mut Diagnostics,
+) {
+    for (_, value) in table.iter_mut() {
+        expand_value(value, env, map, diags);
+    }
+}
+
+fn expand_value(
+    value: &mut Spanned<DeValue<'_>>,
+    env: &dyn Fn(&str) -> Option<String>,
+    map: &SourceMap,
+    diags: &mut Diagnostics,
+) {
+    let span = value.span();
+    match value.get_mut() {
+        DeValue::String(s) => match expand::expand_env(s, env) {
+            Ok(v) => {
+                if v != **s {
+                    *s = v.into();
+                }
+            }
+            Err(e) => diags.push(map.loc(span.start), e),
+        },
+        DeValue::Array(items) => {
+            for item in items.iter_mut() {
+                expand_value(item, env, map, diags);
+            }
+        }
+        DeValue::Table(t) => expand_table(t, env, map, diags),
+        _ => {}
+    }
+}
+
+/// Names of the tools `resource_tools = true` adds.
+pub const RESOURCE_TOOL_NAMES: [&str; 2] = ["list_resources", "read_resource"];
+
+struct Checker<'a> {
+    map: &'a SourceMap,
+    diags: &'a mut Diagnostics,
+    dir: &'a Path,
+    env: &'a dyn Fn(&str) -> Option<String>,
+}
+
+impl Checker<'_> {
+    fn loc<T>(&self, sp: &Sp<T>) -> Loc {
+        self.map.loc(sp.span().start)
+    }
+
+    fn err<T>(&mut self, at: &Sp<T>, msg: impl Into<String>) {
+        let loc = self.loc(at);
+        self.diags.push(loc, msg);
+    }
+
+    fn text(s: &Option<Sp<String>>) -> Option<String> {
+        s.as_ref().map(|s| s.get().clone())
+    }
+
+    /// A path from the manifest, made absolute against the manifest folder (`~/` is the home folder).
+    fn path(&self, s: &str) -> PathBuf {
+        let p = match s.strip_prefix("~/") {
+            Some(rest) => match (self.env)("HOME") {
+                Some(home) => PathBuf::from(home).join(rest),
+                None => PathBuf::from(s),
+            },
+            None => PathBuf::from(s),
+        };
+        let joined = if p.is_absolute() { p } else { self.dir.join(p) };
+        normalize(&joined)
+    }
+
+    fn size(&mut self, v: &Option<Sp<SizeValue>>, default: u64) -> u64 {
+        match v {
+            None => default,
+            Some(sp) => match sp.get() {
+                SizeValue::Bytes(n) => *n,
+                SizeValue::Text(t) => match expand::parse_size(t) {
+                    Ok(n) => n,
+                    Err(e) => {
+                        self.err(sp, e);
+                        default
+                    }
+                },
+            },
+        }
+    }
+
+    fn duration(&mut self, v: &Option<Sp<raw::DurationStr>>, default: Duration) -> Duration {
+        match v {
+            None => default,
+            Some(sp) => match expand::parse_duration(&sp.get().0) {
+                Ok(d) => d,
+                Err(e) => {
+                    self.err(sp, e);
+                    default
+                }
+            },
+        }
+    }
+
+    fn env_vars(&mut self, env: &IndexMap<Key, Sp<String>>) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for (k, v) in env {
+            let name = k.get();
+            if name.is_empty() || name.contains('=') || name.contains('\0') {
+                self.err(
+                    k,
+                    format!("`{name}` is not a valid environment variable name"),
+                );
+            }
+            out.push((name.clone(), v.get().clone()));
+        }
+        out
+    }
+
+    fn manifest(&mut self, raw: RawManifest, display: &str, path: &Path) -> Manifest {
+        let server = self.server(raw.server.unwrap_or_default());
+        let files = raw.files.iter().map(|(k, v)| self.files(k, v)).collect();
+        let sqlite: Vec<Sqlite> = raw.sqlite.iter().map(|(k, v)| self.sqlite(k, v)).collect();
+        let git = raw.git.iter().map(|(k, v)| self.git(k, v)).collect();
+        let templates = raw
+            .templates
+            .iter()
+            .map(|(k, v)| self.template(k, v, &sqlite))
+            .collect();
+        let tools = raw
+            .tools
+            .iter()
+            .filter_map(|(k, v)| self.tool(k, v, server.resource_tools))
+            .collect();
+        let prompts = raw.prompts.iter().map(|(k, v)| self.prompt(k, v)).collect();
+        Manifest {
+            file: display.to_owned(),
+            path: path.to_path_buf(),
+            dir: self.dir.to_path_buf(),
+            server,
+            files,
+            sqlite,
+            git,
+            templates,
+            tools,
+            prompts,
+        }
+    }
+
+    fn server(&mut self, s: raw::RawServer) -> Server {
+        let default_name = self
+            .dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "mcp-manifest".into());
+        let page_size = match &s.page_size {
+            Some(p) if *p.get() == 0 => {
+                self.err(p, "`page_size` must be at least 1");
+                100
+            }
+            Some(p) => usize::try_from(*p.get()).unwrap_or(usize::MAX),
+            None => 100,
+        };
+        Server {
+            name: Self::text(&s.name).unwrap_or(default_name),
+            version: Self::text(&s.version).unwrap_or_else(|| env!("CARGO_PKG_VERSION").into()),
+            instructions: Self::text(&s.instructions),
+            page_size,
+            resource_tools: s.resource_tools.unwrap_or(true),
+        }
+    }
+
+    fn files(&mut self, key: &Key, f: &raw::RawFiles) -> Files {
+        let globs = |this: &mut Self, list: &Option<Vec<Sp<String>>>| -> Vec<(String, Loc)> {
+            let mut out = Vec::new();
+            for g in list.iter().flatten() {
+                if let Err(e) = globset::Glob::new(g.get()) {
+                    this.err(g, format!("invalid glob `{}`: {}", g.get(), e.kind()));
+                }
+                out.push((g.get().clone(), this.loc(g)));
+            }
+            out
+        };
+        let include = match &f.include {
+            None => vec![("**/*".to_owned(), self.loc(key))],
+            Some(_) => globs(self, &f.include),
+        };
+        let exclude = globs(self, &f.exclude);
+        Files {
+            name: key.get().clone(),
+            loc: self.loc(key),
+            root: self.path(f.root.get()),
+            root_loc: self.loc(&f.root),
+            include,
+            exclude,
+            gitignore: f.gitignore.unwrap_or(true),
+            hidden: f.hidden.unwrap_or(false),
+            max_size: self.size(&f.max_size, DEFAULT_MAX_SIZE),
+            watch: f.watch.unwrap_or(true),
+            description: Self::text(&f.description),
+        }
+    }
+
+    fn sqlite(&mut self, key: &Key, s: &raw::RawSqlite) -> Sqlite {
+        let queries = s
+            .queries
+            .iter()
+            .map(|(qk, q)| Query {
+                name: qk.get().clone(),
+                loc: self.loc(qk),
+                description: Self::text(&q.description),
+                sql: q.sql.get().clone(),
+                sql_loc: self.loc(&q.sql),
+                params: self.params(&q.params),
+            })
+            .collect();
+        Sqlite {
+            name: key.get().clone(),
+            loc: self.loc(key),
+            path: self.path(s.path.get()),
+            path_loc: self.loc(&s.path),
+            row_limit: s.row_limit.as_ref().map_or(100, |r| *r.get()),
+            tables: s.tables.unwrap_or(true),
+            watch: s.watch.unwrap_or(true),
+            description: Self::text(&s.description),
+            queries,
+        }
+    }
+
+    fn params(&mut self, params: &IndexMap<Key, RawParam>) -> Vec<Param> {
+        params.iter().map(|(k, p)| self.param(k, p)).collect()
+    }
+
+    fn param(&mut self, key: &Key, p: &RawParam) -> Param {
+        let name = key.get().clone();
+        let ty = p.ty.as_ref().map_or(ParamType::String, |t| *t.get());
+        let default = p.default.as_ref().map(|d| d.get().clone());
+        if let Some(d) = &p.default
+            && !value_fits(ty, d.get())
+        {
+            self.err(
+                d,
+                format!(
+                    "the default of `{name}` must be {} (its type)",
+                    type_phrase(ty)
+                ),
+            );
+        }
+        if let (Some(true), Some(d)) = (p.required, &p.default) {
+            self.err(
+                d,
+                format!("`{name}` has a default, so it cannot be `required = true`"),
+            );
+        }
+        if let Some(values) = &p.enum_values {
+            if values.get().is_empty() {
+                self.err(values, format!("`enum` of `{name}` is empty"));
+            }
+            if let Some(bad) = values.get().iter().find(|v| !value_fits(ty, v)) {
+                self.err(
+                    values,
+                    format!(
+                        "`enum` of `{name}` holds {bad}, which is not {}",
+                        type_phrase(ty)
+                    ),
+                );
+            }
+        }
+        for bound in [&p.minimum, &p.maximum].into_iter().flatten() {
+            if !matches!(ty, ParamType::Integer | ParamType::Number) {
+                self.err(
+                    bound,
+                    format!(
+                        "`minimum` / `maximum` need an integer or number parameter; `{name}` is {}",
+                        type_phrase(ty)
+                    ),
+                );
+            }
+        }
+        if let (Some(min), Some(max)) = (&p.minimum, &p.maximum)
+            && min.get() > max.get()
+        {
+            self.err(
+                min,
+                format!("`minimum` of `{name}` is larger than its `maximum`"),
+            );
+        }
+        if let Some(pat) = &p.pattern {
+            if !matches!(ty, ParamType::String | ParamType::Array) {
+                self.err(
+                    pat,
+                    format!(
+                        "`pattern` needs a string parameter; `{name}` is {}",
+                        type_phrase(ty)
+                    ),
+                );
+            }
+            if let Err(e) = regex::Regex::new(pat.get()) {
+                self.err(
+                    pat,
+                    format!(
+                        "invalid `pattern` for `{name}`: {}",
+                        first_line(&e.to_string())
+                    ),
+                );
+            }
+        }
+        Param {
+            loc: self.loc(key),
+            required: p.required.unwrap_or(p.default.is_none()),
+            name,
+            ty,
+            description: Self::text(&p.description),
+            default,
+            enum_values: p.enum_values.as_ref().map(|v| v.get().clone()),
+            minimum: p.minimum.as_ref().map(|v| *v.get()),
+            maximum: p.maximum.as_ref().map(|v| *v.get()),
+            pattern: p.pattern.as_ref().map(|v| v.get().clone()),
+        }
+    }
+
+    fn git(&mut self, key: &Key, g: &raw::RawGit) -> Git {
+        Git {
+            name: key.get().clone(),
+            loc: self.loc(key),
+            path: self.path(g.path.get()),
+            path_loc: self.loc(&g.path),
+            log_limit: g.log_limit.as_ref().map_or(50, |r| *r.get()),
+            watch: g.watch.unwrap_or(true),
+            description: Self::text(&g.description),
+        }
+    }
+
+    fn command(
+        &mut self,
+        argv: &[Sp<String>],
+        at: &Key,
+        cwd: &Option<Sp<String>>,
+        env: &IndexMap<Key, Sp<String>>,
+        timeout: &Option<Sp<raw::DurationStr>>,
+        max_output: &Option<Sp<SizeValue>>,
+    ) -> Command {
+        if argv.is_empty() || argv[0].get().is_empty() {
+            self.err(at, "`command` needs at least a program name");
+        }
+        Command {
+            argv: argv
+                .iter()
+                .map(|a| (a.get().clone(), self.loc(a)))
+                .collect(),
+            cwd: cwd
+                .as_ref()
+                .map_or_else(|| self.dir.to_path_buf(), |c| self.path(c.get())),
+            env: self.env_vars(env),
+            timeout: self.duration(timeout, DEFAULT_TIMEOUT),
+            max_output: self.size(max_output, DEFAULT_MAX_OUTPUT),
+        }
+    }
+
+    fn template(&mut self, key: &Key, t: &raw::RawTemplate, sqlite: &[Sqlite]) -> Template {
+        let name = key.get().clone();
+        let backends = [
+            t.file.is_some(),
+            t.sqlite.is_some() || t.sql.is_some(),
+            t.command.is_some(),
+        ];
+        let count = backends.iter().filter(|b| **b).count();
+        if count != 1 {
+            self.err(
+                key,
+                format!(
+                    "template `{name}` needs exactly one backend: `file`, `sqlite` + `sql`, or `command` (found {count})"
+                ),
+            );
+        }
+        let not_with = |this: &mut Self, field: &str, present: bool, backend: &str| {
+            if present {
+                this.err(
+                    key,
+                    format!("`{field}` only applies to the `{backend}` backend"),
+                );
+            }
+        };
+        if t.file.is_none() {
+            not_with(self, "root", t.root.is_some(), "file");
+        }
+        if t.command.is_none() {
+            not_with(self, "cwd", t.cwd.is_some(), "command");
+            not_with(self, "env", !t.env.is_empty(), "command");
+            not_with(self, "timeout", t.timeout.is_some(), "command");
+            not_with(self, "max_output", t.max_output.is_some(), "command");
+        }
+        let backend = if let Some(file) = &t.file {
+            TemplateBackend::File {
+                path: file.get().clone(),
+                path_loc: self.loc(file),
+                root: t
+                    .root
+                    .as_ref()
+                    .map_or_else(|| self.dir.to_path_buf(), |r| self.path(r.get())),
+            }
+        } else if let Some(argv) = &t.command {
+            TemplateBackend::Command(self.command(
+                argv,
+                key,
+                &t.cwd,
+                &t.env,
+                &t.timeout,
+                &t.max_output,
+            ))
+        } else {
+            match (&t.sqlite, &t.sql) {
+                (Some(src), Some(sql)) => {
+                    if !sqlite.iter().any(|s| &s.name == src.get()) {
+                        let names: Vec<&str> = sqlite.iter().map(|s| s.name.as_str()).collect();
+                        let hint = match diag::did_you_mean(src.get(), names.iter().copied()) {
+                            Some(m) => format!(", did you mean `{m}`?"),
+                            None if names.is_empty() => {
+                                "; there is no [sqlite.NAME] section".into()
+                            }
+                            None => format!("; the sqlite sources are: {}", names.join(", ")),
+                        };
+                        self.err(
+                            src,
+                            format!("template `{name}` names sqlite source `{}`, which does not exist{hint}", src.get()),
+                        );
+                    }
+                    TemplateBackend::Sql {
+                        source: src.get().clone(),
+                        source_loc: self.loc(src),
+                        sql: sql.get().clone(),
+                        sql_loc: self.loc(sql),
+                    }
+                }
+                (Some(src), None) => {
+                    self.err(src, format!("template `{name}` has `sqlite` but no `sql`"));
+                    TemplateBackend::File {
+                        path: String::new(),
+                        path_loc: Loc::default(),
+                        root: self.dir.to_path_buf(),
+                    }
+                }
+                (None, Some(sql)) => {
+                    self.err(
+                        sql,
+                        format!("template `{name}` has `sql` but no `sqlite` source"),
+                    );
+                    TemplateBackend::File {
+                        path: String::new(),
+                        path_loc: Loc::default(),
+                        root: self.dir.to_path_buf(),
+                    }
+                }
+                (None, None) => TemplateBackend::File {
+                    path: String::new(),
+                    path_loc: Loc::default(),
+                    root: self.dir.to_path_buf(),
+                },
+            }
+        };
+        let mut completions = IndexMap::new();
+        let mut completions_loc = IndexMap::new();
+        for (var, values) in &t.completions {
+            completions.insert(
+                var.get().clone(),
+                values.iter().map(|v| v.get().clone()).collect(),
+            );
+            completions_loc.insert(var.get().clone(), self.loc(var));
+        }
+        Template {
+            name,
+            loc: self.loc(key),
+            uri: t.uri.get().clone(),
+            uri_loc: self.loc(&t.uri),
+            description: Self::text(&t.description),
+            mime_type: Self::text(&t.mime_type),
+            backend,
+            completions,
+            completions_loc,
+        }
+    }
+
+    fn tool(&mut self, key: &Key, t: &raw::RawTool, resource_tools: bool) -> Option<Tool> {
+        let name = key.get().clone();
+        if resource_tools && RESOURCE_TOOL_NAMES.contains(&name.as_str()) {
+            self.err(
+                key,
+                format!("tool `{name}` clashes with the built-in resource tool of that name; rename it or set `resource_tools = false` in [server]"),
+            );
+        }
+        let exec = match (&t.command, &t.run) {
+            (Some(argv), None) => {
+                if argv.is_empty() || argv[0].get().is_empty() {
+                    self.err(
+                        key,
+                        format!("tool `{name}`: `command` needs at least a program name"),
+                    );
+                }
+                Exec::Command(
+                    argv.iter()
+                        .map(|a| (a.get().clone(), self.loc(a)))
+                        .collect(),
+                )
+            }
+            (None, Some(script)) => Exec::Run(script.get().clone(), self.loc(script)),
+            (Some(_), Some(run)) => {
+                self.err(
+                    run,
+                    format!("tool `{name}` has both `command` and `run`; keep one"),
+                );
+                return None;
+            }
+            (None, None) => {
+                self.err(
+                    key,
+                    format!("tool `{name}` needs `command` (argv) or `run` (a script)"),
+                );
+                return None;
+            }
+        };
+        let output = t.output.as_ref().map_or(OutputKind::Text, |o| *o.get());
+        if let Some(schema) = &t.output_schema
+            && output != OutputKind::Json
+        {
+            self.err(
+                schema,
+                format!("tool `{name}` has `output_schema` but not `output = \"json\"`"),
+            );
+        }
+        Some(Tool {
+            loc: self.loc(key),
+            description: Self::text(&t.description),
+            title: Self::text(&t.title),
+            exec,
+            cwd: t
+                .cwd
+                .as_ref()
+                .map_or_else(|| self.dir.to_path_buf(), |c| self.path(c.get())),
+            env: self.env_vars(&t.env),
+            timeout: self.duration(&t.timeout, DEFAULT_TIMEOUT),
+            max_output: self.size(&t.max_output, DEFAULT_MAX_OUTPUT),
+            output,
+            output_schema: t
+                .output_schema
+                .as_ref()
+                .map(|s| (s.get().clone(), self.loc(s))),
+            read_only: t.read_only.unwrap_or(false),
+            destructive: t.destructive.unwrap_or(false),
+            idempotent: t.idempotent.unwrap_or(false),
+            open_world: t.open_world.unwrap_or(false),
+            params: self.params(&t.params),
+            name,
+        })
+    }
+
+    fn prompt(&mut self, key: &Key, p: &raw::RawPrompt) -> Prompt {
+        let name = key.get().clone();
+        let args = p
+            .args
+            .iter()
+            .map(|(k, a)| PromptArg {
+                name: k.get().clone(),
+                loc: self.loc(k),
+                description: Self::text(&a.description),
+                required: a.required.unwrap_or(false),
+                completions: a
+                    .completions
+                    .iter()
+                    .flatten()
+                    .map(|c| c.get().clone())
+                    .collect(),
+            })
+            .collect();
+        let mut messages = Vec::new();
+        for m in &p.messages {
+            let content = match (&m.text, &m.resource) {
+                (Some(t), None) => MessageContent::Text(t.get().clone()),
+                (None, Some(r)) => MessageContent::Resource(r.get().clone()),
+                _ => {
+                    self.err(
+                        &m.role,
+                        format!(
+                            "a message of prompt `{name}` needs exactly one of `text` or `resource`"
+                        ),
+                    );
+                    continue;
+                }
+            };
+            messages.push(Message {
+                role: *m.role.get(),
+                loc: self.loc(&m.role),
+                content,
+            });
+        }
+        if p.messages.is_empty() {
+            self.err(key, format!("prompt `{name}` has no `messages`"));
+        }
+        Prompt {
+            loc: self.loc(key),
+            description: Self::text(&p.description),
+            title: Self::text(&p.title),
+            args,
+            messages,
+            name,
+        }
+    }
+}
+
+/// Removes `.` and resolves `..` lexically (no filesystem access; symlinks are the registry's job).
+pub fn normalize(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+fn value_fits(ty: ParamType, v: &serde_json::Value) -> bool {
+    match ty {
+        ParamType::String => v.is_string(),
+        ParamType::Integer => v.is_i64() || v.is_u64(),
+        ParamType::Number => v.is_number(),
+        ParamType::Boolean => v.is_boolean(),
+        ParamType::Array => v
+            .as_array()
+            .is_some_and(|a| a.iter().all(serde_json::Value::is_string)),
+    }
+}
+
+pub fn type_phrase(ty: ParamType) -> &'static str {
+    match ty {
+        ParamType::String => "a string",
+        ParamType::Integer => "an integer",
+        ParamType::Number => "a number",
+        ParamType::Boolean => "a boolean",
+        ParamType::Array => "an array of strings",
+    }
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().last().unwrap_or(s).trim()
+}
+
+impl Manifest {
+    /// The `name` of every section entry, for summaries.
+    pub fn summary_counts(&self) -> (usize, usize, usize, usize, usize, usize) {
+        (
+            self.files.len(),
+            self.sqlite.len(),
+            self.git.len(),
+            self.templates.len(),
+            self.tools.len(),
+            self.prompts.len(),
+        )
+    }
+}

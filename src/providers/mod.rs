@@ -1,0 +1,204 @@
+//! Resource providers (files, sqlite, git, user templates) and the plain types they answer with.
+//! Nothing here knows MCP: `server.rs` converts these types to the wire.
+
+pub mod files;
+
+use std::time::SystemTime;
+
+/// One listed resource.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResourceInfo {
+    pub uri: String,
+    pub name: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub mime_type: Option<String>,
+    pub size: Option<u64>,
+    pub last_modified: Option<SystemTime>,
+}
+
+impl ResourceInfo {
+    pub fn new(uri: impl Into<String>, name: impl Into<String>) -> Self {
+        ResourceInfo {
+            uri: uri.into(),
+            name: name.into(),
+            title: None,
+            description: None,
+            mime_type: None,
+            size: None,
+            last_modified: None,
+        }
+    }
+}
+
+/// One listed URI template.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TemplateInfo {
+    pub uri_template: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub mime_type: Option<String>,
+}
+
+/// What a read returns: text (valid UTF-8) or bytes (sent base64).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Body {
+    Text(String),
+    Bytes(Vec<u8>),
+}
+
+impl Body {
+    /// Text when the bytes are UTF-8, bytes otherwise.
+    pub fn from_bytes(bytes: Vec<u8>) -> Body {
+        match String::from_utf8(bytes) {
+            Ok(s) => Body::Text(s),
+            Err(e) => Body::Bytes(e.into_bytes()),
+        }
+    }
+}
+
+/// The contents of one read resource.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Contents {
+    pub uri: String,
+    pub mime_type: Option<String>,
+    pub body: Body,
+}
+
+/// Why a read (or completion) failed. `server.rs` maps these to JSON-RPC errors.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RequestError {
+    /// The same answer for missing, hidden and outside: nothing about the outside is revealed.
+    #[error("resource not found: {0}")]
+    NotFound(String),
+    /// The URI fits but a value in it is wrong (a bad parameter, an unknown rev).
+    #[error("{0}")]
+    InvalidParams(String),
+    /// The resource exists but cannot be served (too large, unreadable).
+    #[error("{0}")]
+    Refused(String),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+/// A completion answer: at most 100 values, with the total when known.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Completion {
+    pub values: Vec<String>,
+    pub total: Option<usize>,
+    pub has_more: bool,
+}
+
+/// The most values one completion answer carries (the MCP limit).
+pub const MAX_COMPLETIONS: usize = 100;
+
+impl Completion {
+    /// Sorted, de-duplicated candidates that start with `prefix`, capped at `MAX_COMPLETIONS`.
+    pub fn from_candidates<I, S>(candidates: I, prefix: &str) -> Completion
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let mut all: Vec<String> = candidates
+            .into_iter()
+            .filter(|c| c.as_ref().starts_with(prefix))
+            .map(|c| c.as_ref().to_owned())
+            .collect();
+        all.sort();
+        all.dedup();
+        let total = all.len();
+        all.truncate(MAX_COMPLETIONS);
+        Completion {
+            has_more: total > all.len(),
+            values: all,
+            total: Some(total),
+        }
+    }
+}
+
+/// Percent-encodes what may not stand raw in a URI path: space, `%`, `#`, `?`, quotes, brackets,
+/// control characters and non-ASCII. `/` and the other path characters stay as they are.
+pub fn encode_path(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for b in path.bytes() {
+        let keep = b.is_ascii_alphanumeric()
+            || matches!(
+                b,
+                b'/' | b'-'
+                    | b'.'
+                    | b'_'
+                    | b'~'
+                    | b'!'
+                    | b'$'
+                    | b'&'
+                    | b'\''
+                    | b'('
+                    | b')'
+                    | b'*'
+                    | b'+'
+                    | b','
+                    | b';'
+                    | b'='
+                    | b':'
+                    | b'@'
+            );
+        if keep {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Decodes `%XX` escapes; `None` when an escape is malformed or the result is not UTF-8.
+pub fn decode_percent(s: &str) -> Option<String> {
+    if !s.contains('%') {
+        return Some(s.to_owned());
+    }
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = s.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encodes_only_what_a_uri_path_cannot_hold() {
+        assert_eq!(encode_path("/a/b-c_d.md"), "/a/b-c_d.md");
+        assert_eq!(encode_path("/a b/#1?.md"), "/a%20b/%231%3F.md");
+        assert_eq!(encode_path("/é%"), "/%C3%A9%25");
+        assert_eq!(
+            decode_percent("/a%20b/%231%3F.md").as_deref(),
+            Some("/a b/#1?.md")
+        );
+        assert_eq!(decode_percent("/%C3%A9%25").as_deref(), Some("/é%"));
+        assert_eq!(decode_percent("/bad%zz"), None);
+        assert_eq!(decode_percent("/cut%2"), None);
+        assert_eq!(decode_percent("/%FF"), None);
+    }
+
+    #[test]
+    fn completion_caps_at_one_hundred() {
+        let c = Completion::from_candidates((0..250).map(|i| format!("f{i:03}")), "f");
+        assert_eq!(c.values.len(), 100);
+        assert_eq!(c.total, Some(250));
+        assert!(c.has_more);
+        let c = Completion::from_candidates(["b", "a", "ab"], "a");
+        assert_eq!(c.values, ["a", "ab"]);
+        assert!(!c.has_more);
+    }
+}

@@ -1,0 +1,350 @@
+//! The registry: a checked `Manifest` turned into live sources, tools and prompts, and the one
+//! `match` over source kinds. Every request the server gets is answered through here.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use base64::Engine as _;
+use serde_json::{Value, json};
+
+use crate::manifest::{Diagnostics, Manifest};
+use crate::providers::files::FilesSource;
+use crate::providers::{Body, Completion, Contents, RequestError, ResourceInfo, TemplateInfo};
+use crate::tools::{Hints, ToolContent, ToolInfo, ToolResult};
+
+/// A live resource source.
+#[derive(Debug)]
+pub enum Source {
+    Files(Arc<FilesSource>),
+}
+
+/// Everything one manifest serves.
+#[derive(Debug)]
+pub struct Registry {
+    pub manifest: Manifest,
+    pub sources: Vec<Source>,
+}
+
+impl Registry {
+    /// Builds every source. Checks that need the filesystem happen here and are reported as
+    /// diagnostics with the manifest's line and column, all at once.
+    pub async fn build(manifest: Manifest) -> Result<Registry, Diagnostics> {
+        let mut diags = Diagnostics::new(manifest.file.clone());
+        let mut sources = Vec::new();
+        for def in &manifest.files {
+            if let Some(src) = FilesSource::build(def, &mut diags) {
+                sources.push(Source::Files(Arc::new(src)));
+            }
+        }
+        let pending: [(&str, Vec<crate::manifest::Loc>); 5] = [
+            ("sqlite", manifest.sqlite.iter().map(|s| s.loc).collect()),
+            ("git", manifest.git.iter().map(|s| s.loc).collect()),
+            (
+                "templates",
+                manifest.templates.iter().map(|s| s.loc).collect(),
+            ),
+            ("tools", manifest.tools.iter().map(|s| s.loc).collect()),
+            ("prompts", manifest.prompts.iter().map(|s| s.loc).collect()),
+        ];
+        for (section, locs) in pending {
+            for loc in locs {
+                diags.push(
+                    loc,
+                    format!("[{section}.*] is not supported yet by this version of mcp-manifest"),
+                );
+            }
+        }
+        if diags.is_empty() {
+            Ok(Registry { manifest, sources })
+        } else {
+            Err(diags.finish())
+        }
+    }
+
+    pub fn page_size(&self) -> usize {
+        self.manifest.server.page_size
+    }
+
+    /// Every resource, in manifest order (sources) and name order (within a source).
+    pub async fn list_resources(&self) -> Result<Vec<ResourceInfo>, RequestError> {
+        let mut out = Vec::new();
+        for source in &self.sources {
+            match source {
+                Source::Files(f) => {
+                    let f = f.clone();
+                    out.extend(blocking(move || f.list_blocking()).await?);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    pub fn templates(&self) -> Vec<TemplateInfo> {
+        let mut out = Vec::new();
+        for source in &self.sources {
+            match source {
+                Source::Files(f) => out.extend(f.templates()),
+            }
+        }
+        out
+    }
+
+    /// Reads one resource. Sources that own the URI are tried in manifest order; the first
+    /// answer that is not "not found" wins.
+    pub async fn read(&self, uri: &str) -> Result<Vec<Contents>, RequestError> {
+        let mut refused = None;
+        for source in &self.sources {
+            let result = match source {
+                Source::Files(f) if f.owns(uri) => {
+                    let (f, u) = (f.clone(), uri.to_owned());
+                    blocking(move || f.read_blocking(&u)).await?
+                }
+                Source::Files(_) => continue,
+            };
+            match result {
+                Ok(c) => return Ok(vec![c]),
+                Err(RequestError::NotFound(_)) => {}
+                Err(e) => refused = Some(e),
+            }
+        }
+        Err(refused.unwrap_or_else(|| RequestError::NotFound(uri.to_owned())))
+    }
+
+    /// Completes a variable of a resource template (`ref/resource`).
+    pub async fn complete_resource(
+        &self,
+        template: &str,
+        var: &str,
+        value: &str,
+        _context: &HashMap<String, String>,
+    ) -> Result<Completion, RequestError> {
+        for source in &self.sources {
+            match source {
+                Source::Files(f) if f.template_uri().as_deref() == Some(template) => {
+                    let (f, var, value) = (f.clone(), var.to_owned(), value.to_owned());
+                    return blocking(move || f.complete_blocking(&var, &value)).await;
+                }
+                Source::Files(_) => {}
+            }
+        }
+        Err(RequestError::InvalidParams(format!(
+            "no resource template `{template}`"
+        )))
+    }
+
+    /// Completes an argument of a prompt (`ref/prompt`).
+    pub async fn complete_prompt(
+        &self,
+        prompt: &str,
+        _arg: &str,
+        _value: &str,
+    ) -> Result<Completion, RequestError> {
+        Err(RequestError::InvalidParams(format!("no prompt `{prompt}`")))
+    }
+
+    pub fn has_completions(&self) -> bool {
+        !self.templates().is_empty()
+    }
+
+    /// Every tool, in order: the resource tools (when on), then the manifest's tools.
+    pub fn tools(&self) -> Vec<ToolInfo> {
+        let mut out = Vec::new();
+        if self.manifest.server.resource_tools {
+            out.extend(resource_tool_infos());
+        }
+        out
+    }
+
+    pub fn has_tool(&self, name: &str) -> bool {
+        self.tools().iter().any(|t| t.name == name)
+    }
+
+    /// Runs one tool. An unknown tool is an error (`-32602`); everything else is a result.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        args: serde_json::Map<String, Value>,
+    ) -> Result<ToolResult, RequestError> {
+        match name {
+            "list_resources" if self.manifest.server.resource_tools => {
+                Ok(self.list_resources_tool(&args).await)
+            }
+            "read_resource" if self.manifest.server.resource_tools => {
+                Ok(self.read_resource_tool(&args).await)
+            }
+            _ => Err(RequestError::InvalidParams(format!(
+                "unknown tool `{name}`"
+            ))),
+        }
+    }
+
+    async fn list_resources_tool(&self, args: &serde_json::Map<String, Value>) -> ToolResult {
+        let cursor = match args.get("cursor") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.as_str()),
+            Some(_) => return ToolResult::error("`cursor` must be a string"),
+        };
+        let all = match self.list_resources().await {
+            Ok(all) => all,
+            Err(e) => return ToolResult::error(e.to_string()),
+        };
+        let (page, next) = match paginate(&all, cursor, self.page_size()) {
+            Ok(p) => p,
+            Err(e) => return ToolResult::error(e.to_string()),
+        };
+        let resources: Vec<Value> = page
+            .iter()
+            .map(|r| {
+                let mut o = json!({ "uri": r.uri, "name": r.name });
+                if let Some(d) = &r.description {
+                    o["description"] = json!(d);
+                }
+                if let Some(m) = &r.mime_type {
+                    o["mimeType"] = json!(m);
+                }
+                o
+            })
+            .collect();
+        let mut body = json!({ "resources": resources });
+        if let Some(n) = next {
+            body["nextCursor"] = json!(n);
+        }
+        ToolResult {
+            content: vec![ToolContent::Text(body.to_string())],
+            structured: Some(body),
+            is_error: false,
+        }
+    }
+
+    async fn read_resource_tool(&self, args: &serde_json::Map<String, Value>) -> ToolResult {
+        let Some(uri) = args.get("uri").and_then(Value::as_str) else {
+            return ToolResult::error("`uri` is required and must be a string");
+        };
+        match self.read(uri).await {
+            Ok(contents) => ToolResult {
+                content: contents
+                    .into_iter()
+                    .map(|c| match c.body {
+                        Body::Text(t) => ToolContent::Text(t),
+                        Body::Bytes(_) => ToolContent::Resource(c),
+                    })
+                    .collect(),
+                structured: None,
+                is_error: false,
+            },
+            Err(e) => ToolResult::error(e.to_string()),
+        }
+    }
+}
+
+fn resource_tool_infos() -> [ToolInfo; 2] {
+    let object = |v: Value| match v {
+        Value::Object(m) => m,
+        _ => serde_json::Map::new(),
+    };
+    let read_only = Hints {
+        read_only: true,
+        destructive: false,
+        idempotent: true,
+        open_world: false,
+    };
+    [
+        ToolInfo {
+            name: "list_resources".into(),
+            title: Some("List resources".into()),
+            description: Some(
+                "List the resources this server serves (URI, name, description, MIME type). \
+                 Pass `cursor` from a previous answer's `nextCursor` for the next page."
+                    .into(),
+            ),
+            input_schema: object(json!({
+                "type": "object",
+                "properties": {
+                    "cursor": { "type": "string", "description": "nextCursor from the previous page" }
+                },
+                "additionalProperties": false
+            })),
+            output_schema: None,
+            hints: read_only,
+        },
+        ToolInfo {
+            name: "read_resource".into(),
+            title: Some("Read a resource".into()),
+            description: Some(
+                "Read one resource by its URI (from list_resources or a resource template).".into(),
+            ),
+            input_schema: object(json!({
+                "type": "object",
+                "properties": {
+                    "uri": { "type": "string", "description": "The resource URI" }
+                },
+                "required": ["uri"],
+                "additionalProperties": false
+            })),
+            output_schema: None,
+            hints: read_only,
+        },
+    ]
+}
+
+/// One page of `items` after `cursor`. Cursors are opaque to clients: base64 of the offset.
+pub fn paginate<'a, T>(
+    items: &'a [T],
+    cursor: Option<&str>,
+    page_size: usize,
+) -> Result<(&'a [T], Option<String>), RequestError> {
+    let start = match cursor {
+        None => 0,
+        Some(c) => decode_cursor(c)
+            .filter(|&n| n <= items.len())
+            .ok_or_else(|| RequestError::InvalidParams(format!("invalid cursor `{c}`")))?,
+    };
+    let end = start.saturating_add(page_size.max(1)).min(items.len());
+    let next = (end < items.len()).then(|| encode_cursor(end));
+    Ok((&items[start..end], next))
+}
+
+fn encode_cursor(offset: usize) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("page:{offset}"))
+}
+
+fn decode_cursor(cursor: &str) -> Option<usize> {
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(cursor)
+        .ok()?;
+    std::str::from_utf8(&raw)
+        .ok()?
+        .strip_prefix("page:")?
+        .parse()
+        .ok()
+}
+
+/// Runs blocking work (filesystem walks, SQLite, git) off the async runtime.
+pub async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, RequestError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| RequestError::Internal(format!("a worker failed: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_to_the_end_and_rejects_bad_cursors() {
+        let items: Vec<u32> = (0..7).collect();
+        let (p1, c1) = paginate(&items, None, 3).unwrap();
+        assert_eq!(p1, [0, 1, 2]);
+        let (p2, c2) = paginate(&items, c1.as_deref(), 3).unwrap();
+        assert_eq!(p2, [3, 4, 5]);
+        let (p3, c3) = paginate(&items, c2.as_deref(), 3).unwrap();
+        assert_eq!(p3, [6]);
+        assert_eq!(c3, None);
+        assert!(paginate(&items, Some("nope"), 3).is_err());
+        assert!(paginate(&items, Some(&encode_cursor(99)), 3).is_err());
+        let (empty, none) = paginate::<u32>(&[], None, 3).unwrap();
+        assert!(empty.is_empty() && none.is_none());
+    }
+}
