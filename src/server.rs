@@ -232,6 +232,11 @@ impl ServerHandler for Handler {
         _cx: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
         let registry = self.registry();
+        if !registry.has_completions() {
+            return Err(ErrorData::method_not_found::<
+                rmcp::model::CompleteRequestMethod,
+            >());
+        }
         let context: HashMap<String, String> =
             params.context.and_then(|c| c.arguments).unwrap_or_default();
         let arg = &params.argument;
@@ -260,6 +265,11 @@ impl ServerHandler for Handler {
     ) -> Result<ListToolsResult, ErrorData> {
         let registry = self.registry();
         let all = registry.tools();
+        if all.is_empty() {
+            return Err(ErrorData::method_not_found::<
+                rmcp::model::ListToolsRequestMethod,
+            >());
+        }
         let (page, next) = paginate(&all, cursor(&params), registry.page_size()).map_err(error)?;
         let mut result = ListToolsResult::with_all_items(page.iter().map(tool).collect());
         result.next_cursor = next;
@@ -272,6 +282,11 @@ impl ServerHandler for Handler {
         _cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let registry = self.registry();
+        if registry.tools().is_empty() {
+            return Err(ErrorData::method_not_found::<
+                rmcp::model::CallToolRequestMethod,
+            >());
+        }
         let args = params.arguments.unwrap_or_default();
         let result = registry
             .call_tool(&params.name, args)

@@ -121,9 +121,9 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 /// A duration as a person writes it, for messages: "30s", "500ms", "2m".
 pub fn format_duration(d: Duration) -> String {
     let ms = d.as_millis();
-    if ms % 60_000 == 0 && ms >= 60_000 {
+    if ms.is_multiple_of(60_000) && ms >= 60_000 {
         format!("{}m", ms / 60_000)
-    } else if ms % 1000 == 0 {
+    } else if ms.is_multiple_of(1000) {
         format!("{}s", ms / 1000)
     } else {
         format!("{ms}ms")
@@ -136,7 +136,7 @@ pub fn format_size(n: u64) -> String {
     for (unit, size) in UNITS {
         if n >= size {
             let v = n as f64 / size as f64;
-            return if n % size == 0 {
+            return if n.is_multiple_of(size) {
                 format!("{} {unit}", n / size)
             } else {
                 format!("{v:.1} {unit}")

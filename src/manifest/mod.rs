@@ -260,8 +260,14 @@ pub fn load_str(
 
     let (mut doc, parse_errors) = DeTable::parse_recoverable(text);
     for e in &parse_errors {
-        let at = e.span().map_or(0, |s| s.start);
-        diags.push(map.loc(at), e.message().trim().to_owned());
+        let span = e.span().unwrap_or(0..0);
+        let mut message = e.message().trim().to_owned();
+        if message == "duplicate key"
+            && let Some(key) = text.get(span.clone()).filter(|k| !k.is_empty())
+        {
+            message = format!("duplicate key `{key}`: each name appears once in its table");
+        }
+        diags.push(map.loc(span.start), message);
     }
     if !diags.is_empty() {
         return Err(diags.finish());

@@ -138,8 +138,9 @@ impl<'a> Walker<'a> {
                     let known: Vec<&str> = props
                         .map(|p| p.keys().map(String::as_str).collect())
                         .unwrap_or_default();
+                    let kind = if path.is_empty() { "section" } else { "key" };
                     let msg = match did_you_mean(name, known.iter().copied()) {
-                        Some(m) => format!("unknown key `{name}`, did you mean `{m}`?"),
+                        Some(m) => format!("unknown {kind} `{name}`, did you mean `{m}`?"),
                         None if path.is_empty() => format!(
                             "unknown section `{name}`; the sections are: {}",
                             quoted(&known)
@@ -247,7 +248,10 @@ fn int_value(value: &DeValue<'_>) -> Option<i64> {
 }
 
 fn describe(schema: &Value) -> String {
-    let types = types_of(schema);
+    let types: Vec<&str> = types_of(schema)
+        .into_iter()
+        .filter(|t| *t != "null")
+        .collect();
     if types.is_empty() {
         return "a value".into();
     }

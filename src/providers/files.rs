@@ -507,6 +507,9 @@ fn sniff_is_text(path: &Path) -> bool {
     let Ok(n) = f.read(&mut buf) else {
         return false;
     };
+    if buf[..n].contains(&0) {
+        return false;
+    }
     match std::str::from_utf8(&buf[..n]) {
         Ok(_) => true,
         Err(e) => e.error_len().is_none() && n == buf.len(),

@@ -48,8 +48,12 @@ pub enum Body {
 }
 
 impl Body {
-    /// Text when the bytes are UTF-8, bytes otherwise.
+    /// Text when the bytes are UTF-8 without NUL bytes (as git and ripgrep judge text),
+    /// bytes otherwise.
     pub fn from_bytes(bytes: Vec<u8>) -> Body {
+        if bytes.contains(&0) {
+            return Body::Bytes(bytes);
+        }
         match String::from_utf8(bytes) {
             Ok(s) => Body::Text(s),
             Err(e) => Body::Bytes(e.into_bytes()),

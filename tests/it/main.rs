@@ -1,0 +1,9 @@
+//! The one integration-test binary: the real `mcp-manifest` binary driven over pipes, with
+//! fixtures (file trees, databases, repositories) built in temp dirs by code.
+
+mod support;
+
+mod cli;
+mod files;
+mod manifest_errors;
+mod protocol;

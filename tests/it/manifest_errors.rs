@@ -1,0 +1,226 @@
+//! Bad manifests and their exact diagnostics (`FILE:LINE:COL: message`), through `check` and
+//! `serve` (which must refuse to start with the same output, before reading stdin).
+
+use crate::support::{Fixture, stderr, stdout};
+
+/// Runs `check` on `text` (written as bad.toml next to a `docs` folder) and returns stderr lines.
+fn diagnose(text: &str) -> Vec<String> {
+    let f = Fixture::new();
+    f.write("docs/a.md", "# a\n");
+    f.write("bad.toml", text);
+    let out = f.run(&["check", "bad.toml"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "check should fail: {}",
+        stdout(&out)
+    );
+    assert!(stdout(&out).is_empty(), "errors go to stderr only");
+    let err = stderr(&out);
+    let mut lines: Vec<String> = err.lines().map(str::to_owned).collect();
+    let summary = lines.pop().expect("a summary line");
+    assert!(
+        summary.starts_with("bad.toml: ") && summary.ends_with("found"),
+        "{summary}"
+    );
+    lines
+}
+
+#[test]
+fn unknown_key_suggests_the_close_one() {
+    assert_eq!(
+        diagnose("[files.docs]\nroot = \"docs\"\ninlcude = [\"*.md\"]\n"),
+        ["bad.toml:3:1: unknown key `inlcude`, did you mean `include`?"]
+    );
+}
+
+#[test]
+fn unknown_section_suggests_the_close_one() {
+    assert_eq!(
+        diagnose("[filez.docs]\nroot = \"docs\"\n"),
+        ["bad.toml:1:2: unknown section `filez`, did you mean `files`?"]
+    );
+}
+
+#[test]
+fn wrong_types_are_all_reported_at_once() {
+    assert_eq!(
+        diagnose(
+            "[server]\npage_size = \"ten\"\n\n[files.docs]\nroot = \"docs\"\nwatch = \"yes\"\ngitignore = 1\n"
+        ),
+        [
+            "bad.toml:2:13: `server.page_size` must be an integer, found a string",
+            "bad.toml:6:9: `files.docs.watch` must be true or false, found a string",
+            "bad.toml:7:13: `files.docs.gitignore` must be true or false, found an integer",
+        ]
+    );
+}
+
+#[test]
+fn missing_required_key_points_at_the_table() {
+    assert_eq!(
+        diagnose("[server]\nname = \"x\"\n\n[files.docs]\ninclude = [\"*\"]\n"),
+        ["bad.toml:4:1: missing required key `root` in `files.docs`"]
+    );
+}
+
+#[test]
+fn invalid_names_are_rejected() {
+    assert_eq!(
+        diagnose("[files.Docs]\nroot = \"docs\"\n"),
+        ["bad.toml:1:8: invalid name `Docs` in `files`: names match [a-z][a-z0-9_-]*"]
+    );
+}
+
+#[test]
+fn missing_environment_variable_without_default() {
+    assert_eq!(
+        diagnose("[files.docs]\nroot = \"${MCP_MANIFEST_SURELY_UNSET}/docs\"\n"),
+        [
+            "bad.toml:2:8: environment variable `MCP_MANIFEST_SURELY_UNSET` is not set (give a default with `${MCP_MANIFEST_SURELY_UNSET:-value}`)"
+        ]
+    );
+}
+
+#[test]
+fn dangling_reference_to_a_sqlite_source() {
+    assert_eq!(
+        diagnose(
+            "[sqlite.shop]\npath = \"x.db\"\n\n[templates.t]\nuri = \"x://{a}\"\nsqlite = \"shopp\"\nsql = \"select 1\"\n"
+        ),
+        [
+            "bad.toml:6:10: template `t` names sqlite source `shopp`, which does not exist, did you mean `shop`?"
+        ]
+    );
+}
+
+#[test]
+fn bad_units_name_the_value() {
+    assert_eq!(
+        diagnose("[tools.t]\ncommand = [\"ls\"]\ntimeout = \"5 parsecs\"\nmax_output = \"lots\"\n"),
+        [
+            "bad.toml:3:11: unknown duration unit `parsecs` in `5 parsecs`; use ms, s, m or h",
+            "bad.toml:4:14: `lots` is not a size; write e.g. \"64KiB\" or \"1MiB\"",
+        ]
+    );
+}
+
+#[test]
+fn enum_values_are_checked() {
+    assert_eq!(
+        diagnose("[tools.t]\ncommand = [\"ls\"]\noutput = \"jsno\"\n"),
+        ["bad.toml:3:10: `tools.t.output` cannot be `jsno`, did you mean `json`?"]
+    );
+}
+
+#[test]
+fn toml_syntax_errors_have_a_place() {
+    assert_eq!(
+        diagnose("[server]\nname = \n"),
+        ["bad.toml:2:8: string values must be quoted, expected literal string"]
+    );
+}
+
+#[test]
+fn duplicate_names_are_rejected() {
+    let lines = diagnose("[files.docs]\nroot = \"docs\"\n\n[files.docs]\nroot = \"docs\"\n");
+    assert_eq!(
+        lines[0],
+        "bad.toml:4:8: duplicate key `docs`: each name appears once in its table"
+    );
+}
+
+#[test]
+fn resource_tool_names_are_reserved_while_resource_tools_is_on() {
+    assert_eq!(
+        diagnose("[tools.read_resource]\ncommand = [\"cat\"]\n"),
+        [
+            "bad.toml:1:8: tool `read_resource` clashes with the built-in resource tool of that name; rename it or set `resource_tools = false` in [server]"
+        ]
+    );
+}
+
+#[test]
+fn missing_root_is_reported_with_its_place() {
+    let f = Fixture::new();
+    f.write("bad.toml", "[files.docs]\nroot = \"nope\"\n");
+    let out = f.run(&["check", "bad.toml"]);
+    assert_eq!(out.status.code(), Some(1));
+    let first = stderr(&out).lines().next().unwrap_or_default().to_owned();
+    assert_eq!(
+        first,
+        format!(
+            "bad.toml:2:8: [files.docs] root `{}` cannot be opened: no such file or folder",
+            f.path("nope").display()
+        )
+    );
+}
+
+#[test]
+fn bad_glob_and_bad_size() {
+    assert_eq!(
+        diagnose("[files.docs]\nroot = \"docs\"\ninclude = [\"[a-\"]\nmax_size = -5\n"),
+        ["bad.toml:4:12: `files.docs.max_size` must be at least 0, found -5"]
+    );
+    let lines = diagnose("[files.docs]\nroot = \"docs\"\ninclude = [\"[a-\"]\n");
+    assert_eq!(lines.len(), 1);
+    assert!(
+        lines[0].starts_with("bad.toml:3:12: invalid glob `[a-`"),
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn serve_refuses_a_bad_manifest_with_the_same_diagnostics_before_reading_stdin() {
+    let f = Fixture::new();
+    f.write(
+        "mcp-server.toml",
+        "[files.docs]\nroot = \"docs\"\ninlcude = []\n",
+    );
+    // stdin stays open and is never written: the process must exit on its own with status 1.
+    let child = std::process::Command::new(crate::support::BIN)
+        .arg("serve")
+        .current_dir(f.root())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let out = child.wait_with_output_keeping_stdin();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout(&out).is_empty(),
+        "nothing on stdout: {}",
+        stdout(&out)
+    );
+    assert!(
+        stderr(&out)
+            .starts_with("mcp-server.toml:3:1: unknown key `inlcude`, did you mean `include`?\n"),
+        "{}",
+        stderr(&out)
+    );
+    let check = f.run(&["check"]);
+    assert_eq!(stderr(&check), stderr(&out));
+}
+
+trait KeepStdin {
+    fn wait_with_output_keeping_stdin(self) -> std::process::Output;
+}
+
+impl KeepStdin for std::process::Child {
+    /// Like `wait_with_output`, but holds stdin open until the process has exited.
+    fn wait_with_output_keeping_stdin(mut self) -> std::process::Output {
+        let stdin = self.stdin.take();
+        let deadline = std::time::Instant::now() + crate::support::TIMEOUT;
+        while self.try_wait().expect("try_wait").is_none() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "serve kept running with a bad manifest"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let out = self.wait_with_output().expect("output");
+        drop(stdin);
+        out
+    }
+}

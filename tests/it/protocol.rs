@@ -1,0 +1,248 @@
+//! Both protocol eras through the real binary: negotiation, discovery, errors, framing, exit.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::{Fixture, list_all};
+
+fn fixture() -> Fixture {
+    let f = Fixture::new();
+    f.write("docs/a.md", "# a\n");
+    f.manifest(
+        "[server]\nname = \"proto\"\nversion = \"9.9.9\"\ninstructions = \"Serves docs.\"\n\n[files.docs]\nroot = \"docs\"\n",
+    );
+    f
+}
+
+#[test]
+fn initialize_echoes_every_known_handshake_version() {
+    let f = fixture();
+    for v in ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"] {
+        let mut s = f.serve();
+        let r = s.initialize(v);
+        assert_eq!(r["protocolVersion"], v);
+        assert_eq!(r["serverInfo"]["name"], "proto");
+        assert_eq!(r["serverInfo"]["version"], "9.9.9");
+        assert_eq!(r["instructions"], "Serves docs.");
+    }
+}
+
+#[test]
+fn unknown_or_stateless_versions_get_the_newest_handshake_version() {
+    let f = fixture();
+    for v in ["2099-01-01", "1999-01-01", "2026-07-28", "not-a-date"] {
+        let mut s = f.serve();
+        let r = s.initialize(v);
+        assert_eq!(r["protocolVersion"], "2025-11-25", "asked for {v}");
+    }
+}
+
+#[test]
+fn capabilities_advertise_only_what_is_served() {
+    let f = fixture();
+    let mut s = f.serve();
+    let r = s.initialize("2025-11-25");
+    let caps = r["capabilities"].as_object().expect("capabilities");
+    assert!(caps.contains_key("resources"));
+    assert!(
+        caps.contains_key("tools"),
+        "resource_tools is on by default"
+    );
+    assert!(caps.contains_key("completions"), "files templates complete");
+    assert!(!caps.contains_key("prompts"), "no prompts in this manifest");
+    assert!(!caps.contains_key("logging"));
+
+    let g = Fixture::new();
+    g.manifest("[server]\nresource_tools = false\n");
+    let mut s = g.serve();
+    let r = s.initialize("2025-11-25");
+    let caps = r["capabilities"].as_object().expect("capabilities");
+    assert!(!caps.contains_key("tools"), "{caps:?}");
+    assert!(!caps.contains_key("completions"), "{caps:?}");
+    assert_eq!(s.err("tools/list", json!({}))["code"], -32601);
+}
+
+#[test]
+fn ping_answers_before_and_after_initialize() {
+    let f = fixture();
+    let mut s = f.serve();
+    assert_eq!(s.ok("ping", json!({})), json!({}));
+    s.initialize("2025-06-18");
+    assert_eq!(s.ok("ping", json!({})), json!({}));
+}
+
+#[test]
+fn stateless_era_discover_and_requests_carry_result_type_and_cache_hints() {
+    let f = fixture();
+    let mut s = f.serve();
+    let d = s.modern("server/discover", json!({}));
+    let d = &d["result"];
+    assert_eq!(d["resultType"], "complete");
+    let versions: Vec<&str> = d["supportedVersions"]
+        .as_array()
+        .expect("versions")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for v in [
+        "2024-11-05",
+        "2025-03-26",
+        "2025-06-18",
+        "2025-11-25",
+        "2026-07-28",
+    ] {
+        assert!(versions.contains(&v), "{versions:?} lacks {v}");
+    }
+    assert_eq!(d["instructions"], "Serves docs.");
+    assert!(d["ttlMs"].is_u64());
+    assert!(d["cacheScope"].is_string());
+    assert_eq!(
+        d["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "proto"
+    );
+
+    let list = s.modern("resources/list", json!({}));
+    let list = &list["result"];
+    assert_eq!(list["resultType"], "complete");
+    assert!(
+        list["ttlMs"].is_u64() && list["cacheScope"].is_string(),
+        "{list}"
+    );
+    assert_eq!(list["resources"][0]["name"], "a.md");
+
+    let uri = f.uri("docs/a.md");
+    let read = s.modern("resources/read", json!({"uri": uri}));
+    assert_eq!(read["result"]["contents"][0]["text"], "# a\n");
+    assert_eq!(read["result"]["resultType"], "complete");
+
+    // Not found is -32602 in this era.
+    let missing = s.modern("resources/read", json!({"uri": f.uri("docs/none.md")}));
+    assert_eq!(missing["error"]["code"], -32602, "{missing}");
+
+    // A stateless request without its _meta is rejected with -32602.
+    let bare = s.call("resources/list", json!({}));
+    assert_eq!(bare["error"]["code"], -32602, "{bare}");
+}
+
+#[test]
+fn stateless_request_with_an_unsupported_version_is_rejected() {
+    let f = fixture();
+    let mut s = f.serve();
+    let mut meta = crate::support::modern_meta();
+    meta["io.modelcontextprotocol/protocolVersion"] = json!("2099-01-01");
+    let r = s.call("resources/list", json!({"_meta": meta}));
+    assert_eq!(r["error"]["code"], -32022, "{r}");
+    assert!(
+        r["error"]["data"]["supported"]
+            .as_array()
+            .is_some_and(|a| a.contains(&json!("2026-07-28")))
+    );
+}
+
+#[test]
+fn handshake_era_not_found_is_32002() {
+    let f = fixture();
+    let mut s = f.serve().started();
+    let e = s.err("resources/read", json!({"uri": f.uri("docs/none.md")}));
+    assert_eq!(e["code"], -32002);
+}
+
+#[test]
+fn malformed_json_gets_a_parse_error_with_null_id_and_serving_goes_on() {
+    let f = fixture();
+    let mut s = f.serve().started();
+    s.send_raw("{\"jsonrpc\": \"2.0\", \"id\": 5, \"method\": ");
+    let e = s.wait_for(|v| v.get("error").is_some());
+    assert_eq!(e["error"]["code"], -32700);
+    assert!(
+        e.as_object().is_some_and(|o| o.contains_key("id")) && e["id"].is_null(),
+        "{e}"
+    );
+    s.send_raw("this is not json");
+    let e = s.wait_for(|v| v.get("error").is_some());
+    assert_eq!(e["error"]["code"], -32700);
+    assert_eq!(s.ok("ping", json!({})), json!({}));
+}
+
+#[test]
+fn unknown_method_is_32601_and_bad_params_are_32602() {
+    let f = fixture();
+    let mut s = f.serve().started();
+    assert_eq!(s.err("no/such/method", json!({}))["code"], -32601);
+    assert_eq!(s.err("resources/read", json!({}))["code"], -32602);
+    assert_eq!(s.err("resources/read", json!({"uri": 5}))["code"], -32602);
+    // A request that is not JSON-RPC at all.
+    s.send_raw("{\"hello\": 1}");
+    let e = s.wait_for(|v| v.get("error").is_some());
+    assert_eq!(e["error"]["code"], -32600);
+    assert_eq!(s.ok("ping", json!({})), json!({}));
+}
+
+#[test]
+fn a_bad_cursor_is_invalid_params() {
+    let f = fixture();
+    let mut s = f.serve().started();
+    for method in ["resources/list", "resources/templates/list", "tools/list"] {
+        let e = s.err(method, json!({"cursor": "bogus"}));
+        assert_eq!(e["code"], -32602, "{method}");
+    }
+}
+
+#[test]
+fn every_list_pages_to_the_end_with_page_size_3() {
+    let f = Fixture::new();
+    for i in 0..8 {
+        f.write(&format!("d{i}/f.txt"), format!("{i}"));
+    }
+    let mut m = String::from("[server]\npage_size = 3\n");
+    for i in 0..8 {
+        m.push_str(&format!("\n[files.d{i}]\nroot = \"d{i}\"\n"));
+    }
+    f.manifest(&m);
+    let mut s = f.serve().started();
+    let (resources, pages) = list_all(&mut s, "resources/list", "resources");
+    assert_eq!((resources.len(), pages), (8, 3));
+    let names: Vec<String> = resources
+        .iter()
+        .map(|r| r["uri"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    let expected: Vec<String> = (0..8).map(|i| f.uri(&format!("d{i}/f.txt"))).collect();
+    assert_eq!(names, expected, "manifest order, no repeats, nothing lost");
+    let (templates, pages) = list_all(&mut s, "resources/templates/list", "resourceTemplates");
+    assert_eq!((templates.len(), pages), (8, 3));
+    let (tools, pages) = list_all(&mut s, "tools/list", "tools");
+    assert_eq!((tools.len(), pages), (2, 1));
+}
+
+#[test]
+fn batch_requests_of_2025_03_26_are_answered() {
+    let f = fixture();
+    let mut s = f.serve();
+    s.initialize("2025-03-26");
+    s.send_raw(
+        r#"[{"jsonrpc":"2.0","id":"b1","method":"ping"},{"jsonrpc":"2.0","id":"b2","method":"resources/list"}]"#,
+    );
+    assert_eq!(s.response(&json!("b1"))["result"], json!({}));
+    assert!(s.response(&json!("b2"))["result"]["resources"].is_array());
+}
+
+#[test]
+fn stdin_eof_exits_within_one_second() {
+    let f = fixture();
+    let mut s = f.serve().started();
+    assert_eq!(s.ok("ping", json!({})), json!({}));
+    s.close_stdin();
+    let took = s.wait_exit(Duration::from_secs(5));
+    assert!(took < Duration::from_secs(1), "took {took:?}");
+}
+
+#[test]
+fn notifications_get_no_answer() {
+    let f = fixture();
+    let mut s = f.serve().started();
+    s.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 999}}));
+    s.send(&json!({"jsonrpc": "2.0", "method": "notifications/whatever"}));
+    assert_eq!(s.ok("ping", json!({})), json!({}));
+    assert!(s.quiet_for(Duration::from_millis(200)).is_none());
+}

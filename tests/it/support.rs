@@ -1,0 +1,287 @@
+//! Test support: fixtures in temp dirs, the binary as an MCP server over pipes, CLI runs.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Output, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_mcp-manifest");
+
+/// How long to wait for an answer before a test fails.
+pub const TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A temp folder holding a manifest and the files it serves.
+pub struct Fixture {
+    pub dir: tempfile::TempDir,
+}
+
+impl Fixture {
+    pub fn new() -> Fixture {
+        Fixture {
+            dir: tempfile::tempdir().expect("temp dir"),
+        }
+    }
+
+    /// The canonical path of the fixture folder (temp dirs may sit behind symlinks).
+    pub fn root(&self) -> PathBuf {
+        self.dir.path().canonicalize().expect("canonical temp dir")
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.root().join(rel)
+    }
+
+    /// Writes a file (making its folders).
+    pub fn write(&self, rel: &str, contents: impl AsRef<[u8]>) -> PathBuf {
+        let p = self.path(rel);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).expect("create dirs");
+        }
+        std::fs::write(&p, contents).expect("write file");
+        p
+    }
+
+    pub fn mkdir(&self, rel: &str) -> PathBuf {
+        let p = self.path(rel);
+        std::fs::create_dir_all(&p).expect("create dir");
+        p
+    }
+
+    /// Writes `mcp-server.toml` and returns its path.
+    pub fn manifest(&self, text: &str) -> PathBuf {
+        self.write("mcp-server.toml", text)
+    }
+
+    /// The `file://` URI of a file in the fixture.
+    pub fn uri(&self, rel: &str) -> String {
+        format!("file://{}", self.path(rel).display())
+    }
+
+    /// Runs the CLI in the fixture folder.
+    pub fn run(&self, args: &[&str]) -> Output {
+        Command::new(BIN)
+            .args(args)
+            .current_dir(self.root())
+            .stdin(Stdio::null())
+            .output()
+            .expect("run mcp-manifest")
+    }
+
+    /// Starts `mcp-manifest serve` on the fixture's manifest.
+    pub fn serve(&self) -> Server {
+        Server::start(&self.path("mcp-server.toml"), &self.root())
+    }
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The binary serving MCP over pipes. Lines it writes are parsed as JSON; anything that is not
+/// JSON on stdout fails the test (stdout must carry only protocol messages).
+pub struct Server {
+    pub child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<Value>,
+    /// Messages received while waiting for something else.
+    pending: Vec<Value>,
+    next_id: i64,
+}
+
+impl Server {
+    pub fn start(manifest: &Path, cwd: &Path) -> Server {
+        let mut child = Command::new(BIN)
+            .arg("serve")
+            .arg(manifest)
+            .current_dir(cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn mcp-manifest serve");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let v: Value = serde_json::from_str(&line)
+                    .unwrap_or_else(|e| panic!("stdout carried a non-JSON line ({e}): {line:?}"));
+                if tx.send(v).is_err() {
+                    break;
+                }
+            }
+        });
+        Server {
+            stdin: child.stdin.take(),
+            child,
+            lines: rx,
+            pending: Vec::new(),
+            next_id: 1,
+        }
+    }
+
+    pub fn send_raw(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(line.as_bytes()).expect("write");
+        stdin.write_all(b"\n").expect("write newline");
+        stdin.flush().expect("flush");
+    }
+
+    pub fn send(&mut self, msg: &Value) {
+        self.send_raw(&msg.to_string());
+    }
+
+    /// Closes stdin (EOF).
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// The next message matching `pred`, keeping the others for later.
+    pub fn wait_for(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
+        if let Some(i) = self.pending.iter().position(&pred) {
+            return self.pending.remove(i);
+        }
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(v) if pred(&v) => return v,
+                Ok(v) => self.pending.push(v),
+                Err(RecvTimeoutError::Timeout) => panic!(
+                    "no matching message within {TIMEOUT:?}; got meanwhile: {:?}",
+                    self.pending
+                ),
+                Err(RecvTimeoutError::Disconnected) => {
+                    panic!(
+                        "the server closed stdout; got meanwhile: {:?}",
+                        self.pending
+                    )
+                }
+            }
+        }
+    }
+
+    /// The response (result or error) to request `id`.
+    pub fn response(&mut self, id: &Value) -> Value {
+        let id = id.clone();
+        self.wait_for(move |v| v.get("id") == Some(&id) && v.get("method").is_none())
+    }
+
+    /// Whether any message arrives within `wait` (used to check that nothing is sent).
+    pub fn quiet_for(&mut self, wait: Duration) -> Option<Value> {
+        if let Some(v) = self.pending.pop() {
+            return Some(v);
+        }
+        self.lines.recv_timeout(wait).ok()
+    }
+
+    pub fn fresh_id(&mut self) -> i64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    /// Sends a request and returns its whole response message.
+    pub fn call(&mut self, method: &str, params: Value) -> Value {
+        let id = self.fresh_id();
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        self.response(&json!(id))
+    }
+
+    /// Sends a request and returns its `result`, failing the test on an error.
+    pub fn ok(&mut self, method: &str, params: Value) -> Value {
+        let r = self.call(method, params);
+        match r.get("result") {
+            Some(v) => v.clone(),
+            None => panic!("{method} failed: {r}"),
+        }
+    }
+
+    /// Sends a request and returns its `error`, failing the test on a result.
+    pub fn err(&mut self, method: &str, params: Value) -> Value {
+        let r = self.call(method, params);
+        match r.get("error") {
+            Some(v) => v.clone(),
+            None => panic!("{method} should have failed: {r}"),
+        }
+    }
+
+    /// The handshake era: `initialize` with `version`, then `notifications/initialized`.
+    pub fn initialize(&mut self, version: &str) -> Value {
+        let r = self.ok(
+            "initialize",
+            json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "it", "version": "1"}}),
+        );
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        r
+    }
+
+    /// A started handshake-era session on 2025-11-25.
+    pub fn started(mut self) -> Server {
+        self.initialize("2025-11-25");
+        self
+    }
+
+    /// A stateless-era (2026-07-28) request: `_meta` carries the version and capabilities.
+    pub fn modern(&mut self, method: &str, mut params: Value) -> Value {
+        params["_meta"] = modern_meta();
+        self.call(method, params)
+    }
+
+    /// Waits for the process to exit and returns how long that took.
+    pub fn wait_exit(&mut self, limit: Duration) -> Duration {
+        let start = Instant::now();
+        loop {
+            if let Some(_status) = self.child.try_wait().expect("try_wait") {
+                return start.elapsed();
+            }
+            if start.elapsed() > limit {
+                let _ = self.child.kill();
+                panic!("the server did not exit within {limit:?}");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn modern_meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "it", "version": "1"}
+    })
+}
+
+/// Reads every page of a `*/list` method and returns the concatenated items and page count.
+pub fn list_all(server: &mut Server, method: &str, key: &str) -> (Vec<Value>, usize) {
+    let mut items = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let params = match &cursor {
+            Some(c) => json!({"cursor": c}),
+            None => json!({}),
+        };
+        let r = server.ok(method, params);
+        pages += 1;
+        items.extend(r[key].as_array().expect("items").iter().cloned());
+        match r.get("nextCursor").and_then(Value::as_str) {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => return (items, pages),
+        }
+        assert!(pages < 10_000, "pagination does not end");
+    }
+}
