@@ -9,6 +9,8 @@ use serde_json::{Value, json};
 
 use crate::manifest::{Diagnostics, Manifest};
 use crate::providers::files::FilesSource;
+use crate::providers::sqlite::SqliteSource;
+use crate::providers::template::TemplateSource;
 use crate::providers::{Body, Completion, Contents, RequestError, ResourceInfo, TemplateInfo};
 use crate::tools::{Hints, ToolContent, ToolInfo, ToolResult};
 
@@ -16,6 +18,8 @@ use crate::tools::{Hints, ToolContent, ToolInfo, ToolResult};
 #[derive(Debug)]
 pub enum Source {
     Files(Arc<FilesSource>),
+    Sqlite(Arc<SqliteSource>),
+    Template(Arc<TemplateSource>),
 }
 
 /// Everything one manifest serves.
@@ -36,13 +40,21 @@ impl Registry {
                 sources.push(Source::Files(Arc::new(src)));
             }
         }
-        let pending: [(&str, Vec<crate::manifest::Loc>); 5] = [
-            ("sqlite", manifest.sqlite.iter().map(|s| s.loc).collect()),
+        let mut databases = Vec::new();
+        for def in &manifest.sqlite {
+            if let Some(src) = SqliteSource::build(def, &mut diags).await {
+                let src = Arc::new(src);
+                databases.push(src.clone());
+                sources.push(Source::Sqlite(src));
+            }
+        }
+        for def in &manifest.templates {
+            if let Some(t) = TemplateSource::build(def, &databases, &mut diags).await {
+                sources.push(Source::Template(Arc::new(t)));
+            }
+        }
+        let pending: [(&str, Vec<crate::manifest::Loc>); 3] = [
             ("git", manifest.git.iter().map(|s| s.loc).collect()),
-            (
-                "templates",
-                manifest.templates.iter().map(|s| s.loc).collect(),
-            ),
             ("tools", manifest.tools.iter().map(|s| s.loc).collect()),
             ("prompts", manifest.prompts.iter().map(|s| s.loc).collect()),
         ];
@@ -74,6 +86,8 @@ impl Registry {
                     let f = f.clone();
                     out.extend(blocking(move || f.list_blocking()).await?);
                 }
+                Source::Sqlite(db) => out.extend(db.list().await?),
+                Source::Template(t) => out.extend(t.list()),
             }
         }
         Ok(out)
@@ -84,13 +98,15 @@ impl Registry {
         for source in &self.sources {
             match source {
                 Source::Files(f) => out.extend(f.templates()),
+                Source::Sqlite(db) => out.extend(db.templates()),
+                Source::Template(t) => out.extend(t.templates()),
             }
         }
         out
     }
 
-    /// Reads one resource. Sources that own the URI are tried in manifest order; the first
-    /// answer that is not "not found" wins.
+    /// Reads one resource. Sources that own the URI are tried in manifest order, fixed URIs
+    /// before user templates (which come last); the first answer that is not "not found" wins.
     pub async fn read(&self, uri: &str) -> Result<Vec<Contents>, RequestError> {
         let mut refused = None;
         for source in &self.sources {
@@ -100,6 +116,9 @@ impl Registry {
                     blocking(move || f.read_blocking(&u)).await?
                 }
                 Source::Files(_) => continue,
+                Source::Sqlite(db) if db.owns(uri) => db.read(uri).await,
+                Source::Sqlite(_) => continue,
+                Source::Template(t) => t.read(uri).await,
             };
             match result {
                 Ok(c) => return Ok(vec![c]),
@@ -116,7 +135,7 @@ impl Registry {
         template: &str,
         var: &str,
         value: &str,
-        _context: &HashMap<String, String>,
+        context: &HashMap<String, String>,
     ) -> Result<Completion, RequestError> {
         for source in &self.sources {
             match source {
@@ -125,6 +144,14 @@ impl Registry {
                     return blocking(move || f.complete_blocking(&var, &value)).await;
                 }
                 Source::Files(_) => {}
+                Source::Sqlite(db) if db.has_template(template) => {
+                    return db.complete(template, var, value).await;
+                }
+                Source::Sqlite(_) => {}
+                Source::Template(t) if t.uri_template() == template => {
+                    return t.complete(var, value, context).await;
+                }
+                Source::Template(_) => {}
             }
         }
         Err(RequestError::InvalidParams(format!(

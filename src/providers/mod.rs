@@ -2,6 +2,9 @@
 //! Nothing here knows MCP: `server.rs` converts these types to the wire.
 
 pub mod files;
+pub mod sql;
+pub mod sqlite;
+pub mod template;
 
 use std::time::SystemTime;
 
@@ -155,6 +158,20 @@ pub fn encode_path(path: &str) -> String {
     out
 }
 
+/// Percent-encodes everything but RFC 3986's unreserved characters (`A-Z a-z 0-9 - . _ ~`), as
+/// RFC 6570 expands a simple `{var}`: one URI segment whatever the text holds.
+pub fn encode_component(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 /// Decodes `%XX` escapes; `None` when an escape is malformed or the result is not UTF-8.
 pub fn decode_percent(s: &str) -> Option<String> {
     if !s.contains('%') {
@@ -193,6 +210,12 @@ mod tests {
         assert_eq!(decode_percent("/bad%zz"), None);
         assert_eq!(decode_percent("/cut%2"), None);
         assert_eq!(decode_percent("/%FF"), None);
+    }
+
+    #[test]
+    fn components_encode_all_but_unreserved() {
+        assert_eq!(encode_component("a-b_c.d~e"), "a-b_c.d~e");
+        assert_eq!(encode_component("a b/\"c'é"), "a%20b%2F%22c%27%C3%A9");
     }
 
     #[test]

@@ -1,0 +1,1228 @@
+//! `[sqlite.NAME]`: a SQLite database served read-only through sqlx — its schema, one resource per
+//! table and view, and named queries whose parameters come from the URI's query string.
+//!
+//! URIs: `sqlite://NAME/schema`, `sqlite://NAME/tables/{table}`, `sqlite://NAME/queries/QUERY{?p,…}`.
+//! Table and query reads answer `{"columns": [...], "rows": [{column: value}], "truncated": bool}`
+//! with at most `row_limit` rows; each value is written by its own storage class (SQLite is
+//! dynamically typed), a BLOB as a base64 string.
+//!
+//! Invariants: the database is opened with `SQLITE_OPEN_READONLY` (never created) and
+//! `PRAGMA query_only = 1`; parameters are always bound, never spliced (a table name is quoted as
+//! one identifier, and only names the database lists are read); nothing is opened until a request
+//! needs it. Queries run on sqlx's per-connection worker threads, never on the async runtime, and
+//! each is interrupted after `QUERY_TIMEOUT` or when its request goes away.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use futures_util::TryStreamExt as _;
+use regex::Regex;
+use serde::ser::{SerializeMap, SerializeSeq, SerializeStruct};
+use serde_json::Value;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteRow};
+use sqlx::{
+    AssertSqlSafe, Column as _, ConnectOptions as _, Connection as _, Decode, Executor as _,
+    Row as _, SqlSafeStr as _, SqliteConnection, Statement as _, TypeInfo as _, ValueRef as _,
+};
+
+use super::sql::{self, NamedSql, Problem, quote_ident};
+use super::{Completion, Contents, RequestError, ResourceInfo, TemplateInfo, encode_component};
+use crate::manifest::{self, Diagnostics, Loc, ParamType, type_phrase};
+
+/// A query running longer than this is interrupted (its read fails with a clear message).
+pub const QUERY_TIMEOUT: Duration = Duration::from_secs(30);
+/// Connections one source keeps open at most (reads beyond that wait their turn).
+const MAX_CONNECTIONS: usize = 4;
+/// SQLite virtual-machine steps between two checks of a query's deadline.
+const PROGRESS_STEPS: i32 = 1000;
+const JSON: &str = "application/json";
+
+/// The live sqlite source.
+#[derive(Debug)]
+pub struct SqliteSource {
+    pub name: String,
+    /// Canonical path of the database file.
+    path: PathBuf,
+    /// `sqlite://NAME/`
+    prefix: String,
+    row_limit: u64,
+    tables: bool,
+    pub watch: bool,
+    description: Option<String>,
+    queries: Vec<NamedQuery>,
+    pool: Pool,
+}
+
+/// A checked named query: SQL rewritten for positional binding, parameters in binding order.
+#[derive(Debug)]
+struct NamedQuery {
+    name: String,
+    description: Option<String>,
+    sql: Arc<str>,
+    params: Vec<QueryParam>,
+}
+
+/// A declared parameter of a named query, ready to convert values from a URI.
+#[derive(Debug)]
+struct QueryParam {
+    name: String,
+    ty: ParamType,
+    default: Option<Bound>,
+    enum_values: Option<Vec<Bound>>,
+    minimum: Option<f64>,
+    maximum: Option<f64>,
+    pattern: Option<Regex>,
+}
+
+/// A value bound to a SQL parameter.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Bound {
+    Null,
+    Integer(i64),
+    Real(f64),
+    Text(String),
+}
+
+impl SqliteSource {
+    /// Builds the source: the file must exist and be a database, and every named query must
+    /// compile as one reading statement whose `:name` parameters are exactly the declared ones.
+    /// Opens one connection for these checks and closes it; serving opens its own on first use.
+    pub async fn build(def: &manifest::Sqlite, diags: &mut Diagnostics) -> Option<SqliteSource> {
+        let path = match tokio::fs::canonicalize(&def.path).await {
+            Ok(p) => p,
+            Err(e) => {
+                let why = match e.kind() {
+                    std::io::ErrorKind::NotFound => "no such file".to_owned(),
+                    _ => e.to_string(),
+                };
+                diags.push(
+                    def.path_loc,
+                    format!(
+                        "[sqlite.{}] database `{}` cannot be opened: {why} (it is opened read-only and never created)",
+                        def.name,
+                        def.path.display()
+                    ),
+                );
+                return None;
+            }
+        };
+        if !tokio::fs::metadata(&path).await.is_ok_and(|m| m.is_file()) {
+            diags.push(
+                def.path_loc,
+                format!(
+                    "[sqlite.{}] `{}` is not a file: `path` names a SQLite database file",
+                    def.name,
+                    def.path.display()
+                ),
+            );
+            return None;
+        }
+        let mut check = match open_checked(&path).await {
+            Ok(c) => c,
+            Err(e) => {
+                diags.push(
+                    def.path_loc,
+                    format!(
+                        "[sqlite.{}] `{}` cannot be opened as a SQLite database: {}",
+                        def.name,
+                        def.path.display(),
+                        db_message(&e)
+                    ),
+                );
+                return None;
+            }
+        };
+        let mut queries = Vec::new();
+        for q in &def.queries {
+            let context = format!("[sqlite.{}.queries.{}]", def.name, q.name);
+            let params = query_params(&context, &q.params, diags);
+            let names: Vec<&str> = q.params.iter().map(|p| p.name.as_str()).collect();
+            let Some(named) = check_sql(
+                &mut check,
+                &context,
+                &q.sql,
+                q.sql_loc,
+                &names,
+                Names::QueryParams,
+                diags,
+            )
+            .await
+            else {
+                continue;
+            };
+            if let Some(params) = params {
+                queries.push(NamedQuery {
+                    name: q.name.clone(),
+                    description: q.description.clone(),
+                    sql: named.sql.into(),
+                    params,
+                });
+            }
+        }
+        let _ = check.close().await;
+        Some(SqliteSource {
+            name: def.name.clone(),
+            prefix: format!("sqlite://{}/", def.name),
+            row_limit: def.row_limit.max(1),
+            tables: def.tables,
+            watch: def.watch,
+            description: def.description.clone(),
+            queries,
+            pool: Pool::new(&path),
+            path,
+        })
+    }
+
+    /// The database file (canonical). Its WAL is `<path>-wal`: a watcher looks at both.
+    pub fn db_path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Checks a `sql` template against the template's variables (the parameter names, in
+    /// binding order) and compiles it; `None` after reporting problems at `loc`.
+    pub async fn check_template_sql(
+        &self,
+        context: &str,
+        sql: &str,
+        loc: Loc,
+        uri: &str,
+        vars: &[&str],
+        diags: &mut Diagnostics,
+    ) -> Option<NamedSql> {
+        let mut check = match open_checked(&self.path).await {
+            Ok(c) => c,
+            Err(e) => {
+                diags.push(
+                    loc,
+                    format!(
+                        "{context} the database cannot be opened: {}",
+                        db_message(&e)
+                    ),
+                );
+                return None;
+            }
+        };
+        let named = check_sql(
+            &mut check,
+            context,
+            sql,
+            loc,
+            vars,
+            Names::TemplateVars(uri),
+            diags,
+        )
+        .await;
+        let _ = check.close().await;
+        named
+    }
+
+    /// Whether `uri` is under `sqlite://NAME/` (it may still be "not found").
+    pub fn owns(&self, uri: &str) -> bool {
+        uri.starts_with(&self.prefix)
+    }
+
+    fn table_template(&self) -> String {
+        format!("{}tables/{{table}}", self.prefix)
+    }
+
+    fn query_template(&self, q: &NamedQuery) -> String {
+        let names: Vec<&str> = q.params.iter().map(|p| p.name.as_str()).collect();
+        format!("{}queries/{}{{?{}}}", self.prefix, q.name, names.join(","))
+    }
+
+    /// The schema, each table and view (when `tables`), and each query whose parameters all
+    /// have defaults.
+    pub async fn list(&self) -> Result<Vec<ResourceInfo>, RequestError> {
+        let mut out = Vec::new();
+        let mut schema = ResourceInfo::new(
+            format!("{}schema", self.prefix),
+            format!("{}/schema", self.name),
+        );
+        schema.description = Some(self.description.clone().unwrap_or_else(|| {
+            format!(
+                "The CREATE statements of the tables, views, indexes and triggers of [sqlite.{}]",
+                self.name
+            )
+        }));
+        schema.mime_type = Some("text/plain".into());
+        out.push(schema);
+        if self.tables {
+            for (table, kind) in self.table_names().await? {
+                let mut r = ResourceInfo::new(
+                    format!("{}tables/{}", self.prefix, encode_component(&table)),
+                    format!("{}/tables/{table}", self.name),
+                );
+                r.description = Some(format!(
+                    "{} `{table}` of [sqlite.{}]: up to {} rows as JSON",
+                    if kind == "view" { "View" } else { "Table" },
+                    self.name,
+                    self.row_limit
+                ));
+                r.mime_type = Some(JSON.into());
+                out.push(r);
+            }
+        }
+        for q in &self.queries {
+            if q.params.iter().all(|p| p.default.is_some()) {
+                let mut r = ResourceInfo::new(
+                    format!("{}queries/{}", self.prefix, q.name),
+                    format!("{}/queries/{}", self.name, q.name),
+                );
+                r.description = Some(self.query_description(q));
+                r.mime_type = Some(JSON.into());
+                out.push(r);
+            }
+        }
+        Ok(out)
+    }
+
+    fn query_description(&self, q: &NamedQuery) -> String {
+        q.description
+            .clone()
+            .unwrap_or_else(|| format!("Named query `{}` of [sqlite.{}]", q.name, self.name))
+    }
+
+    /// The table template (when `tables`) and one template per query with parameters.
+    pub fn templates(&self) -> Vec<TemplateInfo> {
+        let mut out = Vec::new();
+        if self.tables {
+            out.push(TemplateInfo {
+                uri_template: self.table_template(),
+                name: format!("{}/tables", self.name),
+                description: Some(format!(
+                    "A table or view of [sqlite.{}] by name: up to {} rows as JSON",
+                    self.name, self.row_limit
+                )),
+                mime_type: Some(JSON.into()),
+            });
+        }
+        for q in self.queries.iter().filter(|q| !q.params.is_empty()) {
+            let params: Vec<String> = q
+                .params
+                .iter()
+                .map(|p| match &p.default {
+                    Some(_) => format!("{} ({}, optional)", p.name, type_phrase(p.ty)),
+                    None => format!("{} ({})", p.name, type_phrase(p.ty)),
+                })
+                .collect();
+            out.push(TemplateInfo {
+                uri_template: self.query_template(q),
+                name: format!("{}/queries/{}", self.name, q.name),
+                description: Some(format!(
+                    "{}. Parameters: {}",
+                    self.query_description(q).trim_end_matches('.'),
+                    params.join(", ")
+                )),
+                mime_type: Some(JSON.into()),
+            });
+        }
+        out
+    }
+
+    /// Whether `template` is one of this source's URI templates.
+    pub fn has_template(&self, template: &str) -> bool {
+        self.templates().iter().any(|t| t.uri_template == template)
+    }
+
+    /// Completes a variable of one of this source's templates: table names, or the values a
+    /// query parameter allows (its `enum`, or true/false).
+    pub async fn complete(
+        &self,
+        template: &str,
+        var: &str,
+        prefix: &str,
+    ) -> Result<Completion, RequestError> {
+        if self.tables && template == self.table_template() {
+            if var != "table" {
+                return Err(unknown_variable(template, var, &["table"]));
+            }
+            let names = self.table_names().await?;
+            return Ok(Completion::from_candidates(
+                names.into_iter().map(|(n, _)| n),
+                prefix,
+            ));
+        }
+        let Some(q) = self
+            .queries
+            .iter()
+            .find(|q| self.query_template(q) == template)
+        else {
+            return Err(RequestError::InvalidParams(format!(
+                "no resource template `{template}`"
+            )));
+        };
+        let Some(p) = q.params.iter().find(|p| p.name == var) else {
+            let names: Vec<&str> = q.params.iter().map(|p| p.name.as_str()).collect();
+            return Err(unknown_variable(template, var, &names));
+        };
+        let candidates: Vec<String> = match (&p.enum_values, p.ty) {
+            (Some(values), _) => values.iter().map(Bound::to_text).collect(),
+            (None, ParamType::Boolean) => vec!["false".into(), "true".into()],
+            _ => Vec::new(),
+        };
+        Ok(Completion::from_candidates(candidates, prefix))
+    }
+
+    /// Reads `sqlite://NAME/schema`, `…/tables/T` or `…/queries/Q?…`.
+    pub async fn read(&self, uri: &str) -> Result<Contents, RequestError> {
+        let not_found = || RequestError::NotFound(uri.to_owned());
+        let rest = uri.strip_prefix(&self.prefix).ok_or_else(not_found)?;
+        if rest == "schema" {
+            let text = self.schema().await?;
+            return Ok(Contents {
+                uri: uri.to_owned(),
+                mime_type: Some("text/plain".into()),
+                body: super::Body::Text(text),
+            });
+        }
+        let rows = if let Some(encoded) = rest.strip_prefix("tables/") {
+            if !self.tables {
+                return Err(not_found());
+            }
+            let table = crate::uri::percent_decode(encoded).ok_or_else(not_found)?;
+            if table.is_empty() || !self.is_table(&table).await? {
+                return Err(not_found());
+            }
+            let sql = format!("SELECT * FROM {} LIMIT ?1", quote_ident(&table));
+            let limit = i64::try_from(self.row_limit.saturating_add(1)).unwrap_or(i64::MAX);
+            self.fetch(&sql, &[Bound::Integer(limit)]).await?
+        } else if let Some(rest) = rest.strip_prefix("queries/") {
+            let (name, query) = match rest.split_once('?') {
+                Some((n, q)) => (n, Some(q)),
+                None => (rest, None),
+            };
+            let q = self
+                .queries
+                .iter()
+                .find(|q| q.name == name)
+                .ok_or_else(not_found)?;
+            let args = q.arguments(query.unwrap_or(""))?;
+            self.fetch(&q.sql, &args).await?
+        } else {
+            return Err(not_found());
+        };
+        Ok(Contents {
+            uri: uri.to_owned(),
+            mime_type: Some(JSON.into()),
+            body: super::Body::Text(rows.to_json()),
+        })
+    }
+
+    /// Runs a `sql` template's statement with its bound values; JSON content like a query.
+    pub async fn read_sql(
+        &self,
+        uri: &str,
+        sql: &str,
+        args: &[Bound],
+        mime_type: Option<&str>,
+    ) -> Result<Contents, RequestError> {
+        let rows = self.fetch(sql, args).await?;
+        Ok(Contents {
+            uri: uri.to_owned(),
+            mime_type: Some(mime_type.unwrap_or(JSON).to_owned()),
+            body: super::Body::Text(rows.to_json()),
+        })
+    }
+
+    /// The CREATE statements in the order they were made, each ending with `;`.
+    async fn schema(&self) -> Result<String, RequestError> {
+        let mut lease = self.pool.lease().await?;
+        let result = sqlx::query_scalar::<_, String>(
+            "SELECT sql FROM sqlite_schema WHERE sql IS NOT NULL \
+             AND lower(substr(name, 1, 7)) <> 'sqlite_' ORDER BY rowid",
+        )
+        .fetch_all(lease.conn())
+        .await;
+        lease.release();
+        let statements = result.map_err(|e| self.failed(&e))?;
+        Ok(statements.iter().map(|s| format!("{s};\n")).collect())
+    }
+
+    /// Tables (also virtual ones) and views, by name, without SQLite's own and shadow tables.
+    async fn table_names(&self) -> Result<Vec<(String, String)>, RequestError> {
+        let mut lease = self.pool.lease().await?;
+        let result = sqlx::query_as::<_, (String, String)>(
+            "SELECT name, type FROM pragma_table_list WHERE schema = 'main' \
+             AND type IN ('table', 'view', 'virtual') \
+             AND lower(substr(name, 1, 7)) <> 'sqlite_' ORDER BY name",
+        )
+        .fetch_all(lease.conn())
+        .await;
+        lease.release();
+        result.map_err(|e| self.failed(&e))
+    }
+
+    /// Whether `name` is a table or view that `table_names` lists.
+    async fn is_table(&self, name: &str) -> Result<bool, RequestError> {
+        let mut lease = self.pool.lease().await?;
+        let result = sqlx::query_scalar::<_, i64>(
+            "SELECT count(*) FROM pragma_table_list(?1) WHERE schema = 'main' \
+             AND type IN ('table', 'view', 'virtual') \
+             AND lower(substr(name, 1, 7)) <> 'sqlite_'",
+        )
+        .bind(name)
+        .fetch_one(lease.conn())
+        .await;
+        lease.release();
+        Ok(result.map_err(|e| self.failed(&e))? > 0)
+    }
+
+    /// Runs one statement with bound values and keeps at most `row_limit` rows (reading one more
+    /// to know whether there were more). Rows stream from SQLite, so a huge result is never loaded.
+    async fn fetch(&self, sql: &str, args: &[Bound]) -> Result<Rows, RequestError> {
+        let limit = usize::try_from(self.row_limit).unwrap_or(usize::MAX);
+        let mut lease = self.pool.lease().await?;
+        let result = collect(lease.conn(), sql, args, limit).await;
+        let timed_out = lease.timed_out();
+        lease.release();
+        result.map_err(|e| {
+            if timed_out {
+                RequestError::Refused(format!(
+                    "the query of [sqlite.{}] ran longer than {}s and was stopped",
+                    self.name,
+                    QUERY_TIMEOUT.as_secs()
+                ))
+            } else {
+                self.failed(&e)
+            }
+        })
+    }
+
+    fn failed(&self, e: &sqlx::Error) -> RequestError {
+        match e {
+            sqlx::Error::Database(d) => RequestError::Refused(format!(
+                "[sqlite.{}]: {} (the database is read-only)",
+                self.name,
+                d.message()
+            )),
+            other => RequestError::Internal(format!("[sqlite.{}]: {other}", self.name)),
+        }
+    }
+}
+
+fn unknown_variable(template: &str, var: &str, vars: &[&str]) -> RequestError {
+    RequestError::InvalidParams(format!(
+        "`{template}` has no variable `{var}`; its variables are: {}",
+        vars.join(", ")
+    ))
+}
+
+impl NamedQuery {
+    /// The bound values for a query string: every declared parameter converted to its type,
+    /// defaults for the missing ones; unknown, repeated or missing required ones are errors.
+    fn arguments(&self, query: &str) -> Result<Vec<Bound>, RequestError> {
+        let mut given: Vec<(String, String)> = Vec::new();
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            let bad = || {
+                RequestError::InvalidParams(format!(
+                    "query `{}`: `{pair}` is not a valid percent-encoded parameter",
+                    self.name
+                ))
+            };
+            let key = crate::uri::percent_decode(k).ok_or_else(bad)?;
+            let value = crate::uri::percent_decode(v).ok_or_else(bad)?;
+            if !self.params.iter().any(|p| p.name == key) {
+                let names: Vec<&str> = self.params.iter().map(|p| p.name.as_str()).collect();
+                return Err(RequestError::InvalidParams(format!(
+                    "query `{}` has no parameter `{key}`; {}",
+                    self.name,
+                    if names.is_empty() {
+                        "it takes none".to_owned()
+                    } else {
+                        format!("it takes: {}", names.join(", "))
+                    }
+                )));
+            }
+            if given.iter().any(|(g, _)| *g == key) {
+                return Err(RequestError::InvalidParams(format!(
+                    "query `{}`: parameter `{key}` is given more than once",
+                    self.name
+                )));
+            }
+            given.push((key, value));
+        }
+        self.params
+            .iter()
+            .map(|p| match given.iter().find(|(k, _)| *k == p.name) {
+                Some((_, raw)) => p.convert(&self.name, raw),
+                None => p.default.clone().ok_or_else(|| {
+                    RequestError::InvalidParams(format!(
+                        "query `{}` needs parameter `{}` ({})",
+                        self.name,
+                        p.name,
+                        type_phrase(p.ty)
+                    ))
+                }),
+            })
+            .collect()
+    }
+}
+
+impl QueryParam {
+    /// Converts a value from the URI to the declared type and checks enum, bounds and pattern.
+    fn convert(&self, query: &str, raw: &str) -> Result<Bound, RequestError> {
+        let wrong = |why: String| {
+            RequestError::InvalidParams(format!("query `{query}`: parameter `{}` {why}", self.name))
+        };
+        let value = parse_text(self.ty, raw).ok_or_else(|| {
+            wrong(format!(
+                "must be {}, got `{raw}`{}",
+                type_phrase(self.ty),
+                if self.ty == ParamType::Boolean {
+                    " (write true, false, 1 or 0)"
+                } else {
+                    ""
+                }
+            ))
+        })?;
+        if let Some(allowed) = &self.enum_values
+            && !allowed.contains(&value)
+        {
+            let list: Vec<String> = allowed.iter().map(Bound::to_text).collect();
+            return Err(wrong(format!(
+                "must be one of {}, got `{raw}`",
+                list.join(", ")
+            )));
+        }
+        let number = match value {
+            Bound::Integer(i) => Some(i as f64),
+            Bound::Real(f) => Some(f),
+            _ => None,
+        };
+        if let (Some(n), Some(min)) = (number, self.minimum)
+            && n < min
+        {
+            return Err(wrong(format!("must be at least {min}, got {raw}")));
+        }
+        if let (Some(n), Some(max)) = (number, self.maximum)
+            && n > max
+        {
+            return Err(wrong(format!("must be at most {max}, got {raw}")));
+        }
+        if let (Bound::Text(s), Some(re)) = (&value, &self.pattern)
+            && !re.is_match(s)
+        {
+            return Err(wrong(format!("must match `{}`", re.as_str())));
+        }
+        Ok(value)
+    }
+}
+
+/// A value from a URI as `ty`: integers and numbers in Rust's syntax (finite only), booleans as
+/// `true`/`false`/`1`/`0` (bound as 1 or 0: SQLite has no boolean type).
+fn parse_text(ty: ParamType, raw: &str) -> Option<Bound> {
+    match ty {
+        ParamType::String | ParamType::Array => Some(Bound::Text(raw.to_owned())),
+        ParamType::Integer => raw.parse().ok().map(Bound::Integer),
+        ParamType::Number => raw
+            .parse::<f64>()
+            .ok()
+            .filter(|f| f.is_finite() && !raw.trim().is_empty())
+            .map(Bound::Real),
+        ParamType::Boolean => match raw.to_ascii_lowercase().as_str() {
+            "true" | "1" => Some(Bound::Integer(1)),
+            "false" | "0" => Some(Bound::Integer(0)),
+            _ => None,
+        },
+    }
+}
+
+/// A manifest value (a default or an enum entry, already type-checked) as `ty`.
+fn from_json(ty: ParamType, v: &Value) -> Option<Bound> {
+    match (ty, v) {
+        (ParamType::Integer, Value::Number(n)) => n.as_i64().map(Bound::Integer),
+        (ParamType::Number, Value::Number(n)) => n.as_f64().map(Bound::Real),
+        (ParamType::Boolean, Value::Bool(b)) => Some(Bound::Integer(i64::from(*b))),
+        (ParamType::String, Value::String(s)) => Some(Bound::Text(s.clone())),
+        _ => None,
+    }
+}
+
+impl Bound {
+    /// How the value reads in a URI (for completion and messages).
+    fn to_text(&self) -> String {
+        match self {
+            Bound::Null => String::new(),
+            Bound::Integer(i) => i.to_string(),
+            Bound::Real(f) => f.to_string(),
+            Bound::Text(s) => s.clone(),
+        }
+    }
+}
+
+/// Checks the declared parameters of a query: SQL can bind strings, integers, numbers and
+/// booleans, not arrays. `None` after reporting problems.
+fn query_params(
+    context: &str,
+    params: &[manifest::Param],
+    diags: &mut Diagnostics,
+) -> Option<Vec<QueryParam>> {
+    let mut ok = true;
+    let mut out = Vec::new();
+    for p in params {
+        if p.ty == ParamType::Array {
+            diags.push(
+                p.loc,
+                format!(
+                    "{context} parameter `{}` is an array; SQL parameters are string, integer, number or boolean",
+                    p.name
+                ),
+            );
+            ok = false;
+            continue;
+        }
+        // Defaults and enums were checked against the type when the manifest was loaded, and
+        // patterns compiled; a failure here only drops what the check already reported.
+        out.push(QueryParam {
+            name: p.name.clone(),
+            ty: p.ty,
+            default: p.default.as_ref().and_then(|d| from_json(p.ty, d)),
+            enum_values: p
+                .enum_values
+                .as_ref()
+                .map(|vs| vs.iter().filter_map(|v| from_json(p.ty, v)).collect()),
+            minimum: p.minimum,
+            maximum: p.maximum,
+            pattern: p.pattern.as_deref().and_then(|r| Regex::new(r).ok()),
+        });
+    }
+    ok.then_some(out)
+}
+
+/// Text checks (one reading statement, parameters are the declared names), then SQLite compiles
+/// the rewritten statement and must count exactly the declared parameters.
+async fn check_sql(
+    conn: &mut SqliteConnection,
+    context: &str,
+    sql: &str,
+    loc: Loc,
+    declared: &[&str],
+    names: Names<'_>,
+    diags: &mut Diagnostics,
+) -> Option<NamedSql> {
+    let named = match sql::bind_by_name(sql, declared) {
+        Ok(n) => n,
+        Err(problems) => {
+            for p in problems {
+                diags.push(
+                    loc,
+                    format!("{context} {}", problem_message(&p, declared, names)),
+                );
+            }
+            return None;
+        }
+    };
+    match conn
+        .prepare(AssertSqlSafe(named.sql.clone()).into_sql_str())
+        .await
+    {
+        Err(e) => {
+            diags.push(
+                loc,
+                format!("{context} the SQL does not compile: {}", db_message(&e)),
+            );
+            None
+        }
+        Ok(statement) => {
+            let counted = match statement.parameters() {
+                Some(sqlx::Either::Right(n)) => n,
+                Some(sqlx::Either::Left(types)) => types.len(),
+                None => declared.len(),
+            };
+            if counted != declared.len() {
+                diags.push(
+                    loc,
+                    format!(
+                        "{context} SQLite counts {counted} parameters where {} were found; write each parameter as `:name` outside quotes and comments",
+                        declared.len()
+                    ),
+                );
+                return None;
+            }
+            Some(named)
+        }
+    }
+}
+
+/// Who declares the parameter names a statement may use.
+#[derive(Debug, Clone, Copy)]
+pub enum Names<'a> {
+    /// A named query's `params.NAME`.
+    QueryParams,
+    /// The variables of a URI template (the text of the template).
+    TemplateVars(&'a str),
+}
+
+impl Names<'_> {
+    fn phrase(&self) -> String {
+        match self {
+            Names::QueryParams => "declared".into(),
+            Names::TemplateVars(uri) => format!("a variable of `{uri}`"),
+        }
+    }
+}
+
+fn problem_message(p: &Problem, declared: &[&str], names: Names) -> String {
+    match p {
+        Problem::Empty => "`sql` holds no statement".into(),
+        Problem::MultipleStatements => {
+            "`sql` holds more than one statement; write exactly one".into()
+        }
+        Problem::NotARead(word) => format!(
+            "`sql` must read: start it with {} (found `{word}`); the database is opened read-only",
+            sql::READ_KEYWORDS.join(", ")
+        ),
+        Problem::Positional(token) => format!(
+            "positional parameter `{token}` cannot be bound; write a named parameter `:name` and declare it"
+        ),
+        Problem::OtherPrefix(token, name) => {
+            format!("write parameter `{token}` as `:{name}` (parameters are written `:name`)")
+        }
+        Problem::Undeclared(name) => {
+            let guess = manifest::diag::did_you_mean(name, declared.iter().copied());
+            match (names, guess) {
+                (_, Some(m)) => format!(
+                    "SQL parameter `:{name}` is not {}, did you mean `:{m}`?",
+                    names.phrase()
+                ),
+                (Names::QueryParams, None) => format!(
+                    "SQL parameter `:{name}` is not declared (declare it as `params.{name}`)"
+                ),
+                (Names::TemplateVars(_), None) => {
+                    format!("SQL parameter `:{name}` is not {}", names.phrase())
+                }
+            }
+        }
+        Problem::Unused(name) => match names {
+            Names::QueryParams => {
+                format!("parameter `{name}` is declared but the SQL never uses `:{name}`")
+            }
+            Names::TemplateVars(uri) => format!(
+                "variable `{name}` of `{uri}` is not used by the SQL (write `:{name}` where its value goes)"
+            ),
+        },
+    }
+}
+
+/// What SQLite said, without sqlx's wrapping.
+fn db_message(e: &sqlx::Error) -> String {
+    match e {
+        sqlx::Error::Database(d) => d.message().to_owned(),
+        other => other.to_string(),
+    }
+}
+
+/// Read-only, never created, `query_only` on.
+fn options(path: &Path) -> SqliteConnectOptions {
+    SqliteConnectOptions::new()
+        .filename(path)
+        .read_only(true)
+        .create_if_missing(false)
+        .pragma("query_only", "1")
+}
+
+/// Opens a connection for build-time checks and makes sure the file is a database.
+async fn open_checked(path: &Path) -> Result<SqliteConnection, sqlx::Error> {
+    let mut conn = options(path).connect().await?;
+    sqlx::query_scalar::<_, i64>("SELECT count(*) FROM sqlite_schema")
+        .fetch_one(&mut conn)
+        .await?;
+    Ok(conn)
+}
+
+/// One statement's rows, converted cell by cell.
+async fn collect(
+    conn: &mut SqliteConnection,
+    sql: &str,
+    args: &[Bound],
+    limit: usize,
+) -> Result<Rows, sqlx::Error> {
+    let mut query = sqlx::query(AssertSqlSafe(sql.to_owned()));
+    for a in args {
+        query = match a {
+            Bound::Null => query.bind(None::<String>),
+            Bound::Integer(i) => query.bind(*i),
+            Bound::Real(f) => query.bind(*f),
+            Bound::Text(s) => query.bind(s.clone()),
+        };
+    }
+    let mut out = Rows::default();
+    {
+        let mut stream = query.fetch(&mut *conn);
+        while let Some(row) = stream.try_next().await? {
+            if out.rows.is_empty() {
+                out.columns = unique_names(row.columns().iter().map(|c| c.name()));
+            }
+            if out.rows.len() == limit {
+                out.truncated = true;
+                break;
+            }
+            out.rows.push(cells(&row)?);
+        }
+    }
+    if out.rows.is_empty() {
+        // No row to take the column names from: the prepared statement has them.
+        let statement = conn
+            .prepare(AssertSqlSafe(sql.to_owned()).into_sql_str())
+            .await?;
+        out.columns = unique_names(statement.columns().iter().map(|c| c.name()));
+    }
+    Ok(out)
+}
+
+/// Column names as JSON keys: a repeated name gets `:2`, `:3`, … so no value is lost.
+fn unique_names<'a>(names: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for name in names {
+        let mut candidate = name.to_owned();
+        let mut n = 1;
+        while out.contains(&candidate) {
+            n += 1;
+            candidate = format!("{name}:{n}");
+        }
+        out.push(candidate);
+    }
+    out
+}
+
+/// Each value by its own storage class (not the column's declared type).
+fn cells(row: &SqliteRow) -> Result<Vec<Cell>, sqlx::Error> {
+    let decode = |e: sqlx::error::BoxDynError| sqlx::Error::Decode(e);
+    (0..row.len())
+        .map(|i| {
+            let raw = row.try_get_raw(i)?;
+            if raw.is_null() {
+                return Ok(Cell::Null);
+            }
+            let class = raw.type_info().name().to_owned();
+            Ok(match class.as_str() {
+                "INTEGER" => {
+                    Cell::Integer(<i64 as Decode<sqlx::Sqlite>>::decode(raw).map_err(decode)?)
+                }
+                "REAL" => Cell::Real(<f64 as Decode<sqlx::Sqlite>>::decode(raw).map_err(decode)?),
+                "BLOB" => {
+                    Cell::Blob(<Vec<u8> as Decode<sqlx::Sqlite>>::decode(raw).map_err(decode)?)
+                }
+                // TEXT that is not UTF-8 (SQLite does not check) is shown with U+FFFD.
+                _ => match <String as Decode<sqlx::Sqlite>>::decode(raw) {
+                    Ok(s) => Cell::Text(s),
+                    Err(_) => {
+                        let bytes = <Vec<u8> as Decode<sqlx::Sqlite>>::decode(row.try_get_raw(i)?)
+                            .map_err(decode)?;
+                        Cell::Text(String::from_utf8_lossy(&bytes).into_owned())
+                    }
+                },
+            })
+        })
+        .collect()
+}
+
+/// One value of a result, by storage class.
+#[derive(Debug, Clone, PartialEq)]
+enum Cell {
+    Null,
+    Integer(i64),
+    Real(f64),
+    Text(String),
+    Blob(Vec<u8>),
+}
+
+/// A result: column names, rows in column order, and whether rows were left out.
+#[derive(Debug, Default)]
+struct Rows {
+    columns: Vec<String>,
+    rows: Vec<Vec<Cell>>,
+    truncated: bool,
+}
+
+impl Rows {
+    /// `{"columns": [...], "rows": [{column: value}], "truncated": bool}`, keys in column order.
+    fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|e| {
+            serde_json::json!({"error": format!("the result cannot be written as JSON: {e}")})
+                .to_string()
+        })
+    }
+}
+
+impl serde::Serialize for Cell {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Cell::Null => s.serialize_unit(),
+            Cell::Integer(i) => s.serialize_i64(*i),
+            // JSON has no infinities; SQLite can store them (NaN it stores as NULL).
+            Cell::Real(f) if f.is_infinite() => {
+                s.serialize_str(if *f > 0.0 { "Infinity" } else { "-Infinity" })
+            }
+            Cell::Real(f) => s.serialize_f64(*f),
+            Cell::Text(t) => s.serialize_str(t),
+            Cell::Blob(b) => s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(b)),
+        }
+    }
+}
+
+struct RowJson<'a>(&'a [String], &'a [Cell]);
+
+impl serde::Serialize for RowJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(self.0.len()))?;
+        for (name, cell) in self.0.iter().zip(self.1) {
+            map.serialize_entry(name, cell)?;
+        }
+        map.end()
+    }
+}
+
+struct RowsJson<'a>(&'a Rows);
+
+impl serde::Serialize for RowsJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.0.rows.len()))?;
+        for row in &self.0.rows {
+            seq.serialize_element(&RowJson(&self.0.columns, row))?;
+        }
+        seq.end()
+    }
+}
+
+impl serde::Serialize for Rows {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("Rows", 3)?;
+        st.serialize_field("columns", &self.columns)?;
+        st.serialize_field("rows", &RowsJson(self))?;
+        st.serialize_field("truncated", &self.truncated)?;
+        st.end()
+    }
+}
+
+/// A few read-only connections, opened on first use and reused. Each connection has a progress
+/// handler that interrupts its query once the deadline its lease set has passed.
+///
+/// Not sqlx's `Pool`: a lease must be able to set its connection's deadline, and a connection
+/// whose request went away mid-query must be interrupted and dropped, not handed to the next.
+struct Pool {
+    options: SqliteConnectOptions,
+    path: PathBuf,
+    /// Idle connections; a `std` mutex, held only to push or pop (never across an await).
+    idle: std::sync::Mutex<Vec<Conn>>,
+    permits: tokio::sync::Semaphore,
+    epoch: Instant,
+}
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool").field("path", &self.path).finish()
+    }
+}
+
+struct Conn {
+    conn: SqliteConnection,
+    /// Milliseconds since the pool's epoch after which the running query is interrupted.
+    deadline: Arc<AtomicU64>,
+    /// The database file this connection opened: when the file is replaced, it is reopened.
+    file: FileId,
+}
+
+/// Device and inode of the database file (a file replaced by a rename gets a new one).
+type FileId = (u64, u64);
+
+impl Pool {
+    fn new(path: &Path) -> Pool {
+        Pool {
+            options: options(path),
+            path: path.to_path_buf(),
+            idle: std::sync::Mutex::new(Vec::new()),
+            permits: tokio::sync::Semaphore::new(MAX_CONNECTIONS),
+            epoch: Instant::now(),
+        }
+    }
+
+    fn now_ms(epoch: Instant) -> u64 {
+        u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// A connection for one request, with its deadline set to `QUERY_TIMEOUT` from now.
+    async fn lease(&self) -> Result<Lease<'_>, RequestError> {
+        let permit = self
+            .permits
+            .acquire()
+            .await
+            .map_err(|_| RequestError::Internal("the connection pool is closed".into()))?;
+        let file = file_id(&self.path).await.map_err(|e| {
+            RequestError::Refused(format!(
+                "the database `{}` cannot be read: {e}",
+                self.path.display()
+            ))
+        })?;
+        let reused = match self.idle.lock() {
+            Ok(mut idle) => {
+                idle.retain(|c| c.file == file);
+                idle.pop()
+            }
+            Err(_) => None,
+        };
+        let conn = match reused {
+            Some(c) => c,
+            None => self.open(file).await.map_err(|e| {
+                RequestError::Refused(format!(
+                    "the database `{}` cannot be opened: {}",
+                    self.path.display(),
+                    db_message(&e)
+                ))
+            })?,
+        };
+        let deadline = Self::now_ms(self.epoch)
+            .saturating_add(u64::try_from(QUERY_TIMEOUT.as_millis()).unwrap_or(u64::MAX));
+        conn.deadline.store(deadline, Ordering::Relaxed);
+        Ok(Lease {
+            pool: self,
+            conn: Some(conn),
+            released: false,
+            _permit: permit,
+        })
+    }
+
+    async fn open(&self, file: FileId) -> Result<Conn, sqlx::Error> {
+        let mut conn = self.options.connect().await?;
+        let deadline = Arc::new(AtomicU64::new(u64::MAX));
+        let (cell, epoch) = (deadline.clone(), self.epoch);
+        conn.lock_handle()
+            .await?
+            .set_progress_handler(PROGRESS_STEPS, move || {
+                Self::now_ms(epoch) < cell.load(Ordering::Relaxed)
+            });
+        Ok(Conn {
+            conn,
+            deadline,
+            file,
+        })
+    }
+}
+
+#[cfg(unix)]
+async fn file_id(path: &Path) -> std::io::Result<FileId> {
+    use std::os::unix::fs::MetadataExt as _;
+    let m = tokio::fs::metadata(path).await?;
+    Ok((m.dev(), m.ino()))
+}
+
+#[cfg(not(unix))]
+async fn file_id(path: &Path) -> std::io::Result<FileId> {
+    tokio::fs::metadata(path).await.map(|_| (0, 0))
+}
+
+/// One request's use of a connection. `release` gives it back; dropped without `release` (the
+/// request was cancelled mid-query), the query is interrupted and the connection closed.
+struct Lease<'a> {
+    pool: &'a Pool,
+    conn: Option<Conn>,
+    released: bool,
+    _permit: tokio::sync::SemaphorePermit<'a>,
+}
+
+impl Lease<'_> {
+    fn conn(&mut self) -> &mut SqliteConnection {
+        &mut self
+            .conn
+            .as_mut()
+            .expect("a lease holds its connection until it is dropped")
+            .conn
+    }
+
+    fn timed_out(&self) -> bool {
+        self.conn
+            .as_ref()
+            .is_some_and(|c| Pool::now_ms(self.pool.epoch) >= c.deadline.load(Ordering::Relaxed))
+    }
+
+    fn release(mut self) {
+        self.released = true;
+    }
+}
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        let Some(conn) = self.conn.take() else { return };
+        if self.released {
+            conn.deadline.store(u64::MAX, Ordering::Relaxed);
+            if let Ok(mut idle) = self.pool.idle.lock() {
+                idle.push(conn);
+            }
+        } else {
+            conn.deadline.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+/// A template variable's value as a bound string, or NULL when the URI leaves it out.
+pub fn bound_text(value: Option<&str>) -> Bound {
+    match value {
+        Some(s) => Bound::Text(s.to_owned()),
+        None => Bound::Null,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_from_uris_convert_to_the_declared_type() {
+        assert_eq!(
+            parse_text(ParamType::Integer, "42"),
+            Some(Bound::Integer(42))
+        );
+        assert_eq!(
+            parse_text(ParamType::Integer, "-7"),
+            Some(Bound::Integer(-7))
+        );
+        assert_eq!(parse_text(ParamType::Integer, "4.2"), None);
+        assert_eq!(parse_text(ParamType::Integer, ""), None);
+        assert_eq!(parse_text(ParamType::Integer, "1; DROP TABLE t"), None);
+        assert_eq!(parse_text(ParamType::Number, "2.5"), Some(Bound::Real(2.5)));
+        assert_eq!(parse_text(ParamType::Number, "3"), Some(Bound::Real(3.0)));
+        assert_eq!(parse_text(ParamType::Number, "NaN"), None);
+        assert_eq!(parse_text(ParamType::Number, "inf"), None);
+        assert_eq!(
+            parse_text(ParamType::Boolean, "TRUE"),
+            Some(Bound::Integer(1))
+        );
+        assert_eq!(parse_text(ParamType::Boolean, "0"), Some(Bound::Integer(0)));
+        assert_eq!(parse_text(ParamType::Boolean, "yes"), None);
+        assert_eq!(
+            parse_text(ParamType::String, "' OR 1=1 --"),
+            Some(Bound::Text("' OR 1=1 --".into()))
+        );
+    }
+
+    #[test]
+    fn repeated_column_names_stay_apart() {
+        assert_eq!(
+            unique_names(["id", "name", "id", "id", "id:2"].into_iter()),
+            ["id", "name", "id:2", "id:3", "id:2:2"]
+        );
+    }
+
+    #[test]
+    fn rows_serialize_in_column_order_by_storage_class() {
+        let rows = Rows {
+            columns: vec!["z".into(), "a".into(), "b".into(), "n".into(), "r".into()],
+            rows: vec![vec![
+                Cell::Integer(1),
+                Cell::Text("x\0y".into()),
+                Cell::Blob(vec![1, 2, 3]),
+                Cell::Null,
+                Cell::Real(f64::NEG_INFINITY),
+            ]],
+            truncated: true,
+        };
+        assert_eq!(
+            rows.to_json(),
+            r#"{"columns":["z","a","b","n","r"],"rows":[{"z":1,"a":"x\u0000y","b":"AQID","n":null,"r":"-Infinity"}],"truncated":true}"#
+        );
+    }
+}

@@ -1,0 +1,573 @@
+//! `[templates.NAME]`: a URI template you define (RFC 6570, parsed and matched by `crate::uri`),
+//! whose variables feed one backend: a `file` path template resolved inside a root, or a `sql`
+//! statement of a `[sqlite.NAME]` source with the variables bound as `:name` parameters.
+//! (`command` templates wait for the crate's one process spawner and are refused at build time.)
+//!
+//! Invariant: a `file` template serves a path only if it is relative, has no `.`/`..`/empty
+//! segment, no NUL or `\`, came from a URI without an encoded `/` or `\`, and its canonical form
+//! (symlinks resolved) is a file under the canonical root. Anything else is "not found".
+
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use indexmap::IndexMap;
+
+use super::files::mime_for;
+use super::sqlite::{Bound, SqliteSource, bound_text};
+use super::{Body, Completion, Contents, RequestError, ResourceInfo, TemplateInfo};
+use crate::manifest::{
+    self, Diagnostics, TemplateBackend, diag::did_you_mean, expand::format_size,
+};
+use crate::uri::{UriTemplate, VarValue, Vars};
+
+/// The live template.
+#[derive(Debug)]
+pub struct TemplateSource {
+    pub name: String,
+    uri: UriTemplate,
+    description: Option<String>,
+    mime_type: Option<String>,
+    backend: Backend,
+    completions: IndexMap<String, Vec<String>>,
+}
+
+#[derive(Debug)]
+enum Backend {
+    File {
+        parts: Vec<PathPart>,
+        /// Canonical folder every served path must stay inside.
+        root: PathBuf,
+    },
+    Sql {
+        db: Arc<SqliteSource>,
+        /// The statement with `:var` rewritten as `?N`; `vars[N-1]` binds `?N`.
+        sql: String,
+        vars: Vec<String>,
+    },
+}
+
+/// A piece of a `file` path template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum PathPart {
+    Literal(String),
+    Var(String),
+}
+
+impl TemplateSource {
+    /// Builds a template: the URI template must parse, `completions` must name its variables,
+    /// and the backend must use exactly its variables. `sqlite` lists the sources that built.
+    pub async fn build(
+        def: &manifest::Template,
+        sqlite: &[Arc<SqliteSource>],
+        diags: &mut Diagnostics,
+    ) -> Option<TemplateSource> {
+        let context = format!("[templates.{}]", def.name);
+        let uri = match UriTemplate::parse(&def.uri) {
+            Ok(u) => u,
+            Err(e) => {
+                diags.push(
+                    def.uri_loc,
+                    format!("{context} invalid URI template `{}`: {e}", def.uri),
+                );
+                return None;
+            }
+        };
+        let vars: Vec<String> = uri.variables().iter().map(|v| (*v).to_owned()).collect();
+        let var_list = || {
+            if vars.is_empty() {
+                "it has none".to_owned()
+            } else {
+                format!("its variables are: {}", vars.join(", "))
+            }
+        };
+        let mut ok = true;
+        for (var, loc) in &def.completions_loc {
+            if !vars.contains(var) {
+                let hint = did_you_mean(var, vars.iter().map(String::as_str))
+                    .map(|m| format!(" (did you mean `{m}`?)"))
+                    .unwrap_or_default();
+                diags.push(
+                    *loc,
+                    format!(
+                        "{context} `completions.{var}` names no variable of `{}`{hint}; {}",
+                        def.uri,
+                        var_list()
+                    ),
+                );
+                ok = false;
+            }
+        }
+        let backend = match &def.backend {
+            TemplateBackend::File {
+                path,
+                path_loc,
+                root,
+            } => {
+                let parts = parse_path_template(path);
+                let used: Vec<&str> = parts
+                    .iter()
+                    .filter_map(|p| match p {
+                        PathPart::Var(v) => Some(v.as_str()),
+                        PathPart::Literal(_) => None,
+                    })
+                    .collect();
+                for v in &used {
+                    if !vars.iter().any(|x| x == v) {
+                        let hint = did_you_mean(v, vars.iter().map(String::as_str))
+                            .map(|m| format!(" (did you mean `{m}`?)"))
+                            .unwrap_or_default();
+                        diags.push(
+                            *path_loc,
+                            format!(
+                                "{context} `{{{v}}}` in `file` names no variable of `{}`{hint}; {}",
+                                def.uri,
+                                var_list()
+                            ),
+                        );
+                        ok = false;
+                    }
+                }
+                for v in &vars {
+                    if !used.contains(&v.as_str()) {
+                        diags.push(
+                            *path_loc,
+                            format!("{context} variable `{v}` of `{}` is not used in `file` (write `{{{v}}}` where its value goes)", def.uri),
+                        );
+                        ok = false;
+                    }
+                }
+                let literal: String = parts
+                    .iter()
+                    .map(|p| match p {
+                        PathPart::Literal(l) => l.as_str(),
+                        PathPart::Var(_) => "x",
+                    })
+                    .collect();
+                if Path::new(&literal).is_absolute()
+                    || Path::new(&literal)
+                        .components()
+                        .any(|c| matches!(c, Component::ParentDir))
+                {
+                    diags.push(
+                        *path_loc,
+                        format!("{context} `file` is a path inside `root` (default: the manifest's folder): it cannot be absolute or use `..`; set `root` to the folder to serve"),
+                    );
+                    ok = false;
+                }
+                let root = match tokio::fs::canonicalize(root).await {
+                    Ok(r) if r.is_dir() => r,
+                    Ok(_) => {
+                        diags.push(
+                            *path_loc,
+                            format!("{context} root `{}` is not a folder", root.display()),
+                        );
+                        return None;
+                    }
+                    Err(e) => {
+                        diags.push(
+                            *path_loc,
+                            format!("{context} root `{}` cannot be opened: {e}", root.display()),
+                        );
+                        return None;
+                    }
+                };
+                Backend::File { parts, root }
+            }
+            TemplateBackend::Sql {
+                source,
+                sql,
+                sql_loc,
+                ..
+            } => {
+                // A missing source was reported when the manifest (or the source) was checked.
+                let db = sqlite.iter().find(|s| &s.name == source)?.clone();
+                let names: Vec<&str> = vars.iter().map(String::as_str).collect();
+                let named = db
+                    .check_template_sql(&context, sql, *sql_loc, &def.uri, &names, diags)
+                    .await?;
+                Backend::Sql {
+                    db,
+                    sql: named.sql,
+                    vars: named.names,
+                }
+            }
+            TemplateBackend::Command(_) => {
+                diags.push(
+                    def.loc,
+                    format!("{context} the `command` backend of templates is not supported yet by this version of mcp-manifest; use `file` or `sqlite` + `sql`"),
+                );
+                return None;
+            }
+        };
+        ok.then(|| TemplateSource {
+            name: def.name.clone(),
+            uri,
+            description: def.description.clone(),
+            mime_type: def.mime_type.clone(),
+            backend,
+            completions: def.completions.clone(),
+        })
+    }
+
+    /// A template without variables is one fixed URI: it is listed as a resource.
+    pub fn list(&self) -> Vec<ResourceInfo> {
+        if !self.uri.variables().is_empty() {
+            return Vec::new();
+        }
+        let mut r = ResourceInfo::new(self.uri.expand(&Vars::new()), self.name.clone());
+        r.description = self.description.clone();
+        r.mime_type = self.listed_mime();
+        vec![r]
+    }
+
+    pub fn templates(&self) -> Vec<TemplateInfo> {
+        if self.uri.variables().is_empty() {
+            return Vec::new();
+        }
+        vec![TemplateInfo {
+            uri_template: self.uri.as_str().to_owned(),
+            name: self.name.clone(),
+            description: self.description.clone(),
+            mime_type: self.listed_mime(),
+        }]
+    }
+
+    pub fn uri_template(&self) -> &str {
+        self.uri.as_str()
+    }
+
+    /// The declared MIME type; else JSON for `sql`, or what the file extension says.
+    fn listed_mime(&self) -> Option<String> {
+        if let Some(m) = &self.mime_type {
+            return Some(m.clone());
+        }
+        match &self.backend {
+            Backend::Sql { .. } => Some("application/json".into()),
+            Backend::File { parts, .. } => match parts.last() {
+                Some(PathPart::Literal(tail)) if tail.contains('.') => {
+                    let m = mime_for(Path::new(&format!("x{tail}")), || false);
+                    (m != "application/octet-stream").then_some(m)
+                }
+                _ => None,
+            },
+        }
+    }
+
+    /// Reads `uri` if it matches the template; "not found" otherwise.
+    pub async fn read(&self, uri: &str) -> Result<Contents, RequestError> {
+        let not_found = || RequestError::NotFound(uri.to_owned());
+        let vars = self.uri.matches(uri).ok_or_else(not_found)?;
+        let value = |name: &str| -> Result<Option<String>, RequestError> {
+            match vars.get(name) {
+                None => Ok(None),
+                Some(VarValue::String(s)) => Ok(Some(s.clone())),
+                Some(_) => Err(RequestError::InvalidParams(format!(
+                    "`{name}` must be a single value in `{}`",
+                    self.uri.as_str()
+                ))),
+            }
+        };
+        match &self.backend {
+            Backend::File { parts, root } => {
+                let lower = uri.to_ascii_lowercase();
+                if lower.contains("%2f") || lower.contains("%5c") || lower.contains("%00") {
+                    return Err(not_found());
+                }
+                let mut rel = String::new();
+                for p in parts {
+                    match p {
+                        PathPart::Literal(l) => rel.push_str(l),
+                        PathPart::Var(v) => rel.push_str(&value(v)?.unwrap_or_default()),
+                    }
+                }
+                let (root, mime) = (root.clone(), self.mime_type.clone());
+                let uri = uri.to_owned();
+                crate::registry::blocking(move || read_file(&root, &rel, &uri, mime)).await?
+            }
+            Backend::Sql {
+                db,
+                sql,
+                vars: names,
+            } => {
+                let mut args: Vec<Bound> = Vec::with_capacity(names.len());
+                for n in names {
+                    args.push(bound_text(value(n)?.as_deref()));
+                }
+                db.read_sql(uri, sql, &args, self.mime_type.as_deref())
+                    .await
+            }
+        }
+    }
+
+    /// Completes a variable: its `completions` list; else, for a `file` template whose last
+    /// path segment holds just this variable, the names in that folder (earlier variables come
+    /// from `context`).
+    pub async fn complete(
+        &self,
+        var: &str,
+        prefix: &str,
+        context: &std::collections::HashMap<String, String>,
+    ) -> Result<Completion, RequestError> {
+        let vars = self.uri.variables();
+        if !vars.contains(&var) {
+            return Err(RequestError::InvalidParams(format!(
+                "`{}` has no variable `{var}`; its variables are: {}",
+                self.uri.as_str(),
+                vars.join(", ")
+            )));
+        }
+        if let Some(values) = self.completions.get(var) {
+            return Ok(Completion::from_candidates(values, prefix));
+        }
+        let Backend::File { parts, root } = &self.backend else {
+            return Ok(Completion::default());
+        };
+        let Some((dir, before, after)) = folder_of_last_segment(parts, var, context) else {
+            return Ok(Completion::default());
+        };
+        let (root, prefix) = (root.clone(), prefix.to_owned());
+        crate::registry::blocking(move || {
+            let names = list_folder(&root, &dir, &before, &after);
+            Completion::from_candidates(names, &prefix)
+        })
+        .await
+    }
+}
+
+/// `{name}` placeholders; `{{` and `}}` are literal braces, and braces that do not form
+/// `{name}` stay as written.
+fn parse_path_template(text: &str) -> Vec<PathPart> {
+    let mut parts = Vec::new();
+    let mut literal = String::new();
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if rest.starts_with("{{") || rest.starts_with("}}") {
+            literal.push(c);
+            rest = &rest[2..];
+            continue;
+        }
+        if c == '{'
+            && let Some(end) = rest.find('}')
+        {
+            let name = &rest[1..end];
+            let is_name = !name.is_empty()
+                && name
+                    .chars()
+                    .all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '.');
+            if is_name {
+                if !literal.is_empty() {
+                    parts.push(PathPart::Literal(std::mem::take(&mut literal)));
+                }
+                parts.push(PathPart::Var(name.to_owned()));
+                rest = &rest[end + 1..];
+                continue;
+            }
+        }
+        literal.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    if !literal.is_empty() {
+        parts.push(PathPart::Literal(literal));
+    }
+    parts
+}
+
+/// The file `rel` under `root`, if it is one a `file` template may serve (blocking).
+fn read_file(
+    root: &Path,
+    rel: &str,
+    uri: &str,
+    mime_type: Option<String>,
+) -> Result<Contents, RequestError> {
+    let not_found = || RequestError::NotFound(uri.to_owned());
+    let path = contained(root, rel).ok_or_else(not_found)?;
+    let meta = std::fs::metadata(&path).map_err(|_| not_found())?;
+    if meta.len() > manifest::DEFAULT_MAX_SIZE {
+        return Err(RequestError::Refused(format!(
+            "{uri} is {}, larger than the {} a file template serves",
+            format_size(meta.len()),
+            format_size(manifest::DEFAULT_MAX_SIZE)
+        )));
+    }
+    let bytes = std::fs::read(&path).map_err(|_| not_found())?;
+    let body = Body::from_bytes(bytes);
+    let is_text = matches!(body, Body::Text(_));
+    Ok(Contents {
+        uri: uri.to_owned(),
+        mime_type: Some(mime_type.unwrap_or_else(|| mime_for(&path, || is_text))),
+        body,
+    })
+}
+
+/// `root/rel` as a canonical path if `rel` is a plain relative path and the result (symlinks
+/// resolved) is a file inside `root`.
+fn contained(root: &Path, rel: &str) -> Option<PathBuf> {
+    if rel.is_empty()
+        || rel.contains('\0')
+        || rel.contains('\\')
+        || rel.starts_with('/')
+        || rel
+            .split('/')
+            .any(|s| s.is_empty() || s == "." || s == "..")
+    {
+        return None;
+    }
+    let canonical = std::fs::canonicalize(root.join(rel)).ok()?;
+    (canonical.starts_with(root) && canonical != root && canonical.is_file()).then_some(canonical)
+}
+
+/// For completing `var`: the folder (relative to the root) that the last path segment lives in,
+/// and the literal text around `var` in that segment. `None` when `var` is not alone in the last
+/// segment or an earlier variable has no value in `context`.
+fn folder_of_last_segment(
+    parts: &[PathPart],
+    var: &str,
+    context: &std::collections::HashMap<String, String>,
+) -> Option<(String, String, String)> {
+    let mut path = String::new();
+    let mut marker = None;
+    for p in parts {
+        match p {
+            PathPart::Literal(l) => path.push_str(l),
+            PathPart::Var(v) if v == var && marker.is_none() => {
+                marker = Some(path.len());
+                path.push('\u{0}');
+            }
+            PathPart::Var(v) => {
+                let value = context.get(v)?;
+                if value.contains('/') {
+                    return None;
+                }
+                path.push_str(value);
+            }
+        }
+    }
+    marker?;
+    let (dir, segment) = match path.rfind('/') {
+        Some(i) => (path[..i].to_owned(), &path[i + 1..]),
+        None => (String::new(), path.as_str()),
+    };
+    if dir.contains('\0') {
+        return None;
+    }
+    let (before, after) = segment.split_once('\0')?;
+    if after.contains('\0') {
+        return None;
+    }
+    Some((dir, before.to_owned(), after.to_owned()))
+}
+
+/// Values of the completed variable: names of files in `root/dir` (inside the root) that start
+/// with `before` and end with `after`, with those cut off. Dotfiles only when `before` asks.
+fn list_folder(root: &Path, dir: &str, before: &str, after: &str) -> Vec<String> {
+    let folder = if dir.is_empty() {
+        Some(root.to_path_buf())
+    } else if dir
+        .split('/')
+        .any(|s| s.is_empty() || s == "." || s == "..")
+    {
+        None
+    } else {
+        std::fs::canonicalize(root.join(dir))
+            .ok()
+            .filter(|f| f.starts_with(root))
+    };
+    let Some(folder) = folder else {
+        return Vec::new();
+    };
+    let Ok(entries) = std::fs::read_dir(&folder) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            if name.starts_with('.') && !before.starts_with('.') {
+                return None;
+            }
+            let value = name.strip_prefix(before)?.strip_suffix(after)?;
+            let real = std::fs::canonicalize(e.path()).ok()?;
+            (!value.is_empty() && real.starts_with(root) && real.is_file())
+                .then(|| value.to_owned())
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lit(s: &str) -> PathPart {
+        PathPart::Literal(s.into())
+    }
+    fn var(s: &str) -> PathPart {
+        PathPart::Var(s.into())
+    }
+
+    #[test]
+    fn path_templates_have_placeholders_and_literal_braces() {
+        assert_eq!(
+            parse_path_template("notes/{topic}.md"),
+            [lit("notes/"), var("topic"), lit(".md")]
+        );
+        assert_eq!(
+            parse_path_template("{a}/{b}"),
+            [var("a"), lit("/"), var("b")]
+        );
+        assert_eq!(
+            parse_path_template("x{{y}}/{}/{not a name}/{z"),
+            [lit("x{y}/{}/{not a name}/{z")]
+        );
+    }
+
+    #[test]
+    fn only_plain_relative_paths_inside_the_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join("notes")).unwrap();
+        std::fs::write(root.join("notes/a.md"), "a").unwrap();
+        std::fs::write(dir.path().join("secret"), "s").unwrap();
+        assert!(contained(&root, "notes/a.md").is_some());
+        for bad in [
+            "",
+            "notes",
+            "notes/../secret",
+            "./notes/a.md",
+            "notes//a.md",
+            "/etc/passwd",
+            "notes\\a.md",
+            "notes/a.md\0",
+            "missing.md",
+        ] {
+            assert_eq!(contained(&root, bad), None, "{bad:?}");
+        }
+        #[cfg(unix)]
+        {
+            let outside = tempfile::tempdir().unwrap();
+            std::fs::write(outside.path().join("x.md"), "x").unwrap();
+            std::os::unix::fs::symlink(outside.path().join("x.md"), root.join("notes/out.md"))
+                .unwrap();
+            std::os::unix::fs::symlink(root.join("notes/a.md"), root.join("notes/in.md")).unwrap();
+            assert_eq!(contained(&root, "notes/out.md"), None);
+            assert!(contained(&root, "notes/in.md").is_some());
+        }
+    }
+
+    #[test]
+    fn completion_folder_comes_from_the_last_segment() {
+        let parts = parse_path_template("notes/{area}/{topic}.md");
+        let mut cx = std::collections::HashMap::new();
+        assert_eq!(folder_of_last_segment(&parts, "topic", &cx), None);
+        cx.insert("area".to_owned(), "work".to_owned());
+        assert_eq!(
+            folder_of_last_segment(&parts, "topic", &cx),
+            Some(("notes/work".into(), String::new(), ".md".into()))
+        );
+        assert_eq!(folder_of_last_segment(&parts, "area", &cx), None);
+        let flat = parse_path_template("n-{x}.txt");
+        assert_eq!(
+            folder_of_last_segment(&flat, "x", &cx),
+            Some((String::new(), "n-".into(), ".txt".into()))
+        );
+    }
+}
