@@ -493,11 +493,9 @@ impl SqliteSource {
 
     fn failed(&self, e: &sqlx::Error) -> RequestError {
         match e {
-            sqlx::Error::Database(d) => RequestError::Refused(format!(
-                "[sqlite.{}]: {} (the database is read-only)",
-                self.name,
-                d.message()
-            )),
+            sqlx::Error::Database(d) => {
+                RequestError::Refused(format!("[sqlite.{}] {}", self.name, d.message()))
+            }
             other => RequestError::Internal(format!("[sqlite.{}]: {other}", self.name)),
         }
     }

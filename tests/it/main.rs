@@ -7,3 +7,5 @@ mod cli;
 mod files;
 mod manifest_errors;
 mod protocol;
+mod sqlite;
+mod templates;

@@ -1,0 +1,404 @@
+//! `[templates.NAME]`: file and sql backends, every way out of a file template's root, static and
+//! file-name completion, read order (fixed URIs before templates, templates in manifest order) and
+//! build-time errors with their places.
+
+use serde_json::{Value, json};
+
+use crate::sqlite::{make_db, read_json};
+use crate::support::{Fixture, Server, list_all, stderr, stdout};
+
+fn complete(s: &mut Server, uri: &str, name: &str, value: &str, context: Value) -> Value {
+    s.ok(
+        "completion/complete",
+        json!({
+            "ref": {"type": "ref/resource", "uri": uri},
+            "argument": {"name": name, "value": value},
+            "context": {"arguments": context}
+        }),
+    )["completion"]
+        .clone()
+}
+
+fn notes() -> Fixture {
+    let f = Fixture::new();
+    f.write("notes/hello.md", "# Hello\n");
+    f.write("notes/world.md", "# World\n");
+    f.write("notes/.draft.md", "draft");
+    f.write("notes/work/plan.md", "# Plan\n");
+    f.write("notes/work/ideas.md", "# Ideas\n");
+    f.write("notes/work/other.txt", "not md");
+    f.write("notes/bin.dat", [0u8, 1, 2, 255]);
+    f.write("secret.txt", "outside the notes");
+    f.manifest(
+        r#"
+[templates.note]
+uri = "notes://{topic}"
+description = "A note by topic"
+mime_type = "text/markdown"
+file = "notes/{topic}.md"
+completions.topic = ["hello", "world", "help"]
+
+[templates.area]
+uri = "notes://{area}/{topic}"
+file = "{area}/{topic}.md"
+root = "notes"
+
+[templates.tree]
+uri = "tree://{+path}"
+file = "{path}"
+root = "notes"
+
+[templates.any]
+uri = "any://{+path}"
+file = "{path}"
+"#,
+    );
+    f
+}
+
+#[test]
+fn file_templates_are_listed_and_read() {
+    let f = notes();
+    let mut s = f.serve().started();
+    let (templates, _) = list_all(&mut s, "resources/templates/list", "resourceTemplates");
+    let uris: Vec<&str> = templates
+        .iter()
+        .filter_map(|t| t["uriTemplate"].as_str())
+        .collect();
+    assert_eq!(
+        uris,
+        [
+            "notes://{topic}",
+            "notes://{area}/{topic}",
+            "tree://{+path}",
+            "any://{+path}"
+        ]
+    );
+    assert_eq!(templates[0]["name"], "note");
+    assert_eq!(templates[0]["description"], "A note by topic");
+    assert_eq!(templates[0]["mimeType"], "text/markdown");
+    assert_eq!(
+        templates[1]["mimeType"], "text/markdown",
+        "from the `.md` in `file`"
+    );
+    assert!(templates[2].get("mimeType").is_none());
+
+    let r = s.ok("resources/read", json!({"uri": "notes://hello"}));
+    assert_eq!(
+        r["contents"],
+        json!([{"uri": "notes://hello", "mimeType": "text/markdown", "text": "# Hello\n"}])
+    );
+    let r = s.ok("resources/read", json!({"uri": "notes://work/plan"}));
+    assert_eq!(r["contents"][0]["text"], "# Plan\n");
+    let r = s.ok("resources/read", json!({"uri": "tree://work/other.txt"}));
+    assert_eq!(r["contents"][0]["text"], "not md");
+    assert_eq!(r["contents"][0]["mimeType"], "text/plain");
+    let r = s.ok("resources/read", json!({"uri": "tree://bin.dat"}));
+    assert_eq!(r["contents"][0]["blob"], "AAEC/w==");
+    let r = s.ok("resources/read", json!({"uri": "any://secret.txt"}));
+    assert_eq!(
+        r["contents"][0]["text"], "outside the notes",
+        "root defaults to the manifest folder"
+    );
+}
+
+#[test]
+fn every_way_out_of_a_file_template_root_is_not_found() {
+    let f = notes();
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(f.path("secret.txt"), f.path("notes/leak.md")).unwrap();
+        std::os::unix::fs::symlink(f.path("notes/hello.md"), f.path("notes/alias.md")).unwrap();
+        std::os::unix::fs::symlink(f.path("."), f.path("notes/up")).unwrap();
+    }
+    let mut s = f.serve().started();
+    for uri in [
+        "notes://..%2Fsecret",
+        "notes://..%2fsecret",
+        "notes://%2e%2e%2fsecret",
+        "notes://%2E%2E",
+        "notes://..",
+        "notes://missing",
+        "notes://work",
+        "notes://..%5Csecret",
+        "notes://hello%00",
+        "notes://work/..",
+        "notes://../secret",
+        "tree://../secret.txt",
+        "tree://%2e%2e/secret.txt",
+        "tree://work/../../secret.txt",
+        "tree://work/%2e%2e/%2e%2e/secret.txt",
+        "tree://work%2f..%2f..%2fsecret.txt",
+        "tree:///etc/passwd",
+        "tree://./hello.md",
+        "tree://work//plan.md",
+        "tree://work",
+        "tree://",
+        "tree://up/secret.txt",
+        "tree://leak.md",
+        "any:///etc/passwd",
+        "any://%2Fetc%2Fpasswd",
+        "any://notes/../secret.txt",
+    ] {
+        let e = s.err("resources/read", json!({"uri": uri}));
+        assert_eq!(e["code"], -32002, "{uri} must be not found: {e}");
+    }
+    #[cfg(unix)]
+    {
+        let r = s.ok("resources/read", json!({"uri": "notes://alias"}));
+        assert_eq!(
+            r["contents"][0]["text"], "# Hello\n",
+            "a symlink inside the root is fine"
+        );
+    }
+}
+
+#[test]
+fn completion_gives_static_lists_and_file_names() {
+    let f = notes();
+    let mut s = f.serve().started();
+    let c = complete(&mut s, "notes://{topic}", "topic", "he", json!({}));
+    assert_eq!(c["values"], json!(["hello", "help"]));
+    assert_eq!(c["hasMore"], false);
+    // The last path segment holds only the variable: names from that folder.
+    let c = complete(
+        &mut s,
+        "notes://{area}/{topic}",
+        "topic",
+        "",
+        json!({"area": "work"}),
+    );
+    assert_eq!(c["values"], json!(["ideas", "plan"]));
+    let c = complete(
+        &mut s,
+        "notes://{area}/{topic}",
+        "topic",
+        "p",
+        json!({"area": "work"}),
+    );
+    assert_eq!(c["values"], json!(["plan"]));
+    let c = complete(&mut s, "notes://{area}/{topic}", "topic", "", json!({}));
+    assert_eq!(c["values"], json!([]), "no area, no folder");
+    let c = complete(
+        &mut s,
+        "notes://{area}/{topic}",
+        "topic",
+        "",
+        json!({"area": ".."}),
+    );
+    assert_eq!(c["values"], json!([]), "no completion outside the root");
+    let c = complete(&mut s, "tree://{+path}", "path", "", json!({}));
+    assert_eq!(
+        c["values"],
+        json!(["bin.dat", "hello.md", "world.md"]),
+        "files only, no dotfiles"
+    );
+    let e = s.err(
+        "completion/complete",
+        json!({"ref": {"type": "ref/resource", "uri": "notes://{topic}"}, "argument": {"name": "nope", "value": ""}}),
+    );
+    assert_eq!(e["code"], -32602);
+    let many: Vec<String> = (0..130).map(|i| format!("\"v{i:03}\"")).collect();
+    let g = Fixture::new();
+    g.write("x/a.md", "a");
+    g.manifest(&format!(
+        "[templates.t]\nuri = \"t://{{v}}\"\nfile = \"x/{{v}}.md\"\ncompletions.v = [{}]\n",
+        many.join(", ")
+    ));
+    let mut s = g.serve().started();
+    let c = complete(&mut s, "t://{v}", "v", "v", json!({}));
+    assert_eq!(c["values"].as_array().unwrap().len(), 100);
+    assert_eq!(c["total"], 130);
+    assert_eq!(c["hasMore"], true);
+}
+
+fn shop_templates() -> Fixture {
+    let f = Fixture::new();
+    make_db(
+        &f.path("shop.db"),
+        "CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT, city TEXT);
+         INSERT INTO customers VALUES (1, 'alice', 'Paris'), (2, 'bob', NULL), (3, ''' OR 1=1 --', 'Oslo');",
+    );
+    f.manifest(
+        r#"
+[sqlite.shop]
+path = "shop.db"
+row_limit = 2
+
+[templates.customer]
+uri = "shop://customers/{id}"
+description = "One customer"
+sqlite = "shop"
+sql = "SELECT id, name FROM customers WHERE id = :id"
+
+[templates.search]
+uri = "shop://search{?name,city}"
+sqlite = "shop"
+sql = "SELECT id FROM customers WHERE (:name IS NULL OR name = :name) AND (:city IS NULL OR city = :city) ORDER BY id"
+
+[templates.everyone]
+uri = "shop://everyone"
+sqlite = "shop"
+sql = "SELECT name FROM customers ORDER BY id"
+mime_type = "application/vnd.shop+json"
+
+[templates.shadow]
+uri = "sqlite://shop/{what}"
+sqlite = "shop"
+sql = "SELECT :what AS what"
+
+[templates.second]
+uri = "shop://customers/{id}"
+sqlite = "shop"
+sql = "SELECT 'never' AS reached WHERE :id IS NOT NULL"
+"#,
+    );
+    f
+}
+
+#[test]
+fn sql_templates_bind_variables_to_parameters() {
+    let f = shop_templates();
+    let mut s = f.serve().started();
+    assert_eq!(
+        read_json(&mut s, "shop://customers/2"),
+        json!({"columns": ["id", "name"], "rows": [{"id": 2, "name": "bob"}], "truncated": false})
+    );
+    // Absent variables bind NULL; present ones bind their text.
+    assert_eq!(
+        read_json(&mut s, "shop://search")["rows"],
+        json!([{"id": 1}, {"id": 2}])
+    );
+    assert_eq!(read_json(&mut s, "shop://search")["truncated"], true);
+    assert_eq!(
+        read_json(&mut s, "shop://search?city=Oslo")["rows"],
+        json!([{"id": 3}])
+    );
+    assert_eq!(
+        read_json(&mut s, "shop://search?city=Paris&name=alice")["rows"],
+        json!([{"id": 1}])
+    );
+    // Injection values are data.
+    assert_eq!(
+        read_json(&mut s, "shop://search?name=%27%20OR%201%3D1%20--")["rows"],
+        json!([{"id": 3}])
+    );
+    assert_eq!(
+        read_json(&mut s, "shop://customers/1%20OR%201%3D1")["rows"],
+        json!([])
+    );
+    assert_eq!(
+        read_json(&mut s, "shop://customers/1%3B%20DROP%20TABLE%20customers")["rows"],
+        json!([])
+    );
+    // A template without variables is a resource.
+    let (resources, _) = list_all(&mut s, "resources/list", "resources");
+    let everyone = resources
+        .iter()
+        .find(|r| r["uri"] == "shop://everyone")
+        .expect("listed");
+    assert_eq!(everyone["name"], "everyone");
+    assert_eq!(everyone["mimeType"], "application/vnd.shop+json");
+    let r = s.ok("resources/read", json!({"uri": "shop://everyone"}));
+    assert_eq!(r["contents"][0]["mimeType"], "application/vnd.shop+json");
+    let (templates, _) = list_all(&mut s, "resources/templates/list", "resourceTemplates");
+    let t = templates
+        .iter()
+        .find(|t| t["uriTemplate"] == "shop://customers/{id}")
+        .expect("listed");
+    assert_eq!(t["mimeType"], "application/json");
+    assert_eq!(t["description"], "One customer");
+    assert!(
+        !templates
+            .iter()
+            .any(|t| t["uriTemplate"] == "shop://everyone")
+    );
+}
+
+#[test]
+fn fixed_uris_come_before_templates_and_templates_keep_manifest_order() {
+    let f = shop_templates();
+    let mut s = f.serve().started();
+    let schema = s.ok("resources/read", json!({"uri": "sqlite://shop/schema"}));
+    assert!(
+        schema["contents"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("CREATE TABLE customers")
+    );
+    assert_eq!(
+        read_json(&mut s, "sqlite://shop/other")["rows"],
+        json!([{"what": "other"}]),
+        "what the sqlite source does not serve falls through to the template"
+    );
+    assert_eq!(
+        read_json(&mut s, "shop://customers/1")["rows"],
+        json!([{"id": 1, "name": "alice"}]),
+        "the first matching template answers"
+    );
+    let e = s.err("resources/read", json!({"uri": "shop://nothing/here"}));
+    assert_eq!(e["code"], -32002);
+}
+
+#[test]
+fn template_errors_are_reported_at_their_place() {
+    let f = Fixture::new();
+    make_db(&f.path("shop.db"), "CREATE TABLE t (id INTEGER, v TEXT);");
+    f.write(
+        "bad.toml",
+        r#"[sqlite.shop]
+path = "shop.db"
+
+[templates.unclosed]
+uri = "x://{id"
+file = "x/{id}.md"
+
+[templates.unknown_completion]
+uri = "x://{topic}"
+file = "x/{topic}.md"
+completions.topik = ["a"]
+
+[templates.file_vars]
+uri = "x://{a}/{b}"
+file = "x/{a}/{c}.md"
+
+[templates.escape]
+uri = "y://{p}"
+file = "../{p}"
+
+[templates.sql_vars]
+uri = "z://{id}{?limit}"
+sqlite = "shop"
+sql = "SELECT * FROM t WHERE id = :ident"
+
+[templates.sql_bad]
+uri = "z://bad/{id}"
+sqlite = "shop"
+sql = "SELECT * FROM nope WHERE id = :id"
+
+[templates.run]
+uri = "cmd://{x}"
+command = ["echo", "{x}"]
+"#,
+    );
+    let out = f.run(&["check", "bad.toml"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let err = stderr(&out);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "bad.toml:5:7: [templates.unclosed] invalid URI template `x://{id`: unclosed `{` at column 5",
+            "bad.toml:11:13: [templates.unknown_completion] `completions.topik` names no variable of `x://{topic}` (did you mean `topic`?); its variables are: topic",
+            "bad.toml:15:8: [templates.file_vars] `{c}` in `file` names no variable of `x://{a}/{b}`; its variables are: a, b",
+            "bad.toml:15:8: [templates.file_vars] variable `b` of `x://{a}/{b}` is not used in `file` (write `{b}` where its value goes)",
+            "bad.toml:19:8: [templates.escape] `file` is a path inside `root` (default: the manifest's folder): it cannot be absolute or use `..`; set `root` to the folder to serve",
+            "bad.toml:24:7: [templates.sql_vars] SQL parameter `:ident` is not a variable of `z://{id}{?limit}`, did you mean `:id`?",
+            "bad.toml:24:7: [templates.sql_vars] variable `id` of `z://{id}{?limit}` is not used by the SQL (write `:id` where its value goes)",
+            "bad.toml:24:7: [templates.sql_vars] variable `limit` of `z://{id}{?limit}` is not used by the SQL (write `:limit` where its value goes)",
+            "bad.toml:29:7: [templates.sql_bad] the SQL does not compile: no such table: nope",
+            "bad.toml:31:12: [templates.run] the `command` backend of templates is not supported yet by this version of mcp-manifest; use `file` or `sqlite` + `sql`",
+            "bad.toml: 10 errors found",
+        ]
+    );
+}
