@@ -5,9 +5,14 @@
 //! 2026-07-28 (`server/discover`, per-request `_meta`, `resultType`, cache hints, not-found as
 //! -32602). Every request runs in its own task, so a slow read never delays a `ping`.
 
+// Handshake-era logging (`logging/setLevel`, `notifications/message`) and `resources/subscribe`
+// are deprecated by the 2026-07-28 revision but are what handshake-era clients speak.
+#![allow(deprecated)]
+
 use std::borrow::Cow;
-use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -15,25 +20,44 @@ use rmcp::model::{
     Annotations, CallToolRequestParams, CallToolResponse, CallToolResult, ClientRequest,
     CompleteRequestParams, CompleteResult, CompletionInfo, ContentBlock, ErrorData, Implementation,
     JsonRpcMessage, JsonRpcRequest, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, Reference, Resource, ResourceContents,
-    ResourceTemplate, ResourcesCapability, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
-    ToolsCapability,
+    ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    Reference, Resource, ResourceContents, ResourceTemplate, ResourceUpdatedNotificationParam,
+    ResourcesCapability, ServerCapabilities, ServerConfig, SetLevelRequestParams,
+    SubscribeRequestParams, SubscriptionFilter, Tool, ToolAnnotations, ToolsCapability,
+    UnsubscribeRequestParams,
 };
-use rmcp::service::{RequestContext, RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::service::{
+    NotificationContext, Peer, RequestContext, RoleServer, RxJsonRpcMessage, SubscriptionContext,
+    SubscriptionSink, TxJsonRpcMessage,
+};
 use rmcp::{ServerHandler, ServiceExt};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
 use crate::providers::{Body, Completion, Contents, RequestError, ResourceInfo};
-use crate::registry::{Registry, paginate};
+use crate::registry::{Registry, blocking, paginate};
 use crate::tools::{ToolContent, ToolInfo, ToolResult};
+use crate::watch::{DEBOUNCE, Watcher};
 
-/// The `ServerHandler`: a registry (swappable on manifest reload) and the info derived from it.
+/// The `ServerHandler`: a registry (swapped when the manifest is edited), the info derived from
+/// it, and who wants to hear about changes.
 #[derive(Clone)]
 pub struct Handler {
-    state: Arc<RwLock<Arc<Snapshot>>>,
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    snapshot: RwLock<Arc<Snapshot>>,
+    /// Handshake-era subscriptions (`resources/subscribe`), per process = per session.
+    subscriptions: Mutex<HashSet<String>>,
+    /// The handshake-era client, once initialized: where unsolicited notifications go.
+    legacy_peer: Mutex<Option<Peer<RoleServer>>>,
+    /// Stateless-era notification streams (`subscriptions/listen`), by request id.
+    listens: Mutex<Vec<SubscriptionSink>>,
+    /// `logging/setLevel` (handshake era): messages below it are not sent.
+    log_level: Mutex<LoggingLevel>,
 }
 
 /// One registry and the server info computed from it once (rmcp calls `get_info` often).
@@ -46,13 +70,20 @@ impl Snapshot {
     fn new(registry: Arc<Registry>) -> Snapshot {
         let m = &registry.manifest;
         let mut caps = ServerCapabilities::default();
-        caps.resources = Some(ResourcesCapability::default());
+        let mut resources = ResourcesCapability::default();
+        resources.subscribe = Some(true);
+        resources.list_changed = Some(true);
+        caps.resources = Some(resources);
         if !registry.tools().is_empty() {
-            caps.tools = Some(ToolsCapability::default());
+            let mut tools = ToolsCapability::default();
+            tools.list_changed = Some(true);
+            caps.tools = Some(tools);
         }
         if registry.has_completions() {
             caps.completions = Some(serde_json::Map::new());
         }
+        // The manifest is watched: an invalid edit is reported as `notifications/message`.
+        caps.logging = Some(serde_json::Map::new());
         let mut info = ServerConfig::new(caps)
             .with_server_info(Implementation::new(&m.server.name, &m.server.version))
             .with_protocol_version(ProtocolVersion::V_2025_11_25);
@@ -63,15 +94,25 @@ impl Snapshot {
     }
 }
 
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 impl Handler {
     pub fn new(registry: Registry) -> Handler {
         Handler {
-            state: Arc::new(RwLock::new(Arc::new(Snapshot::new(Arc::new(registry))))),
+            shared: Arc::new(Shared {
+                snapshot: RwLock::new(Arc::new(Snapshot::new(Arc::new(registry)))),
+                subscriptions: Mutex::new(HashSet::new()),
+                legacy_peer: Mutex::new(None),
+                listens: Mutex::new(Vec::new()),
+                log_level: Mutex::new(LoggingLevel::Info),
+            }),
         }
     }
 
     fn snapshot(&self) -> Arc<Snapshot> {
-        match self.state.read() {
+        match self.shared.snapshot.read() {
             Ok(s) => s.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
         }
@@ -80,6 +121,107 @@ impl Handler {
     fn registry(&self) -> Arc<Registry> {
         self.snapshot().registry.clone()
     }
+
+    fn replace(&self, registry: Arc<Registry>) {
+        let snap = Arc::new(Snapshot::new(registry));
+        match self.shared.snapshot.write() {
+            Ok(mut s) => *s = snap,
+            Err(poisoned) => *poisoned.into_inner() = snap,
+        }
+    }
+
+    fn legacy_peer(&self) -> Option<Peer<RoleServer>> {
+        lock(&self.shared.legacy_peer).clone()
+    }
+
+    fn sinks(&self) -> Vec<SubscriptionSink> {
+        lock(&self.shared.listens).clone()
+    }
+
+    /// Every URI someone subscribed to, in either era.
+    fn subscribed(&self) -> HashSet<String> {
+        let mut all = lock(&self.shared.subscriptions).clone();
+        for sink in self.sinks() {
+            if let Some(uris) = &sink.accepted().resource_subscriptions {
+                all.extend(uris.iter().cloned());
+            }
+        }
+        all
+    }
+
+    async fn resource_updated(&self, uri: &str) {
+        if lock(&self.shared.subscriptions).contains(uri)
+            && let Some(peer) = self.legacy_peer()
+        {
+            let _ = peer
+                .notify_resource_updated(ResourceUpdatedNotificationParam::new(uri))
+                .await;
+        }
+        for sink in self.sinks() {
+            // The sink drops what its accepted filter does not name.
+            let _ = sink.notify_resource_updated(uri).await;
+        }
+    }
+
+    async fn list_changed(&self, which: ListChanged) {
+        let peer = self.legacy_peer();
+        let sinks = self.sinks();
+        if which.resources {
+            if let Some(p) = &peer {
+                let _ = p.notify_resource_list_changed().await;
+            }
+            for s in &sinks {
+                let _ = s.notify_resource_list_changed().await;
+            }
+        }
+        if which.tools {
+            if let Some(p) = &peer {
+                let _ = p.notify_tool_list_changed().await;
+            }
+            for s in &sinks {
+                let _ = s.notify_tool_list_changed().await;
+            }
+        }
+        if which.prompts {
+            if let Some(p) = &peer {
+                let _ = p.notify_prompt_list_changed().await;
+            }
+            for s in &sinks {
+                let _ = s.notify_prompt_list_changed().await;
+            }
+        }
+    }
+
+    /// Logs to stderr and, in the handshake era, to the client as `notifications/message`.
+    async fn log_error(&self, text: &str) {
+        tracing::error!("{text}");
+        let quiet = matches!(
+            *lock(&self.shared.log_level),
+            LoggingLevel::Critical | LoggingLevel::Alert | LoggingLevel::Emergency
+        );
+        if quiet {
+            return;
+        }
+        if let Some(peer) = self.legacy_peer() {
+            let _ = peer
+                .notify_logging_message(
+                    LoggingMessageNotificationParam::new(
+                        LoggingLevel::Error,
+                        Value::String(text.into()),
+                    )
+                    .with_logger("mcp-manifest"),
+                )
+                .await;
+        }
+    }
+}
+
+/// Which `*/list_changed` notifications to send.
+#[derive(Debug, Clone, Copy, Default)]
+struct ListChanged {
+    resources: bool,
+    tools: bool,
+    prompts: bool,
 }
 
 fn error(e: RequestError) -> ErrorData {
@@ -179,6 +321,59 @@ fn completion(c: Completion) -> CompleteResult {
 impl ServerHandler for Handler {
     fn get_info(&self) -> ServerConfig {
         self.snapshot().info.clone()
+    }
+
+    async fn on_initialized(&self, cx: NotificationContext<RoleServer>) {
+        *lock(&self.shared.legacy_peer) = Some(cx.peer);
+    }
+
+    async fn subscribe(
+        &self,
+        params: SubscribeRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        lock(&self.shared.subscriptions).insert(params.uri);
+        let mut peer = lock(&self.shared.legacy_peer);
+        if peer.is_none() {
+            *peer = Some(cx.peer);
+        }
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        params: UnsubscribeRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        lock(&self.shared.subscriptions).remove(&params.uri);
+        Ok(())
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        // Every resource URI can be subscribed to; rmcp narrows the list-changed kinds to
+        // what the capabilities advertise.
+        Some(requested.clone())
+    }
+
+    async fn listen(&self, cx: SubscriptionContext) -> Result<(), ErrorData> {
+        let sink = cx.sink().clone();
+        let id = sink.id().clone();
+        lock(&self.shared.listens).push(sink);
+        cx.cancelled().await;
+        lock(&self.shared.listens).retain(|s| s.id() != &id);
+        Ok(())
+    }
+
+    async fn set_level(
+        &self,
+        params: SetLevelRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        *lock(&self.shared.log_level) = params.level;
+        Ok(())
     }
 
     async fn list_resources(
@@ -317,6 +512,7 @@ where
         Err(e) => return Err(anyhow::anyhow!("the MCP session did not start: {e}")),
     };
     let service_ct = running.cancellation_token();
+    let watching = tokio::spawn(watch_loop(running.service().clone()));
     let mut waiting = std::pin::pin!(running.waiting());
     tokio::select! {
         _ = &mut waiting => {}
@@ -328,7 +524,102 @@ where
         }
         _ = terminate_signal() => service_ct.cancel(),
     }
+    watching.abort();
     Ok(())
+}
+
+/// Watches the manifest and the sources' folders, and turns debounced changes into
+/// `notifications/resources/updated` (for subscribed URIs) and `*/list_changed`.
+async fn watch_loop(handler: Handler) {
+    let (mut watcher, mut rx) = match Watcher::new(DEBOUNCE) {
+        Ok(w) => w,
+        Err(e) => {
+            tracing::warn!("file watching is off: {e}");
+            return;
+        }
+    };
+    let registry = handler.registry();
+    if let Ok(dirs) = blocking(move || registry.watch_dirs_blocking()).await {
+        watcher.set_dirs(dirs);
+    }
+    tracing::debug!("watching {} folders", watcher.watched());
+    while let Some(mut batch) = rx.recv().await {
+        while let Ok(more) = rx.try_recv() {
+            batch.extend(more);
+        }
+        let before = handler.registry();
+        let manifest = before.manifest_path();
+        let reloaded = batch.iter().any(|c| c.path == manifest) && handler.reload(&before).await;
+        let registry = handler.registry();
+        let changes = Arc::new(batch);
+        let (r, c) = (registry.clone(), changes.clone());
+        let effect = blocking(move || r.apply_changes_blocking(&c))
+            .await
+            .unwrap_or_default();
+        if effect.list_changed && !reloaded {
+            handler
+                .list_changed(ListChanged {
+                    resources: true,
+                    ..ListChanged::default()
+                })
+                .await;
+        }
+        let paths: Vec<&Path> = changes.iter().map(|c| c.path.as_path()).collect();
+        for uri in handler.subscribed() {
+            if registry.affected(&uri, &paths) {
+                handler.resource_updated(&uri).await;
+            }
+        }
+        if effect.rewatch || reloaded {
+            let r = registry.clone();
+            if let Ok(dirs) = blocking(move || r.watch_dirs_blocking()).await {
+                watcher.set_dirs(dirs);
+            }
+        }
+    }
+}
+
+/// What `resources/list` and `resources/templates/list` would answer, to compare two registries.
+async fn listing(r: &Registry) -> (Vec<String>, Vec<crate::providers::TemplateInfo>) {
+    let list = r
+        .list_resources()
+        .await
+        .unwrap_or_default()
+        .into_iter()
+        .map(|x| x.uri)
+        .collect();
+    (list, r.templates())
+}
+
+impl Handler {
+    /// Re-reads the manifest after an edit. A valid one replaces the registry and the matching
+    /// `list_changed` notifications go out; an invalid one is logged and the old one stays.
+    async fn reload(&self, old: &Arc<Registry>) -> bool {
+        let m = &old.manifest;
+        let built = match crate::manifest::load(&m.path, &m.file) {
+            Ok(checked) => Registry::build(checked).await,
+            Err(d) => Err(d),
+        };
+        let new = match built {
+            Ok(r) => Arc::new(r),
+            Err(d) => {
+                self.log_error(&format!(
+                    "the edited manifest is invalid; still serving the previous one:\n{d}"
+                ))
+                .await;
+                return false;
+            }
+        };
+        let which = ListChanged {
+            resources: listing(old).await != listing(&new).await,
+            tools: old.tools() != new.tools(),
+            prompts: format!("{:?}", old.manifest.prompts) != format!("{:?}", new.manifest.prompts),
+        };
+        tracing::info!("manifest reloaded: {}", m.file);
+        self.replace(new);
+        self.list_changed(which).await;
+        true
+    }
 }
 
 #[cfg(unix)]

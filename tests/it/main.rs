@@ -7,3 +7,4 @@ mod cli;
 mod files;
 mod manifest_errors;
 mod protocol;
+mod watch;
