@@ -33,7 +33,7 @@ use rmcp::service::{
 };
 use rmcp::{ServerHandler, ServiceExt};
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use std::io::{BufRead, Read, Write};
 use tokio_util::sync::CancellationToken;
 
 use crate::providers::{Body, Completion, Contents, RequestError, ResourceInfo};
@@ -493,14 +493,14 @@ impl ServerHandler for Handler {
 
 /// Serves `registry` on stdin/stdout until stdin closes (or SIGTERM), then returns within ~1 s.
 pub async fn serve_stdio(registry: Registry) -> anyhow::Result<()> {
-    serve(registry, tokio::io::stdin(), tokio::io::stdout()).await
+    serve(registry, std::io::stdin(), std::io::stdout()).await
 }
 
-/// Serves on any byte streams (tests use pipes). Returns when the input ends.
+/// Serves on any byte streams. Returns when the input ends.
 pub async fn serve<R, W>(registry: Registry, input: R, output: W) -> anyhow::Result<()>
 where
-    R: AsyncRead + Send + Unpin + 'static,
-    W: AsyncWrite + Send + Unpin + 'static,
+    R: Read + Send + 'static,
+    W: Write + Send + 'static,
 {
     let eof = CancellationToken::new();
     let transport = LineTransport::new(input, output, eof.clone());
@@ -644,80 +644,47 @@ const MAX_LINE: usize = 16 * 1024 * 1024;
 /// Newline-delimited JSON-RPC over byte streams. Written here rather than taken from rmcp because
 /// rmcp drops unparsable lines silently; JSON-RPC wants `-32700` with `id: null` for those, and
 /// a request whose params do not fit its method should get `-32602` with its id.
-struct LineTransport<R, W> {
-    read: BufReader<R>,
-    line: Vec<u8>,
-    discarding: bool,
+///
+/// Reading and writing each run on a dedicated thread (tokio's stdin/stdout hop through the
+/// blocking pool for every call): the reader splits lines and hands them over a bounded channel,
+/// so `receive` is cancellation-safe; the writer drains its queue into one buffered write and
+/// flushes only when the queue is empty, so pipelined answers share system calls.
+struct LineTransport {
+    lines: tokio::sync::mpsc::Receiver<Vec<u8>>,
     queue: std::collections::VecDeque<RxJsonRpcMessage<RoleServer>>,
-    write: Arc<tokio::sync::Mutex<W>>,
+    out: std::sync::mpsc::Sender<Vec<u8>>,
     eof: CancellationToken,
 }
 
-impl<R, W> LineTransport<R, W>
-where
-    R: AsyncRead + Send + Unpin + 'static,
-    W: AsyncWrite + Send + Unpin + 'static,
-{
-    fn new(read: R, write: W, eof: CancellationToken) -> Self {
+impl LineTransport {
+    fn new<R, W>(read: R, write: W, eof: CancellationToken) -> Self
+    where
+        R: Read + Send + 'static,
+        W: Write + Send + 'static,
+    {
+        let (line_tx, lines) = tokio::sync::mpsc::channel(256);
+        std::thread::Builder::new()
+            .name("stdin".into())
+            .spawn(move || read_lines(read, line_tx))
+            .expect("spawning the stdin thread");
+        let (out, out_rx) = std::sync::mpsc::channel::<Vec<u8>>();
+        std::thread::Builder::new()
+            .name("stdout".into())
+            .spawn(move || write_lines(write, out_rx))
+            .expect("spawning the stdout thread");
         LineTransport {
-            read: BufReader::with_capacity(64 * 1024, read),
-            line: Vec::new(),
-            discarding: false,
+            lines,
             queue: Default::default(),
-            write: Arc::new(tokio::sync::Mutex::new(write)),
+            out,
             eof,
         }
     }
 
-    /// Writes raw protocol lines from a task of its own, so a cancelled `receive` cannot cut one.
     fn reply_raw(&self, line: String) {
-        let write = self.write.clone();
-        tokio::spawn(async move {
-            let mut w = write.lock().await;
-            let _ = w.write_all(line.as_bytes()).await;
-            let _ = w.flush().await;
-        });
+        let _ = self.out.send(line.into_bytes());
     }
 
-    /// Reads one line into `self.line`. Cancellation-safe: bytes are consumed only after they
-    /// were copied, so a dropped future resumes where it stopped.
-    async fn next_line(&mut self) -> Option<()> {
-        loop {
-            let (used, done) = {
-                let buf = match self.read.fill_buf().await {
-                    Ok(b) => b,
-                    Err(e) => {
-                        tracing::error!("reading stdin failed: {e}");
-                        return None;
-                    }
-                };
-                if buf.is_empty() {
-                    return None;
-                }
-                let nl = buf.iter().position(|b| *b == b'\n');
-                let take = nl.map_or(buf.len(), |i| i + 1);
-                if self.discarding {
-                    if nl.is_some() {
-                        self.discarding = false;
-                    }
-                } else if self.line.len() + take > MAX_LINE {
-                    tracing::error!("dropped an incoming message longer than {MAX_LINE} bytes");
-                    self.line.clear();
-                    self.discarding = nl.is_none();
-                } else {
-                    self.line.extend_from_slice(&buf[..take]);
-                }
-                (take, nl.is_some() && !self.line.is_empty())
-            };
-            self.read.consume(used);
-            if done {
-                return Some(());
-            }
-        }
-    }
-
-    fn handle_line(&mut self) {
-        let raw = std::mem::take(&mut self.line);
+    fn handle_line(&mut self, raw: Vec<u8>) {
         let mut text: &[u8] = &raw;
         while let Some((last, rest)) = text.split_last() {
             if matches!(last, b'\n' | b'\r' | b' ' | b'\t') {
@@ -834,24 +801,75 @@ fn error_line(id: &Value, code: i64, message: &str) -> String {
     s
 }
 
-impl<R, W> rmcp::transport::Transport<RoleServer> for LineTransport<R, W>
-where
-    R: AsyncRead + Send + Unpin + 'static,
-    W: AsyncWrite + Send + Unpin + 'static,
-{
+/// The reader thread: splits input into lines (at most `MAX_LINE` bytes each).
+fn read_lines<R: Read>(read: R, tx: tokio::sync::mpsc::Sender<Vec<u8>>) {
+    let mut reader = std::io::BufReader::with_capacity(64 * 1024, read);
+    let mut line = Vec::new();
+    let mut discarding = false;
+    loop {
+        let (used, done) = {
+            let buf = match reader.fill_buf() {
+                Ok(b) => b,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    tracing::error!("reading stdin failed: {e}");
+                    return;
+                }
+            };
+            if buf.is_empty() {
+                return;
+            }
+            let nl = buf.iter().position(|b| *b == b'\n');
+            let take = nl.map_or(buf.len(), |i| i + 1);
+            if discarding {
+                discarding = nl.is_none();
+            } else if line.len() + take > MAX_LINE {
+                tracing::error!("dropped an incoming message longer than {MAX_LINE} bytes");
+                line.clear();
+                discarding = nl.is_none();
+            } else {
+                line.extend_from_slice(&buf[..take]);
+            }
+            (take, nl.is_some() && !line.is_empty())
+        };
+        reader.consume(used);
+        if done && tx.blocking_send(std::mem::take(&mut line)).is_err() {
+            return;
+        }
+    }
+}
+
+/// The writer thread: writes whole messages, batching what is queued, flushing when idle.
+fn write_lines<W: Write>(write: W, rx: std::sync::mpsc::Receiver<Vec<u8>>) {
+    let mut w = std::io::BufWriter::with_capacity(64 * 1024, write);
+    while let Ok(first) = rx.recv() {
+        if w.write_all(&first).is_err() {
+            return;
+        }
+        while let Ok(more) = rx.try_recv() {
+            if w.write_all(&more).is_err() {
+                return;
+            }
+        }
+        if w.flush().is_err() {
+            return;
+        }
+    }
+}
+
+impl rmcp::transport::Transport<RoleServer> for LineTransport {
     type Error = std::io::Error;
 
     fn send(
         &mut self,
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        let write = self.write.clone();
+        let out = self.out.clone();
         async move {
             let mut bytes = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
             bytes.push(b'\n');
-            let mut w = write.lock().await;
-            w.write_all(&bytes).await?;
-            w.flush().await
+            out.send(bytes)
+                .map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "stdout closed"))
         }
     }
 
@@ -860,16 +878,17 @@ where
             if let Some(msg) = self.queue.pop_front() {
                 return Some(msg);
             }
-            if self.next_line().await.is_none() {
-                self.eof.cancel();
-                return None;
+            match self.lines.recv().await {
+                Some(line) => self.handle_line(line),
+                None => {
+                    self.eof.cancel();
+                    return None;
+                }
             }
-            self.handle_line();
         }
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
-        let mut w = self.write.lock().await;
-        w.flush().await
+        Ok(())
     }
 }
