@@ -69,6 +69,24 @@ def cold_start(binary, manifest, runs=20):
     return times
 
 
+def sequential(binary, manifest, method, params, n=2000):
+    p = start(binary, manifest)
+    p.stdin.write(line(INIT))
+    p.stdout.readline()
+    p.stdin.write(line({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    times = []
+    for i in range(n):
+        req = line({"jsonrpc": "2.0", "id": i + 1, "method": method, "params": params})
+        t0 = time.perf_counter()
+        p.stdin.write(req)
+        resp = p.stdout.readline()
+        times.append(time.perf_counter() - t0)
+        assert b'"error"' not in resp, resp
+    p.stdin.close()
+    p.wait()
+    return times
+
+
 def sequential_reads(binary, manifest, uri, n=2000):
     p = start(binary, manifest)
     p.stdin.write(line(INIT))
@@ -132,6 +150,9 @@ def main():
     rd = sequential_reads(binary, manifest, uri)
     print(f"resources/read 1 KiB, 2000 sequential: p50 {pct(rd, 0.5) * 1e6:.0f} µs, "
           f"p90 {pct(rd, 0.9) * 1e6:.0f} µs, p99 {pct(rd, 0.99) * 1e6:.0f} µs")
+    pg = sequential(binary, manifest, "ping", {})
+    print(f"ping, 2000 sequential (transport floor): p50 {pct(pg, 0.5) * 1e6:.0f} µs, "
+          f"p90 {pct(pg, 0.9) * 1e6:.0f} µs")
     got, elapsed, hwm = pipelined_pings(binary, manifest)
     print(f"pipelined ping: {got} answers in {elapsed:.3f} s = {got / elapsed:,.0f} requests/s; "
           f"peak RSS {hwm / 1024:.1f} MiB")

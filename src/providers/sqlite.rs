@@ -181,6 +181,15 @@ impl SqliteSource {
         &self.path
     }
 
+    /// Whether one of the changed `paths` is the database file or its WAL (`<path>-wal`).
+    pub fn changed_by(&self, paths: &[&Path]) -> bool {
+        let mut wal = self.path.clone().into_os_string();
+        wal.push("-wal");
+        paths
+            .iter()
+            .any(|p| *p == self.path || p.as_os_str() == wal.as_os_str())
+    }
+
     /// Checks a `sql` template against the template's variables (the parameter names, in
     /// binding order) and compiles it; `None` after reporting problems at `loc`.
     pub async fn check_template_sql(

@@ -9,3 +9,4 @@ mod manifest_errors;
 mod protocol;
 mod sqlite;
 mod templates;
+mod watch;

@@ -796,3 +796,25 @@ fn resource_tools_read_sqlite_resources() {
     let body: Value = serde_json::from_str(r["content"][0]["text"].as_str().unwrap()).unwrap();
     assert_eq!(body["rows"], json!([{"name": "carol", "revenue": 250.0}]));
 }
+
+#[test]
+fn a_subscribed_table_is_updated_when_the_database_changes() {
+    let f = Fixture::new();
+    let db = f.path("live.db");
+    make_db(
+        &db,
+        "CREATE TABLE t (v TEXT); INSERT INTO t VALUES ('one');",
+    );
+    f.manifest("[sqlite.live]\npath = \"live.db\"\n");
+    let mut s = f.serve().started();
+    let uri = "sqlite://live/tables/t";
+    s.ok("resources/subscribe", json!({"uri": uri}));
+    s.ok("ping", json!({}));
+    std::thread::sleep(Duration::from_millis(300));
+    make_db(&db, "INSERT INTO t VALUES ('two');");
+    s.wait_for(|v| v["method"] == "notifications/resources/updated" && v["params"]["uri"] == uri);
+    assert_eq!(
+        read_json(&mut s, uri)["rows"],
+        json!([{"v": "one"}, {"v": "two"}])
+    );
+}
