@@ -28,6 +28,8 @@ use raw::{Key, RawManifest, RawParam, SizeValue, Sp};
 pub const DEFAULT_MAX_SIZE: u64 = 10 * 1024 * 1024;
 /// Default process timeout for tools and command templates.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default limit on how long one SQLite query may run.
+pub const DEFAULT_QUERY_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default cap on a process's captured output.
 pub const DEFAULT_MAX_OUTPUT: u64 = 1024 * 1024;
 
@@ -83,6 +85,8 @@ pub struct Sqlite {
     pub row_limit: u64,
     pub tables: bool,
     pub watch: bool,
+    /// How long one query may run before it is interrupted.
+    pub timeout: Duration,
     pub description: Option<String>,
     pub queries: Vec<Query>,
 }
@@ -527,6 +531,7 @@ impl Checker<'_> {
             row_limit: s.row_limit.as_ref().map_or(100, |r| *r.get()),
             tables: s.tables.unwrap_or(true),
             watch: s.watch.unwrap_or(true),
+            timeout: self.duration(&s.timeout, DEFAULT_QUERY_TIMEOUT),
             description: Self::text(&s.description),
             queries,
         }

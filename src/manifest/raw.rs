@@ -210,6 +210,8 @@ pub struct RawSqlite {
     pub tables: Option<bool>,
     /// Updated notifications when the database (or its WAL) changes (default true).
     pub watch: Option<bool>,
+    /// A query running longer than this is stopped and its read fails (default 30s).
+    pub timeout: Option<Sp<DurationStr>>,
     /// Description of this source.
     pub description: Option<Sp<String>>,
     /// Named queries: `sqlite://NAME/queries/QUERY{?params}`.

@@ -10,7 +10,7 @@
 //! `PRAGMA query_only = 1`; parameters are always bound, never spliced (a table name is quoted as
 //! one identifier, and only names the database lists are read); nothing is opened until a request
 //! needs it. Queries run on sqlx's per-connection worker threads, never on the async runtime, and
-//! each is interrupted after `QUERY_TIMEOUT` or when its request goes away.
+//! each is interrupted after the source's `timeout` or when its request goes away.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -30,10 +30,9 @@ use sqlx::{
 
 use super::sql::{self, NamedSql, Problem, quote_ident};
 use super::{Completion, Contents, RequestError, ResourceInfo, TemplateInfo, encode_component};
+use crate::manifest::expand::format_duration;
 use crate::manifest::{self, Diagnostics, Loc, ParamType, type_phrase};
 
-/// A query running longer than this is interrupted (its read fails with a clear message).
-pub const QUERY_TIMEOUT: Duration = Duration::from_secs(30);
 /// Connections one source keeps open at most (reads beyond that wait their turn).
 const MAX_CONNECTIONS: usize = 4;
 /// SQLite virtual-machine steps between two checks of a query's deadline.
@@ -171,7 +170,7 @@ impl SqliteSource {
             watch: def.watch,
             description: def.description.clone(),
             queries,
-            pool: Pool::new(&path),
+            pool: Pool::new(&path, def.timeout),
             path,
         })
     }
@@ -490,9 +489,9 @@ impl SqliteSource {
         result.map_err(|e| {
             if timed_out {
                 RequestError::Refused(format!(
-                    "the query of [sqlite.{}] ran longer than {}s and was stopped",
+                    "[sqlite.{}] the query ran longer than {} (`timeout`) and was stopped",
                     self.name,
-                    QUERY_TIMEOUT.as_secs()
+                    format_duration(self.pool.timeout)
                 ))
             } else {
                 self.failed(&e)
@@ -1018,6 +1017,8 @@ struct Pool {
     idle: std::sync::Mutex<Vec<Conn>>,
     permits: tokio::sync::Semaphore,
     epoch: Instant,
+    /// How long one lease's query may run.
+    timeout: Duration,
 }
 
 impl std::fmt::Debug for Pool {
@@ -1038,8 +1039,9 @@ struct Conn {
 type FileId = (u64, u64);
 
 impl Pool {
-    fn new(path: &Path) -> Pool {
+    fn new(path: &Path, timeout: Duration) -> Pool {
         Pool {
+            timeout,
             options: options(path),
             path: path.to_path_buf(),
             idle: std::sync::Mutex::new(Vec::new()),
@@ -1052,7 +1054,7 @@ impl Pool {
         u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
-    /// A connection for one request, with its deadline set to `QUERY_TIMEOUT` from now.
+    /// A connection for one request, with its deadline set to `timeout` from now.
     async fn lease(&self) -> Result<Lease<'_>, RequestError> {
         let permit = self
             .permits
@@ -1083,7 +1085,7 @@ impl Pool {
             })?,
         };
         let deadline = Self::now_ms(self.epoch)
-            .saturating_add(u64::try_from(QUERY_TIMEOUT.as_millis()).unwrap_or(u64::MAX));
+            .saturating_add(u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX));
         conn.deadline.store(deadline, Ordering::Relaxed);
         Ok(Lease {
             pool: self,

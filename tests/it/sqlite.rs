@@ -818,3 +818,40 @@ fn a_subscribed_table_is_updated_when_the_database_changes() {
         json!([{"v": "one"}, {"v": "two"}])
     );
 }
+
+#[test]
+fn a_query_past_its_timeout_is_stopped_and_the_source_keeps_serving() {
+    let f = Fixture::new();
+    make_db(
+        &f.path("s.db"),
+        "CREATE TABLE t (v); INSERT INTO t VALUES (1);",
+    );
+    f.manifest(
+        "[sqlite.slow]\npath = \"s.db\"\ntimeout = \"300ms\"\n\n\
+         [sqlite.slow.queries.forever]\n\
+         sql = \"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) AS n FROM c\"\n",
+    );
+    let mut s = f.serve().started();
+    for _ in 0..6 {
+        let started = Instant::now();
+        let e = s.err(
+            "resources/read",
+            json!({"uri": "sqlite://slow/queries/forever"}),
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(e["code"], -32602);
+        assert_eq!(
+            e["message"],
+            "[sqlite.slow] the query ran longer than 300ms (`timeout`) and was stopped"
+        );
+    }
+    // More timed-out queries than pooled connections, and the connections still work.
+    assert_eq!(
+        read_json(&mut s, "sqlite://slow/tables/t")["rows"],
+        json!([{"v": 1}])
+    );
+}
