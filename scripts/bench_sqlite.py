@@ -53,13 +53,19 @@ def line(msg):
     return (json.dumps(msg) + "\n").encode()
 
 
+def send(p, data):
+    """Writes and flushes: stdin is buffered, stdout is read through a buffer (readline on an
+    unbuffered pipe would cost one system call per byte)."""
+    p.stdin.write(data)
+    p.stdin.flush()
+
+
 def server_reads(binary, manifest, uris):
     p = subprocess.Popen(
         [binary, "serve", manifest],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
-        bufsize=0,
     )
     init = {
         "jsonrpc": "2.0",
@@ -67,17 +73,17 @@ def server_reads(binary, manifest, uris):
         "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}},
     }
-    p.stdin.write(line(init))
+    send(p, line(init))
     p.stdout.readline()
-    p.stdin.write(line({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    send(p, line({"jsonrpc": "2.0", "method": "notifications/initialized"}))
     times = []
     for i, uri in enumerate(uris):
         req = line({"jsonrpc": "2.0", "id": i + 1, "method": "resources/read", "params": {"uri": uri}})
         t0 = time.perf_counter()
-        p.stdin.write(req)
+        send(p, req)
         resp = p.stdout.readline()
         times.append(time.perf_counter() - t0)
-        if b'"rows"' not in resp:
+        if b'"result"' not in resp or b'rows' not in resp:
             raise SystemExit(f"unexpected answer for {uri}: {resp[:300]!r}")
     p.stdin.close()
     p.wait()
@@ -91,13 +97,12 @@ def cli_reads(cli, db, scripts):
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
-        bufsize=0,
     )
-    p.stdin.write(b".mode json\n")
+    send(p, b".mode json\n")
     times = []
     for script in scripts:
         t0 = time.perf_counter()
-        p.stdin.write((script + "\nSELECT 'END-OF-ANSWER' AS s;\n").encode())
+        send(p, (script + "\nSELECT 'END-OF-ANSWER' AS s;\n").encode())
         got = b""
         while True:
             row = p.stdout.readline()

@@ -391,12 +391,10 @@ impl SqliteSource {
                 return Err(not_found());
             }
             let table = crate::uri::percent_decode(encoded).ok_or_else(not_found)?;
-            if table.is_empty() || !self.is_table(&table).await? {
+            if table.is_empty() {
                 return Err(not_found());
             }
-            let sql = format!("SELECT * FROM {} LIMIT ?1", quote_ident(&table));
-            let limit = i64::try_from(self.row_limit.saturating_add(1)).unwrap_or(i64::MAX);
-            self.fetch(&sql, &[Bound::Integer(limit)]).await?
+            self.fetch_table(&table).await?.ok_or_else(not_found)?
         } else if let Some(rest) = rest.strip_prefix("queries/") {
             let (name, query) = match rest.split_once('?') {
                 Some((n, q)) => (n, Some(q)),
@@ -463,10 +461,11 @@ impl SqliteSource {
         result.map_err(|e| self.failed(&e))
     }
 
-    /// Whether `name` is a table or view that `table_names` lists.
-    async fn is_table(&self, name: &str) -> Result<bool, RequestError> {
+    /// The first rows of a table or view that `table_names` lists (`None` for any other name),
+    /// checked and read on one connection.
+    async fn fetch_table(&self, name: &str) -> Result<Option<Rows>, RequestError> {
         let mut lease = self.pool.lease().await?;
-        let result = sqlx::query_scalar::<_, i64>(
+        let listed = sqlx::query_scalar::<_, i64>(
             "SELECT count(*) FROM pragma_table_list(?1) WHERE schema = 'main' \
              AND type IN ('table', 'view', 'virtual') \
              AND lower(substr(name, 1, 7)) <> 'sqlite_'",
@@ -474,29 +473,52 @@ impl SqliteSource {
         .bind(name)
         .fetch_one(lease.conn())
         .await;
+        match listed {
+            Ok(0) => {
+                lease.release();
+                return Ok(None);
+            }
+            Ok(_) => {}
+            Err(e) => {
+                lease.release();
+                return Err(self.failed(&e));
+            }
+        }
+        // The name is one the database lists, quoted as one identifier; the limit is bound.
+        let sql = format!("SELECT * FROM {} LIMIT ?1", quote_ident(name));
+        let limit = i64::try_from(self.row_limit.saturating_add(1)).unwrap_or(i64::MAX);
+        let result = collect(lease.conn(), &sql, &[Bound::Integer(limit)], self.limit()).await;
+        let timed_out = lease.timed_out();
         lease.release();
-        Ok(result.map_err(|e| self.failed(&e))? > 0)
+        result
+            .map(Some)
+            .map_err(|e| self.query_failed(&e, timed_out))
     }
 
     /// Runs one statement with bound values and keeps at most `row_limit` rows (reading one more
     /// to know whether there were more). Rows stream from SQLite, so a huge result is never loaded.
     async fn fetch(&self, sql: &str, args: &[Bound]) -> Result<Rows, RequestError> {
-        let limit = usize::try_from(self.row_limit).unwrap_or(usize::MAX);
         let mut lease = self.pool.lease().await?;
-        let result = collect(lease.conn(), sql, args, limit).await;
+        let result = collect(lease.conn(), sql, args, self.limit()).await;
         let timed_out = lease.timed_out();
         lease.release();
-        result.map_err(|e| {
-            if timed_out {
-                RequestError::Refused(format!(
-                    "[sqlite.{}] the query ran longer than {} (`timeout`) and was stopped",
-                    self.name,
-                    format_duration(self.pool.timeout)
-                ))
-            } else {
-                self.failed(&e)
-            }
-        })
+        result.map_err(|e| self.query_failed(&e, timed_out))
+    }
+
+    fn limit(&self) -> usize {
+        usize::try_from(self.row_limit).unwrap_or(usize::MAX)
+    }
+
+    fn query_failed(&self, e: &sqlx::Error, timed_out: bool) -> RequestError {
+        if timed_out {
+            RequestError::Refused(format!(
+                "[sqlite.{}] the query ran longer than {} (`timeout`) and was stopped",
+                self.name,
+                format_duration(self.pool.timeout)
+            ))
+        } else {
+            self.failed(e)
+        }
     }
 
     fn failed(&self, e: &sqlx::Error) -> RequestError {
