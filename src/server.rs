@@ -17,15 +17,15 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use rmcp::model::{
-    Annotations, CallToolRequestParams, CallToolResponse, CallToolResult, ClientRequest,
-    CompleteRequestParams, CompleteResult, CompletionInfo, ContentBlock, ErrorData, Implementation,
-    JsonRpcMessage, JsonRpcRequest, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams,
-    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    Reference, Resource, ResourceContents, ResourceTemplate, ResourceUpdatedNotificationParam,
-    ResourcesCapability, ServerCapabilities, ServerConfig, SetLevelRequestParams,
-    SubscribeRequestParams, SubscriptionFilter, Tool, ToolAnnotations, ToolsCapability,
-    UnsubscribeRequestParams,
+    Annotations, CallToolRequestParams, CallToolResponse, CallToolResult, ClientNotification,
+    ClientRequest, CompleteRequestParams, CompleteResult, CompletionInfo, ContentBlock, ErrorData,
+    Implementation, JsonRpcMessage, JsonRpcRequest, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Reference, RequestId, Resource, ResourceContents, ResourceTemplate,
+    ResourceUpdatedNotificationParam, ResourcesCapability, ServerCapabilities, ServerConfig,
+    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool, ToolAnnotations,
+    ToolsCapability, UnsubscribeRequestParams,
 };
 use rmcp::service::{
     NotificationContext, Peer, RequestContext, RoleServer, RxJsonRpcMessage, SubscriptionContext,
@@ -649,11 +649,32 @@ const MAX_LINE: usize = 16 * 1024 * 1024;
 /// blocking pool for every call): the reader splits lines and hands them over a bounded channel,
 /// so `receive` is cancellation-safe; the writer drains its queue into one buffered write and
 /// flushes only when the queue is empty, so pipelined answers share system calls.
+///
+/// At most `MAX_IN_FLIGHT` requests are handed to rmcp before their answers go out: a client
+/// that pipelines thousands of requests waits on the pipe instead of growing our memory.
 struct LineTransport {
     lines: tokio::sync::mpsc::Receiver<Vec<u8>>,
     queue: std::collections::VecDeque<RxJsonRpcMessage<RoleServer>>,
     out: std::sync::mpsc::Sender<Vec<u8>>,
     eof: CancellationToken,
+    in_flight: Arc<InFlight>,
+}
+
+/// Requests handed to rmcp and not answered yet (answered, cancelled, or dropped by rmcp).
+#[derive(Default)]
+struct InFlight {
+    ids: Mutex<HashSet<RequestId>>,
+    freed: tokio::sync::Notify,
+}
+
+const MAX_IN_FLIGHT: usize = 256;
+
+impl InFlight {
+    fn done(&self, id: &RequestId) {
+        if lock(&self.ids).remove(id) {
+            self.freed.notify_one();
+        }
+    }
 }
 
 impl LineTransport {
@@ -677,6 +698,7 @@ impl LineTransport {
             queue: Default::default(),
             out,
             eof,
+            in_flight: Arc::default(),
         }
     }
 
@@ -865,6 +887,14 @@ impl rmcp::transport::Transport<RoleServer> for LineTransport {
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let out = self.out.clone();
+        let answered = match &item {
+            JsonRpcMessage::Response(r) => Some(r.id.clone()),
+            JsonRpcMessage::Error(e) => e.id.clone(),
+            _ => None,
+        };
+        if let Some(id) = answered {
+            self.in_flight.done(&id);
+        }
         async move {
             let mut bytes = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
             bytes.push(b'\n');
@@ -875,8 +905,34 @@ impl rmcp::transport::Transport<RoleServer> for LineTransport {
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         loop {
-            if let Some(msg) = self.queue.pop_front() {
-                return Some(msg);
+            // Peek, wait for room, then pop: a cancelled `receive` must not lose the message.
+            if let Some(front) = self.queue.front() {
+                match front {
+                    JsonRpcMessage::Request(r) => {
+                        let id = r.id.clone();
+                        loop {
+                            let freed = self.in_flight.freed.notified();
+                            {
+                                let mut ids = lock(&self.in_flight.ids);
+                                if ids.len() < MAX_IN_FLIGHT {
+                                    ids.insert(id);
+                                    break;
+                                }
+                            }
+                            freed.await;
+                        }
+                    }
+                    JsonRpcMessage::Notification(n) => {
+                        if let ClientNotification::CancelledNotification(c) = &n.notification
+                            && let Some(id) = &c.params.request_id
+                        {
+                            // rmcp drops the answer of a cancelled request.
+                            self.in_flight.done(id);
+                        }
+                    }
+                    _ => {}
+                }
+                return self.queue.pop_front();
             }
             match self.lines.recv().await {
                 Some(line) => self.handle_line(line),
