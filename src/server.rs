@@ -21,11 +21,11 @@ use rmcp::model::{
     ClientRequest, CompleteRequestParams, CompleteResult, CompletionInfo, ContentBlock, ErrorData,
     Implementation, JsonRpcMessage, JsonRpcRequest, ListResourceTemplatesResult,
     ListResourcesResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
-    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, Reference, RequestId, Resource, ResourceContents, ResourceTemplate,
-    ResourceUpdatedNotificationParam, ResourcesCapability, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool, ToolAnnotations,
-    ToolsCapability, UnsubscribeRequestParams,
+    MetaObject, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Reference, RequestId, Resource, ResourceContents,
+    ResourceTemplate, ResourceUpdatedNotificationParam, ResourcesCapability, ServerCapabilities,
+    ServerConfig, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
+    ToolAnnotations, ToolsCapability, UnsubscribeRequestParams,
 };
 use rmcp::service::{
     NotificationContext, Peer, RequestContext, RoleServer, RxJsonRpcMessage, SubscriptionContext,
@@ -216,6 +216,16 @@ impl Handler {
     }
 }
 
+/// `_meta` with `io.modelcontextprotocol/serverInfo`, which stateless-era results carry.
+fn server_meta(handler: &Handler, cx: &RequestContext<RoleServer>) -> Option<MetaObject> {
+    cx.meta.protocol_version()?;
+    let info = serde_json::to_value(&handler.snapshot().info.server_info).ok()?;
+    let mut meta = MetaObject::new();
+    meta.0
+        .insert("io.modelcontextprotocol/serverInfo".to_owned(), info);
+    Some(meta)
+}
+
 /// Which `*/list_changed` notifications to send.
 #[derive(Debug, Clone, Copy, Default)]
 struct ListChanged {
@@ -379,20 +389,21 @@ impl ServerHandler for Handler {
     async fn list_resources(
         &self,
         params: Option<PaginatedRequestParams>,
-        _cx: RequestContext<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let registry = self.registry();
         let all = registry.list_resources().await.map_err(error)?;
         let (page, next) = paginate(&all, cursor(&params), registry.page_size()).map_err(error)?;
         let mut result = ListResourcesResult::with_all_items(page.iter().map(resource).collect());
         result.next_cursor = next;
+        result.meta = server_meta(self, &cx);
         Ok(result)
     }
 
     async fn list_resource_templates(
         &self,
         params: Option<PaginatedRequestParams>,
-        _cx: RequestContext<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         let registry = self.registry();
         let all = registry.templates();
@@ -408,23 +419,26 @@ impl ServerHandler for Handler {
             .collect();
         let mut result = ListResourceTemplatesResult::with_all_items(items);
         result.next_cursor = next;
+        result.meta = server_meta(self, &cx);
         Ok(result)
     }
 
     async fn read_resource(
         &self,
         params: ReadResourceRequestParams,
-        _cx: RequestContext<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let registry = self.registry();
         let found = registry.read(&params.uri).await.map_err(error)?;
-        Ok(ReadResourceResult::new(found.into_iter().map(contents).collect()).into())
+        let mut result = ReadResourceResult::new(found.into_iter().map(contents).collect());
+        result.meta = server_meta(self, &cx);
+        Ok(result.into())
     }
 
     async fn complete(
         &self,
         params: CompleteRequestParams,
-        _cx: RequestContext<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
         let registry = self.registry();
         if !registry.has_completions() {
@@ -450,13 +464,15 @@ impl ServerHandler for Handler {
                 "unknown completion reference".into(),
             )),
         };
-        answer.map(completion).map_err(error)
+        let mut result = answer.map(completion).map_err(error)?;
+        result.meta = server_meta(self, &cx);
+        Ok(result)
     }
 
     async fn list_tools(
         &self,
         params: Option<PaginatedRequestParams>,
-        _cx: RequestContext<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let registry = self.registry();
         let all = registry.tools();
@@ -468,13 +484,14 @@ impl ServerHandler for Handler {
         let (page, next) = paginate(&all, cursor(&params), registry.page_size()).map_err(error)?;
         let mut result = ListToolsResult::with_all_items(page.iter().map(tool).collect());
         result.next_cursor = next;
+        result.meta = server_meta(self, &cx);
         Ok(result)
     }
 
     async fn call_tool(
         &self,
         params: CallToolRequestParams,
-        _cx: RequestContext<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let registry = self.registry();
         if registry.tools().is_empty() {
@@ -487,7 +504,9 @@ impl ServerHandler for Handler {
             .call_tool(&params.name, args)
             .await
             .map_err(error)?;
-        Ok(tool_result(result).into())
+        let mut result = tool_result(result);
+        result.meta = server_meta(self, &cx);
+        Ok(result.into())
     }
 }
 
