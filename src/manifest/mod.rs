@@ -273,12 +273,15 @@ pub fn load_str(
         return Err(diags.finish());
     }
 
-    expand_table(doc.get_mut(), env, &map, &mut diags);
+    let mut bad = Vec::new();
+    expand_table(doc.get_mut(), env, &map, &mut diags, &mut bad);
     let schema = raw::json_schema();
-    validate::Walker::new(&schema, &map, &mut diags).table(&doc, &schema, "");
-    if !diags.is_empty() {
-        return Err(diags.finish());
-    }
+    let mut walker = validate::Walker::new(&schema, &map, &mut diags);
+    walker.table(&doc, &schema, "");
+    bad.extend(walker.bad);
+    // Entries with problems are set aside so the others still get every later check: one run
+    // reports everything.
+    prune(doc.get_mut(), &bad);
 
     let raw = match RawManifest::deserialize(toml::de::Deserializer::from(doc)) {
         Ok(raw) => raw,
@@ -309,9 +312,10 @@ fn expand_table(
     env: &dyn Fn(&str) -> Option<String>,
     map: &SourceMap,
     diags: &mut Diagnostics,
+    bad: &mut Vec<usize>,
 ) {
     for (_, value) in table.iter_mut() {
-        expand_value(value, env, map, diags);
+        expand_value(value, env, map, diags, bad);
     }
 }
 
@@ -320,6 +324,7 @@ fn expand_value(
     env: &dyn Fn(&str) -> Option<String>,
     map: &SourceMap,
     diags: &mut Diagnostics,
+    bad: &mut Vec<usize>,
 ) {
     let span = value.span();
     match value.get_mut() {
@@ -329,14 +334,87 @@ fn expand_value(
                     *s = v.into();
                 }
             }
-            Err(e) => diags.push(map.loc(span.start), e),
+            Err(e) => {
+                bad.push(span.start);
+                diags.push(map.loc(span.start), e)
+            }
         },
         DeValue::Array(items) => {
             for item in items.iter_mut() {
-                expand_value(item, env, map, diags);
+                expand_value(item, env, map, diags, bad);
             }
         }
-        DeValue::Table(t) => expand_table(t, env, map, diags),
+        DeValue::Table(t) => expand_table(t, env, map, diags, bad),
+        _ => {}
+    }
+}
+
+/// The sections whose tables hold named entries.
+const NAMED_SECTIONS: [&str; 6] = ["files", "sqlite", "git", "templates", "tools", "prompts"];
+
+/// Removes what holds a problem at one of the `bad` offsets: an unknown section, the
+/// `[server]` table, or one named entry of a section.
+fn prune(doc: &mut DeTable<'_>, bad: &[usize]) {
+    if bad.is_empty() {
+        return;
+    }
+    let hit = |key: &Spanned<toml::de::DeString<'_>>, value: &Spanned<DeValue<'_>>| {
+        let mut range = key.span();
+        extent(value, &mut range);
+        bad.iter().any(|b| range.contains(b))
+    };
+    let doomed: Vec<String> = doc
+        .iter()
+        .filter(|(k, v)| !NAMED_SECTIONS.contains(&k.get_ref().as_ref()) && hit(k, v))
+        .map(|(k, _)| k.get_ref().to_string())
+        .collect();
+    for key in doomed {
+        doc.remove(key.as_str());
+    }
+    for section in NAMED_SECTIONS {
+        let Some(value) = doc.get_mut(section) else {
+            continue;
+        };
+        let whole_span = value.span();
+        match value.get_mut() {
+            DeValue::Table(entries) => {
+                let doomed: Vec<String> = entries
+                    .iter()
+                    .filter(|(k, v)| hit(k, v))
+                    .map(|(k, _)| k.get_ref().to_string())
+                    .collect();
+                for key in doomed {
+                    entries.remove(key.as_str());
+                }
+            }
+            _ => {
+                if bad.iter().any(|b| whole_span.contains(b)) {
+                    doc.remove(section);
+                }
+            }
+        }
+    }
+}
+
+/// Widens `range` to cover every key and value inside `value`.
+fn extent(value: &Spanned<DeValue<'_>>, range: &mut std::ops::Range<usize>) {
+    let s = value.span();
+    range.start = range.start.min(s.start);
+    range.end = range.end.max(s.end.max(s.start + 1));
+    match value.get_ref() {
+        DeValue::Table(t) => {
+            for (k, v) in t.iter() {
+                let ks = k.span();
+                range.start = range.start.min(ks.start);
+                range.end = range.end.max(ks.end);
+                extent(v, range);
+            }
+        }
+        DeValue::Array(items) => {
+            for item in items.iter() {
+                extent(item, range);
+            }
+        }
         _ => {}
     }
 }

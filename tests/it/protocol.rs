@@ -117,7 +117,10 @@ fn stateless_era_discover_and_requests_carry_result_type_and_cache_hints() {
         "{list}"
     );
     assert_eq!(list["resources"][0]["name"], "a.md");
-    assert_eq!(list["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "proto");
+    assert_eq!(
+        list["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "proto"
+    );
 
     let uri = f.uri("docs/a.md");
     let read = s.modern("resources/read", json!({"uri": uri}));
