@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::manifest::{self, Diagnostics};
 use crate::providers::Body;
 use crate::registry::Registry;
-use crate::tools::ToolContent;
+use crate::tools::{CallContext, ToolContent};
 
 const DEFAULT_MANIFEST: &str = "mcp-server.toml";
 
@@ -243,7 +243,19 @@ pub async fn call(
             return FAILED;
         }
     };
-    match registry.call_tool(tool, args).await {
+    // Ctrl-C cancels the call, which kills the tool's process group (it has a group of its own,
+    // so the terminal's SIGINT does not reach it).
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let on_interrupt = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_interrupt.cancel();
+        }
+    });
+    match registry
+        .call_tool(tool, args, CallContext::new(cancel))
+        .await
+    {
         Ok(result) => {
             let mut out = std::io::stdout().lock();
             for c in &result.content {

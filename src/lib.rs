@@ -5,12 +5,14 @@
 //! - `manifest`: `mcp-server.toml` → checked `Manifest` (spans, diagnostics `FILE:LINE:COL`).
 //! - `registry`: `Manifest` → live sources, tools, prompts; answers every request.
 //! - `providers`: files, sqlite, git, templates; plain types, no MCP.
-//! - `tools`: tool types and the one process spawner.
+//! - `tools`: tool types, the manifest's shell-backed tools, and the one process spawner.
+//! - `prompts`: prompt arguments → messages; pure.
 //! - `server`: the only module that imports rmcp; the stdio transport.
 //! - `cli`: the command-line verbs that print results.
 
 pub mod cli;
 pub mod manifest;
+pub mod prompts;
 pub mod providers;
 pub mod registry;
 pub mod server;

@@ -13,9 +13,11 @@ use std::time::Duration;
 use base64::Engine as _;
 use rmcp::model::{
     Annotations, CallToolRequestParams, CallToolResponse, CallToolResult, ClientRequest,
-    CompleteRequestParams, CompleteResult, CompletionInfo, ContentBlock, ErrorData, Implementation,
-    JsonRpcMessage, JsonRpcRequest, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
+    CompleteRequestParams, CompleteResult, CompletionInfo, ContentBlock, ErrorData,
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, JsonRpcMessage,
+    JsonRpcRequest, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, Prompt, PromptArgument,
+    PromptMessage, PromptsCapability, ProtocolVersion, ReadResourceRequestParams,
     ReadResourceResponse, ReadResourceResult, Reference, Resource, ResourceContents,
     ResourceTemplate, ResourcesCapability, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
     ToolsCapability,
@@ -26,9 +28,11 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
+use crate::manifest::Role;
+use crate::prompts::PromptInfo;
 use crate::providers::{Body, Completion, Contents, RequestError, ResourceInfo};
-use crate::registry::{Registry, paginate};
-use crate::tools::{ToolContent, ToolInfo, ToolResult};
+use crate::registry::{PromptContent, Registry, paginate};
+use crate::tools::{CallContext, Progress, ToolContent, ToolInfo, ToolResult};
 
 /// The `ServerHandler`: a registry (swappable on manifest reload) and the info derived from it.
 #[derive(Clone)]
@@ -49,6 +53,9 @@ impl Snapshot {
         caps.resources = Some(ResourcesCapability::default());
         if !registry.tools().is_empty() {
             caps.tools = Some(ToolsCapability::default());
+        }
+        if !registry.prompts.is_empty() {
+            caps.prompts = Some(PromptsCapability::default());
         }
         if registry.has_completions() {
             caps.completions = Some(serde_json::Map::new());
@@ -170,6 +177,63 @@ fn tool_result(r: ToolResult) -> CallToolResult {
     out
 }
 
+fn prompt(p: &PromptInfo) -> Prompt {
+    let args: Vec<PromptArgument> = p
+        .arguments
+        .iter()
+        .map(|a| {
+            let arg = PromptArgument::new(&a.name).with_required(a.required);
+            match &a.description {
+                Some(d) => arg.with_description(d),
+                None => arg,
+            }
+        })
+        .collect();
+    let out = Prompt::new(
+        &p.name,
+        p.description.clone(),
+        (!args.is_empty()).then_some(args),
+    );
+    match &p.title {
+        Some(t) => out.with_title(t),
+        None => out,
+    }
+}
+
+fn role(r: Role) -> rmcp::model::Role {
+    match r {
+        Role::User => rmcp::model::Role::User,
+        Role::Assistant => rmcp::model::Role::Assistant,
+    }
+}
+
+/// Forwards a call's progress to the client as `notifications/progress`. The task ends when the
+/// call drops its sender, so awaiting it puts every notification before the response.
+fn forward_progress(
+    cx: &RequestContext<RoleServer>,
+) -> Option<(
+    tokio::sync::mpsc::UnboundedSender<Progress>,
+    tokio::task::JoinHandle<()>,
+)> {
+    let token = cx.meta.get_progress_token()?;
+    let peer = cx.peer.clone();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Progress>();
+    let task = tokio::spawn(async move {
+        while let Some(p) = rx.recv().await {
+            // Milliseconds: strictly increasing, since reports are at least that far apart.
+            let seconds = p.elapsed.as_millis() as f64 / 1000.0;
+            let mut param = ProgressNotificationParam::new(token.clone(), seconds);
+            if let Some(m) = p.message {
+                param = param.with_message(m);
+            }
+            if peer.notify_progress(param).await.is_err() {
+                break;
+            }
+        }
+    });
+    Some((tx, task))
+}
+
 fn completion(c: Completion) -> CompleteResult {
     let total = c.total.map(|t| u32::try_from(t).unwrap_or(u32::MAX));
     let info = CompletionInfo::with_pagination(c.values, total, c.has_more).unwrap_or_default();
@@ -279,7 +343,7 @@ impl ServerHandler for Handler {
     async fn call_tool(
         &self,
         params: CallToolRequestParams,
-        _cx: RequestContext<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let registry = self.registry();
         if registry.tools().is_empty() {
@@ -288,11 +352,69 @@ impl ServerHandler for Handler {
             >());
         }
         let args = params.arguments.unwrap_or_default();
-        let result = registry
-            .call_tool(&params.name, args)
+        // rmcp cancels `cx.ct` on `notifications/cancelled` for this request (and when the
+        // session ends); the tool kills its process group then.
+        let mut call = CallContext::new(cx.ct.clone());
+        let forward = forward_progress(&cx).map(|(tx, task)| {
+            call = call.clone().with_progress(tx);
+            task
+        });
+        let result = registry.call_tool(&params.name, args, call).await;
+        if let Some(task) = forward {
+            let _ = task.await;
+        }
+        Ok(tool_result(result.map_err(error)?).into())
+    }
+
+    async fn list_prompts(
+        &self,
+        params: Option<PaginatedRequestParams>,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let registry = self.registry();
+        if registry.prompts.is_empty() {
+            return Err(ErrorData::method_not_found::<
+                rmcp::model::ListPromptsRequestMethod,
+            >());
+        }
+        let all = registry.prompt_infos();
+        let (page, next) = paginate(&all, cursor(&params), registry.page_size()).map_err(error)?;
+        let mut result = ListPromptsResult::with_all_items(page.iter().map(prompt).collect());
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    async fn get_prompt(
+        &self,
+        params: GetPromptRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let registry = self.registry();
+        if registry.prompts.is_empty() {
+            return Err(ErrorData::method_not_found::<
+                rmcp::model::GetPromptRequestMethod,
+            >());
+        }
+        let args = params.arguments.unwrap_or_default();
+        let rendered = registry
+            .get_prompt(&params.name, &args)
             .await
             .map_err(error)?;
-        Ok(tool_result(result).into())
+        let messages = rendered
+            .messages
+            .into_iter()
+            .map(|(r, c)| match c {
+                PromptContent::Text(t) => PromptMessage::new_text(role(r), t),
+                PromptContent::Resource(c) => {
+                    PromptMessage::new(role(r), ContentBlock::resource(contents(c)))
+                }
+            })
+            .collect();
+        let mut result = GetPromptResult::new(messages);
+        if let Some(d) = rendered.description {
+            result = result.with_description(d);
+        }
+        Ok(result.into())
     }
 }
 
@@ -307,6 +429,8 @@ where
     R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
 {
+    // However serving ends, no child outlives it: every process group a tool started is killed.
+    let _children = KillChildrenOnExit;
     let eof = CancellationToken::new();
     let transport = LineTransport::new(input, output, eof.clone());
     let handler = Handler::new(registry);
@@ -329,6 +453,14 @@ where
         _ = terminate_signal() => service_ct.cancel(),
     }
     Ok(())
+}
+
+struct KillChildrenOnExit;
+
+impl Drop for KillChildrenOnExit {
+    fn drop(&mut self) {
+        crate::tools::kill_all();
+    }
 }
 
 #[cfg(unix)]
