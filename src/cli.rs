@@ -260,9 +260,9 @@ pub async fn call(
             let mut out = std::io::stdout().lock();
             for c in &result.content {
                 let _ = match c {
-                    ToolContent::Text(t) => writeln!(out, "{t}"),
+                    ToolContent::Text(t) => write_line(&mut out, t),
                     ToolContent::Resource(r) => match &r.body {
-                        Body::Text(t) => writeln!(out, "{t}"),
+                        Body::Text(t) => write_line(&mut out, t),
                         Body::Bytes(b) => writeln!(
                             out,
                             "{}",
@@ -282,6 +282,16 @@ pub async fn call(
             eprintln!("mcp-manifest: {e}");
             FAILED
         }
+    }
+}
+
+/// Writes `text`, ending it with a newline unless it already ends with one.
+fn write_line(out: &mut impl Write, text: &str) -> std::io::Result<()> {
+    out.write_all(text.as_bytes())?;
+    if text.ends_with('\n') {
+        Ok(())
+    } else {
+        out.write_all(b"\n")
     }
 }
 

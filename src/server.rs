@@ -38,6 +38,8 @@ use crate::tools::{CallContext, Progress, ToolContent, ToolInfo, ToolResult};
 #[derive(Clone)]
 pub struct Handler {
     state: Arc<RwLock<Arc<Snapshot>>>,
+    /// Cancelled when stdin closes: rmcp sends no notification after that.
+    closing: CancellationToken,
 }
 
 /// One registry and the server info computed from it once (rmcp calls `get_info` often).
@@ -74,6 +76,7 @@ impl Handler {
     pub fn new(registry: Registry) -> Handler {
         Handler {
             state: Arc::new(RwLock::new(Arc::new(Snapshot::new(Arc::new(registry))))),
+            closing: CancellationToken::new(),
         }
     }
 
@@ -360,8 +363,13 @@ impl ServerHandler for Handler {
             task
         });
         let result = registry.call_tool(&params.name, args, call).await;
-        if let Some(task) = forward {
-            let _ = task.await;
+        if let Some(mut task) = forward {
+            // Once stdin has closed, rmcp sends no more notifications and a pending one would
+            // wait forever: give up on it rather than on the answer.
+            tokio::select! {
+                _ = &mut task => {}
+                _ = self.closing.cancelled() => task.abort(),
+            }
         }
         Ok(tool_result(result.map_err(error)?).into())
     }
@@ -433,7 +441,8 @@ where
     let _children = KillChildrenOnExit;
     let eof = CancellationToken::new();
     let transport = LineTransport::new(input, output, eof.clone());
-    let handler = Handler::new(registry);
+    let mut handler = Handler::new(registry);
+    handler.closing = eof.clone();
     let running = match handler.serve(transport).await {
         Ok(r) => r,
         // The client went away before it started a session: a clean exit.
@@ -445,7 +454,9 @@ where
     tokio::select! {
         _ = &mut waiting => {}
         _ = eof.cancelled() => {
-            // Give answers already being computed a moment to go out, then stop.
+            // The client is gone, so nobody waits for a running tool: its processes go now
+            // (and its call ends). Other answers being computed get a moment to go out.
+            crate::tools::kill_all();
             if tokio::time::timeout(Duration::from_millis(800), &mut waiting).await.is_err() {
                 service_ct.cancel();
             }

@@ -196,6 +196,13 @@ pub async fn run(
     if status.is_none() {
         tracing::warn!("`{}` could not be waited for", spec.program);
     }
+    // Killed by `kill_all`: the server is stopping, which cancels every call.
+    let ending = match ending {
+        Ending::Signaled(libc::SIGKILL) if SHUTTING_DOWN.load(Ordering::SeqCst) => {
+            Ending::Cancelled
+        }
+        e => e,
+    };
     let stderr_tail = std::mem::take(&mut *lock(&tail));
     Ok(ProcessOutcome {
         ending,

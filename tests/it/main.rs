@@ -6,4 +6,6 @@ mod support;
 mod cli;
 mod files;
 mod manifest_errors;
+mod prompts;
 mod protocol;
+mod tools;
