@@ -174,7 +174,7 @@ impl ShellTool {
 
     fn result(&self, o: ProcessOutcome) -> ToolResult {
         let name = &self.def.name;
-        let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+        let stdout = text_of(o.stdout);
         let what = match o.ending {
             Ending::Exited(0) => return self.success(stdout),
             Ending::Exited(code) => format!("tool `{name}` failed: exit code {code}"),
@@ -274,6 +274,20 @@ fn spliced_params(script: &str, declared: &[(String, argv::Kind)]) -> Vec<String
     out
 }
 
+/// Output as text: invalid UTF-8 becomes U+FFFD, except a sequence cut short at the end (by the
+/// output cap), which is dropped.
+fn text_of(mut bytes: Vec<u8>) -> String {
+    if let Err(e) = std::str::from_utf8(&bytes)
+        && e.error_len().is_none()
+    {
+        bytes.truncate(e.valid_up_to());
+    }
+    match String::from_utf8(bytes) {
+        Ok(s) => s,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    }
+}
+
 fn stderr_tail(bytes: &[u8]) -> String {
     let text = String::from_utf8_lossy(bytes);
     let lines: Vec<&str> = text.trim_end().lines().collect();
@@ -338,6 +352,13 @@ pub fn human_size(bytes: u64) -> String {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn text_drops_a_sequence_cut_at_the_end() {
+        assert_eq!(text_of("aé".as_bytes()[..2].to_vec()), "a");
+        assert_eq!(text_of(b"a\xffb".to_vec()), "a\u{fffd}b");
+        assert_eq!(text_of("日本".as_bytes().to_vec()), "日本");
+    }
 
     #[test]
     fn humane_units() {

@@ -379,6 +379,31 @@ timeout = "500ms"
 }
 
 #[test]
+fn what_a_program_leaves_running_in_its_group_is_killed_when_it_exits() {
+    let f = Fixture::new();
+    f.manifest(
+        r#"
+[tools.leave]
+run = 'sleep 100 & echo $! > gc.pid; echo done'
+"#,
+    );
+    let mut s = f.serve().started();
+    let started = Instant::now();
+    let r = call(&mut s, "leave", json!({}));
+    assert_eq!(
+        (is_error(&r), text(&r)),
+        (false, "done\n".to_owned()),
+        "{r}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the background sleep held the call: {:?}",
+        started.elapsed()
+    );
+    wait_gone(read_pid(&f, "gc.pid"), "the left-behind background process");
+}
+
+#[test]
 fn cancellation_kills_the_process_group_and_sends_no_answer() {
     let f = Fixture::new();
     f.manifest(
