@@ -246,6 +246,11 @@ impl Registry {
         out
     }
 
+    /// Whether any tool is served (without building the list).
+    pub fn has_tools(&self) -> bool {
+        self.manifest.server.resource_tools || !self.tools.is_empty()
+    }
+
     pub fn has_tool(&self, name: &str) -> bool {
         self.tools().iter().any(|t| t.name == name)
     }

@@ -53,7 +53,7 @@ impl Snapshot {
         let m = &registry.manifest;
         let mut caps = ServerCapabilities::default();
         caps.resources = Some(ResourcesCapability::default());
-        if !registry.tools().is_empty() {
+        if registry.has_tools() {
             caps.tools = Some(ToolsCapability::default());
         }
         if !registry.prompts.is_empty() {
@@ -349,7 +349,7 @@ impl ServerHandler for Handler {
         cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let registry = self.registry();
-        if registry.tools().is_empty() {
+        if !registry.has_tools() {
             return Err(ErrorData::method_not_found::<
                 rmcp::model::CallToolRequestMethod,
             >());
@@ -357,11 +357,14 @@ impl ServerHandler for Handler {
         let args = params.arguments.unwrap_or_default();
         // rmcp cancels `cx.ct` on `notifications/cancelled` for this request (and when the
         // session ends); the tool kills its process group then.
-        let mut call = CallContext::new(cx.ct.clone());
-        let forward = forward_progress(&cx).map(|(tx, task)| {
-            call = call.clone().with_progress(tx);
-            task
-        });
+        let (progress, forward) = match forward_progress(&cx) {
+            Some((tx, task)) => (Some(tx), Some(task)),
+            None => (None, None),
+        };
+        let call = CallContext {
+            cancel: cx.ct.clone(),
+            progress,
+        };
         let result = registry.call_tool(&params.name, args, call).await;
         if let Some(mut task) = forward {
             // Once stdin has closed, rmcp sends no more notifications and a pending one would

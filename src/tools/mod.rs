@@ -38,11 +38,6 @@ impl CallContext {
             progress: None,
         }
     }
-
-    pub fn with_progress(mut self, progress: UnboundedSender<Progress>) -> CallContext {
-        self.progress = Some(progress);
-        self
-    }
 }
 
 /// A tool as listed.
