@@ -6,5 +6,7 @@ mod support;
 mod cli;
 mod files;
 mod manifest_errors;
+mod prompts;
 mod protocol;
+mod tools;
 mod watch;

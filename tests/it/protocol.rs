@@ -292,3 +292,24 @@ fn thousands_of_pipelined_requests_are_all_answered() {
     assert_eq!(answered, 3000 - 3000_usize.div_ceil(7));
     assert_eq!(s.ok("ping", json!({})), json!({}));
 }
+
+#[test]
+fn a_slow_tool_does_not_delay_a_ping() {
+    let f = Fixture::new();
+    f.manifest("[tools.slow]\nrun = 'sleep 2; echo done'\n");
+    let mut s = f.serve().started();
+    s.send(
+        &json!({"jsonrpc": "2.0", "id": "slow", "method": "tools/call",
+        "params": {"name": "slow", "arguments": {}}}),
+    );
+    let started = std::time::Instant::now();
+    assert_eq!(s.ok("ping", json!({})), json!({}));
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(1), "ping took {took:?}");
+    let slow = s.response(&json!("slow"));
+    assert_eq!(slow["result"]["content"][0]["text"], "done\n", "{slow}");
+    assert!(
+        started.elapsed() >= Duration::from_secs(2),
+        "the tool really ran while the ping was answered"
+    );
+}
