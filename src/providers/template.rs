@@ -1,12 +1,14 @@
 //! `[templates.NAME]`: a URI template you define (RFC 6570, parsed and matched by `crate::uri`),
-//! whose variables feed one backend: a `file` path template resolved inside a root, or a `sql`
-//! statement of a `[sqlite.NAME]` source with the variables bound as `:name` parameters.
-//! (`command` templates wait for the crate's one process spawner and are refused at build time.)
+//! whose variables feed one backend: a `file` path template resolved inside a root, a `sql`
+//! statement of a `[sqlite.NAME]` source with the variables bound as `:name` parameters, or a
+//! `command` run through the crate's one process spawner (`tools::process`), argv built by the
+//! tools' brace rules (`tools::argv`) — no shell — whose stdout is the content.
 //!
 //! Invariant: a `file` template serves a path only if it is relative, has no `.`/`..`/empty
 //! segment, no NUL or `\`, came from a URI without an encoded `/` or `\`, and its canonical form
 //! (symlinks resolved) is a file under the canonical root. Anything else is "not found".
 
+use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
@@ -18,6 +20,9 @@ use super::{Body, Completion, Contents, RequestError, ResourceInfo, TemplateInfo
 use crate::manifest::{
     self, Diagnostics, TemplateBackend, diag::did_you_mean, expand::format_size,
 };
+use crate::tools::argv::{self, Argv, Kind};
+use crate::tools::command::{human_duration, human_size};
+use crate::tools::process::{self, Ending, ProcessSpec};
 use crate::uri::{UriTemplate, VarValue, Vars};
 
 /// The live template.
@@ -43,6 +48,11 @@ enum Backend {
         /// The statement with `:var` rewritten as `?N`; `vars[N-1]` binds `?N`.
         sql: String,
         vars: Vec<String>,
+    },
+    Command {
+        argv: Argv,
+        /// Everything but the arguments (`args` is filled per read).
+        spec: ProcessSpec,
     },
 }
 
@@ -191,12 +201,68 @@ impl TemplateSource {
                     vars: named.names,
                 }
             }
-            TemplateBackend::Command(_) => {
-                diags.push(
-                    def.loc,
-                    format!("{context} the `command` backend of templates is not supported yet by this version of mcp-manifest; use `file` or `sqlite` + `sql`"),
-                );
-                return None;
+            TemplateBackend::Command(cmd) => {
+                let declared: Vec<(String, Kind)> =
+                    vars.iter().map(|v| (v.clone(), Kind::One)).collect();
+                let compiled = match Argv::compile(&cmd.argv, &declared, "variable") {
+                    Ok(a) => Some(a),
+                    Err(errors) => {
+                        for (loc, m) in errors {
+                            diags.push(loc, format!("{context} {m}"));
+                        }
+                        ok = false;
+                        None
+                    }
+                };
+                let mut used = Vec::new();
+                for item in &cmd.argv {
+                    let texts: Vec<&str> = match item {
+                        manifest::ArgvItem::Arg(t, _) => vec![t.as_str()],
+                        manifest::ArgvItem::Group(list, _) => {
+                            list.iter().map(|(t, _)| t.as_str()).collect()
+                        }
+                    };
+                    for t in texts {
+                        used.extend(argv::vars(&argv::parse(t)).map(str::to_owned));
+                    }
+                }
+                let at = match cmd.argv.first() {
+                    Some(manifest::ArgvItem::Arg(_, loc) | manifest::ArgvItem::Group(_, loc)) => {
+                        *loc
+                    }
+                    None => def.loc,
+                };
+                for v in &vars {
+                    if !used.contains(v) {
+                        diags.push(
+                            at,
+                            format!("{context} variable `{v}` of `{}` is not used in `command` (write `{{{v}}}` where its value goes)", def.uri),
+                        );
+                        ok = false;
+                    }
+                }
+                if !cmd.cwd.is_dir() {
+                    diags.push(
+                        cmd.cwd_loc,
+                        format!(
+                            "{context} working directory `{}` does not exist or is not a folder",
+                            cmd.cwd.display()
+                        ),
+                    );
+                    ok = false;
+                }
+                let argv = compiled?;
+                Backend::Command {
+                    spec: ProcessSpec {
+                        program: argv.program().to_owned(),
+                        args: Vec::new(),
+                        cwd: cmd.cwd.clone(),
+                        env: cmd.env.clone(),
+                        timeout: cmd.timeout,
+                        max_output: cmd.max_output,
+                    },
+                    argv,
+                }
             }
         };
         ok.then(|| TemplateSource {
@@ -243,6 +309,7 @@ impl TemplateSource {
         }
         match &self.backend {
             Backend::Sql { .. } => Some("application/json".into()),
+            Backend::Command { .. } => Some("text/plain".into()),
             Backend::File { parts, .. } => match parts.last() {
                 Some(PathPart::Literal(tail)) if tail.contains('.') => {
                     let m = mime_for(Path::new(&format!("x{tail}")), || false);
@@ -296,6 +363,80 @@ impl TemplateSource {
                 db.read_sql(uri, sql, &args, self.mime_type.as_deref())
                     .await
             }
+            Backend::Command { argv, spec } => {
+                let mut values = HashMap::new();
+                for (name, v) in &vars {
+                    let value = match v {
+                        VarValue::String(s) => argv::Value::One(s.clone()),
+                        VarValue::List(items) => argv::Value::Many(items.clone()),
+                        VarValue::Map(_) => {
+                            return Err(RequestError::InvalidParams(format!(
+                                "`{name}` must be a value or a list in `{}`",
+                                self.uri.as_str()
+                            )));
+                        }
+                    };
+                    values.insert(name.clone(), value);
+                }
+                let mut spec = spec.clone();
+                spec.args = argv.args(&values);
+                self.run(uri, spec).await
+            }
+        }
+    }
+
+    /// Runs a `command` template's process; exit status 0 makes its stdout the content.
+    async fn run(&self, uri: &str, spec: ProcessSpec) -> Result<Contents, RequestError> {
+        let name = &self.name;
+        let program = spec.program.clone();
+        let (timeout, cap) = (spec.timeout, spec.max_output);
+        // Reads are not cancelled one by one: the process ends with its timeout, or is killed
+        // with its group when this future is dropped (or the server stops).
+        let outcome = process::run(spec, tokio_util::sync::CancellationToken::new(), None)
+            .await
+            .map_err(|e| {
+                RequestError::Internal(format!("[templates.{name}] could not start: {e}"))
+            })?;
+        let stderr = String::from_utf8_lossy(&outcome.stderr_tail);
+        let lines: Vec<&str> = stderr.trim_end().lines().collect();
+        let tail = lines[lines.len().saturating_sub(10)..].join("\n");
+        let with_stderr = |what: String| {
+            if tail.is_empty() {
+                what
+            } else {
+                format!("{what}\n\nstderr (last lines):\n{tail}")
+            }
+        };
+        match outcome.ending {
+            Ending::Exited(0) => {
+                let body = Body::from_bytes(outcome.stdout);
+                let fallback = match body {
+                    Body::Text(_) => "text/plain",
+                    Body::Bytes(_) => "application/octet-stream",
+                };
+                Ok(Contents {
+                    uri: uri.to_owned(),
+                    mime_type: Some(self.mime_type.clone().unwrap_or_else(|| fallback.into())),
+                    body,
+                })
+            }
+            Ending::Exited(code) => Err(RequestError::InvalidParams(with_stderr(format!(
+                "[templates.{name}] `{program}` failed: exit code {code}"
+            )))),
+            Ending::Signaled(sig) => Err(RequestError::Refused(with_stderr(format!(
+                "[templates.{name}] `{program}` was killed by signal {sig}"
+            )))),
+            Ending::TimedOut => Err(RequestError::Refused(format!(
+                "[templates.{name}] `{program}` timed out after {}; its processes were killed",
+                human_duration(timeout)
+            ))),
+            Ending::OutputCut => Err(RequestError::Refused(format!(
+                "[templates.{name}] `{program}` wrote more than {} (`max_output`); its processes were stopped",
+                human_size(cap)
+            ))),
+            Ending::Cancelled => Err(RequestError::Internal(format!(
+                "[templates.{name}] `{program}` was cancelled"
+            ))),
         }
     }
 

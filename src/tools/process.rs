@@ -176,9 +176,12 @@ pub async fn run(
             status = child.wait().await.ok();
         }
         group.reaped();
+        // Output still in the pipe when the program ended counts against the cap too: a
+        // program that writes more than `max_output` and exits at once was still cut.
+        let mut cut_late = false;
         let drained = tokio::time::timeout(DRAIN, async {
             if !out_done {
-                (&mut out_read).await;
+                cut_late = (&mut out_read).await;
             }
             if !err_done {
                 (&mut err_read).await;
@@ -191,6 +194,10 @@ pub async fn run(
                 spec.program
             );
         }
+        let ending = match ending {
+            Ending::Exited(_) | Ending::Signaled(_) if cut_late => Ending::OutputCut,
+            e => e,
+        };
         (ending, status)
     };
     if status.is_none() {
@@ -396,6 +403,35 @@ mod tests {
             .unwrap();
         assert_eq!(out.ending, Ending::OutputCut);
         assert_eq!(out.stdout.len(), 1024);
+    }
+
+    #[tokio::test]
+    async fn output_over_the_cap_is_cut_even_when_the_program_exits_first() {
+        // `head` writes everything into the pipe and exits before the reader reaches the cap.
+        for _ in 0..20 {
+            let out = run(
+                spec("head", &["-c", "5000", "/dev/zero"]),
+                CancellationToken::new(),
+                None,
+            )
+            .await
+            .unwrap();
+            assert_eq!(out.ending, Ending::OutputCut);
+            assert_eq!(out.stdout.len(), 1024);
+        }
+        let exact = run(
+            spec("head", &["-c", "1024", "/dev/zero"]),
+            CancellationToken::new(),
+            None,
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            exact.ending,
+            Ending::Exited(0),
+            "exactly max_output is not cut"
+        );
+        assert_eq!(exact.stdout.len(), 1024);
     }
 
     #[tokio::test]

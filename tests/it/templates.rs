@@ -377,8 +377,9 @@ sqlite = "shop"
 sql = "SELECT * FROM nope WHERE id = :id"
 
 [templates.run]
-uri = "cmd://{x}"
-command = ["echo", "{x}"]
+uri = "cmd://{x}{?y}"
+command = ["echo", "{x}", "{z}"]
+cwd = "nowhere"
 "#,
     );
     let out = f.run(&["check", "bad.toml"]);
@@ -397,8 +398,104 @@ command = ["echo", "{x}"]
             "bad.toml:24:7: [templates.sql_vars] variable `id` of `z://{id}{?limit}` is not used by the SQL (write `:id` where its value goes)",
             "bad.toml:24:7: [templates.sql_vars] variable `limit` of `z://{id}{?limit}` is not used by the SQL (write `:limit` where its value goes)",
             "bad.toml:29:7: [templates.sql_bad] the SQL does not compile: no such table: nope",
-            "bad.toml:31:12: [templates.run] the `command` backend of templates is not supported yet by this version of mcp-manifest; use `file` or `sqlite` + `sql`",
-            "bad.toml: 10 errors found",
+            "bad.toml:33:12: [templates.run] variable `y` of `cmd://{x}{?y}` is not used in `command` (write `{y}` where its value goes)",
+            "bad.toml:33:27: [templates.run] `{z}` names no declared variable; the variables are: `x`, `y` (write `{{` and `}}` for literal braces)",
+            &format!(
+                "bad.toml:34:7: [templates.run] working directory `{}` does not exist or is not a folder",
+                f.path("nowhere").display()
+            ),
+            "bad.toml: 12 errors found",
         ]
     );
+}
+
+#[test]
+fn command_templates_run_argv_without_a_shell() {
+    let f = Fixture::new();
+    f.mkdir("sub");
+    f.manifest(
+        r#"
+[templates.echo]
+uri = "echo://{word}{?flag}"
+command = ["printf", "%s|", "{word}", ["--flag", "{flag}"]]
+
+[templates.parts]
+uri = "parts://x{/parts*}"
+command = ["printf", "[%s]", "{parts}"]
+
+[templates.fail]
+uri = "fail://{code}"
+command = ["sh", "-c", "echo oops >&2; exit \"$1\"", "fail", "{code}"]
+
+[templates.slow]
+uri = "slow://{seconds}"
+command = ["sleep", "{seconds}"]
+timeout = "300ms"
+
+[templates.flood]
+uri = "flood://{n}"
+command = ["head", "-c", "{n}", "/dev/zero"]
+max_output = "1KiB"
+
+[templates.where]
+uri = "where://{x}"
+command = ["sh", "-c", "pwd; echo \"$GREETING $1\"", "where", "{x}"]
+cwd = "sub"
+env = { GREETING = "hi" }
+mime_type = "text/x-report"
+"#,
+    );
+    let mut s = f.serve().started();
+    let text = |s: &mut Server, uri: &str| {
+        let r = s.ok("resources/read", json!({"uri": uri}));
+        r["contents"][0]["text"].as_str().expect("text").to_owned()
+    };
+    assert_eq!(text(&mut s, "echo://hello"), "hello|");
+    assert_eq!(text(&mut s, "echo://hello?flag=on"), "hello|--flag|on|");
+    assert_eq!(text(&mut s, "echo://a%20b?flag="), "a b|--flag||");
+    // An exploded list repeats its element once per item; none drops it.
+    assert_eq!(text(&mut s, "parts://x/a/b%20c"), "[a][b c]");
+    assert_eq!(text(&mut s, "parts://x"), "[]");
+    // Values are argv elements: nothing reaches a shell.
+    let hostile = "$(touch pwned); rm -rf x `touch pwned2` | tee pwned3";
+    let uri = format!(
+        "echo://{}",
+        mcp_manifest::providers::encode_component(hostile)
+    );
+    assert_eq!(text(&mut s, &uri), format!("{hostile}|"));
+    for made in ["pwned", "pwned2", "pwned3", "sub/pwned"] {
+        assert!(!f.path(made).exists(), "{made}");
+    }
+    let r = s.ok("resources/read", json!({"uri": "where://x"}));
+    assert_eq!(
+        r["contents"][0]["text"],
+        format!("{}\nhi x\n", f.path("sub").display())
+    );
+    assert_eq!(r["contents"][0]["mimeType"], "text/x-report");
+
+    let e = s.err("resources/read", json!({"uri": "fail://3"}));
+    assert_eq!(e["code"], -32602);
+    assert_eq!(
+        e["message"],
+        "[templates.fail] `sh` failed: exit code 3\n\nstderr (last lines):\noops"
+    );
+    let started = std::time::Instant::now();
+    let e = s.err("resources/read", json!({"uri": "slow://5"}));
+    assert!(started.elapsed() < std::time::Duration::from_secs(4));
+    assert_eq!(
+        e["message"],
+        "[templates.slow] `sleep` timed out after 300ms; its processes were killed"
+    );
+    let e = s.err("resources/read", json!({"uri": "flood://5000"}));
+    assert_eq!(
+        e["message"],
+        "[templates.flood] `head` wrote more than 1 KiB (`max_output`); its processes were stopped"
+    );
+    let r = s.ok("resources/read", json!({"uri": "flood://10"}));
+    assert_eq!(r["contents"][0]["blob"], "AAAAAAAAAAAAAA==");
+    assert_eq!(r["contents"][0]["mimeType"], "application/octet-stream");
+
+    let (templates, _) = list_all(&mut s, "resources/templates/list", "resourceTemplates");
+    assert_eq!(templates[0]["uriTemplate"], "echo://{word}{?flag}");
+    assert_eq!(templates[0]["mimeType"], "text/plain");
 }
