@@ -470,13 +470,15 @@ impl SqliteSource {
     /// The first rows of a table or view that `table_names` lists (`None` for any other name).
     ///
     /// One statement both checks and reads (each statement is a round trip to the connection's
-    /// thread): the quoted name is guarded by a constant `EXISTS` on the listing, so a name the
-    /// database does not list (a table-valued function such as `pragma_database_list`, SQLite's
-    /// own tables) yields no row. Only an empty result or an error needs the separate check.
+    /// thread): the quoted name's `LIMIT` is 0 unless the listing has it, so a name the database
+    /// does not list (a table-valued function such as `pragma_database_list`, SQLite's own
+    /// tables) yields no row. The check sits in `LIMIT`, evaluated once, not in `WHERE`, where
+    /// SQLite would run it again for every row. Only an empty result or an error needs the
+    /// separate check.
     async fn fetch_table(&self, name: &str) -> Result<Option<Rows>, RequestError> {
         let mut lease = self.pool.lease().await?;
         let sql = format!(
-            "SELECT * FROM {} WHERE EXISTS ({LISTED_TABLE}) LIMIT ?1",
+            "SELECT * FROM {} LIMIT (CASE WHEN EXISTS ({LISTED_TABLE}) THEN ?1 ELSE 0 END)",
             quote_ident(name)
         );
         let limit = i64::try_from(self.row_limit.saturating_add(1)).unwrap_or(i64::MAX);
