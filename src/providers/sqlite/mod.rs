@@ -12,31 +12,27 @@
 //! needs it. Queries run on sqlx's per-connection worker threads, never on the async runtime, and
 //! each is interrupted after the source's `timeout` or when its request goes away.
 
+mod pool;
+mod rows;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
 
-use base64::Engine as _;
-use futures_util::TryStreamExt as _;
 use regex::Regex;
-use serde::ser::{SerializeMap, SerializeSeq, SerializeStruct};
 use serde_json::Value;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteRow};
 use sqlx::{
-    AssertSqlSafe, Column as _, ConnectOptions as _, Connection as _, Decode, Executor as _,
-    Row as _, SqlSafeStr as _, SqliteConnection, Statement as _, TypeInfo as _, ValueRef as _,
+    AssertSqlSafe, ConnectOptions as _, Connection as _, Executor as _, SqlSafeStr as _,
+    SqliteConnection, Statement as _,
 };
+
+use pool::{Pool, options};
+use rows::{Rows, collect};
 
 use super::sql::{self, NamedSql, Problem, quote_ident};
 use super::{Completion, Contents, RequestError, ResourceInfo, TemplateInfo, encode_component};
 use crate::manifest::expand::format_duration;
 use crate::manifest::{self, Diagnostics, Loc, ParamType, type_phrase};
 
-/// Connections one source keeps open at most (reads beyond that wait their turn).
-const MAX_CONNECTIONS: usize = 4;
-/// SQLite virtual-machine steps between two checks of a query's deadline.
-const PROGRESS_STEPS: i32 = 1000;
 const JSON: &str = "application/json";
 /// Rows of `pragma_table_list` for what `table_names` lists, by the name bound as `?2`.
 const LISTED_TABLE: &str = "SELECT 1 FROM pragma_table_list(?2) WHERE schema = 'main' \
@@ -854,15 +850,6 @@ fn db_message(e: &sqlx::Error) -> String {
     }
 }
 
-/// Read-only, never created, `query_only` on.
-fn options(path: &Path) -> SqliteConnectOptions {
-    SqliteConnectOptions::new()
-        .filename(path)
-        .read_only(true)
-        .create_if_missing(false)
-        .pragma("query_only", "1")
-}
-
 /// Opens a connection for build-time checks and makes sure the file is a database.
 async fn open_checked(path: &Path) -> Result<SqliteConnection, sqlx::Error> {
     let mut conn = options(path).connect().await?;
@@ -870,353 +857,6 @@ async fn open_checked(path: &Path) -> Result<SqliteConnection, sqlx::Error> {
         .fetch_one(&mut conn)
         .await?;
     Ok(conn)
-}
-
-/// One statement's rows, converted cell by cell.
-async fn collect(
-    conn: &mut SqliteConnection,
-    sql: &str,
-    args: &[Bound],
-    limit: usize,
-) -> Result<Rows, sqlx::Error> {
-    let mut query = sqlx::query(AssertSqlSafe(sql.to_owned()));
-    for a in args {
-        query = match a {
-            Bound::Null => query.bind(None::<String>),
-            Bound::Integer(i) => query.bind(*i),
-            Bound::Real(f) => query.bind(*f),
-            Bound::Text(s) => query.bind(s.clone()),
-        };
-    }
-    let mut out = Rows::default();
-    {
-        let mut stream = query.fetch(&mut *conn);
-        while let Some(row) = stream.try_next().await? {
-            if out.rows.is_empty() {
-                out.columns = unique_names(row.columns().iter().map(|c| c.name()));
-            }
-            if out.rows.len() == limit {
-                out.truncated = true;
-                break;
-            }
-            out.rows.push(cells(&row)?);
-        }
-    }
-    if out.rows.is_empty() {
-        // No row to take the column names from: the prepared statement has them.
-        let statement = conn
-            .prepare(AssertSqlSafe(sql.to_owned()).into_sql_str())
-            .await?;
-        out.columns = unique_names(statement.columns().iter().map(|c| c.name()));
-    }
-    Ok(out)
-}
-
-/// Column names as JSON keys: a repeated name gets `:2`, `:3`, … so no value is lost.
-fn unique_names<'a>(names: impl Iterator<Item = &'a str>) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for name in names {
-        let mut candidate = name.to_owned();
-        let mut n = 1;
-        while out.contains(&candidate) {
-            n += 1;
-            candidate = format!("{name}:{n}");
-        }
-        out.push(candidate);
-    }
-    out
-}
-
-/// Each value by its own storage class (not the column's declared type).
-fn cells(row: &SqliteRow) -> Result<Vec<Cell>, sqlx::Error> {
-    let decode = |e: sqlx::error::BoxDynError| sqlx::Error::Decode(e);
-    (0..row.len())
-        .map(|i| {
-            let raw = row.try_get_raw(i)?;
-            if raw.is_null() {
-                return Ok(Cell::Null);
-            }
-            // The storage class of this value (sqlx names it; no allocation per cell).
-            let class = match raw.type_info().name() {
-                "INTEGER" => Class::Integer,
-                "REAL" => Class::Real,
-                "BLOB" => Class::Blob,
-                _ => Class::Text,
-            };
-            Ok(match class {
-                Class::Integer => {
-                    Cell::Integer(<i64 as Decode<sqlx::Sqlite>>::decode(raw).map_err(decode)?)
-                }
-                Class::Real => {
-                    Cell::Real(<f64 as Decode<sqlx::Sqlite>>::decode(raw).map_err(decode)?)
-                }
-                Class::Blob => {
-                    Cell::Blob(<Vec<u8> as Decode<sqlx::Sqlite>>::decode(raw).map_err(decode)?)
-                }
-                // TEXT that is not UTF-8 (SQLite does not check) is shown with U+FFFD.
-                Class::Text => match <String as Decode<sqlx::Sqlite>>::decode(raw) {
-                    Ok(s) => Cell::Text(s),
-                    Err(_) => {
-                        let bytes = <Vec<u8> as Decode<sqlx::Sqlite>>::decode(row.try_get_raw(i)?)
-                            .map_err(decode)?;
-                        Cell::Text(String::from_utf8_lossy(&bytes).into_owned())
-                    }
-                },
-            })
-        })
-        .collect()
-}
-
-/// SQLite's storage classes of a non-NULL value.
-#[derive(Debug, Clone, Copy)]
-enum Class {
-    Integer,
-    Real,
-    Text,
-    Blob,
-}
-
-/// One value of a result, by storage class.
-#[derive(Debug, Clone, PartialEq)]
-enum Cell {
-    Null,
-    Integer(i64),
-    Real(f64),
-    Text(String),
-    Blob(Vec<u8>),
-}
-
-/// A result: column names, rows in column order, and whether rows were left out.
-#[derive(Debug, Default)]
-struct Rows {
-    columns: Vec<String>,
-    rows: Vec<Vec<Cell>>,
-    truncated: bool,
-}
-
-impl Rows {
-    /// `{"columns": [...], "rows": [{column: value}], "truncated": bool}`, keys in column order.
-    fn to_json(&self) -> String {
-        serde_json::to_string(self).unwrap_or_else(|e| {
-            serde_json::json!({"error": format!("the result cannot be written as JSON: {e}")})
-                .to_string()
-        })
-    }
-}
-
-impl serde::Serialize for Cell {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Cell::Null => s.serialize_unit(),
-            Cell::Integer(i) => s.serialize_i64(*i),
-            // JSON has no infinities; SQLite can store them (NaN it stores as NULL).
-            Cell::Real(f) if f.is_infinite() => {
-                s.serialize_str(if *f > 0.0 { "Infinity" } else { "-Infinity" })
-            }
-            Cell::Real(f) => s.serialize_f64(*f),
-            Cell::Text(t) => s.serialize_str(t),
-            Cell::Blob(b) => s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(b)),
-        }
-    }
-}
-
-struct RowJson<'a>(&'a [String], &'a [Cell]);
-
-impl serde::Serialize for RowJson<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(self.0.len()))?;
-        for (name, cell) in self.0.iter().zip(self.1) {
-            map.serialize_entry(name, cell)?;
-        }
-        map.end()
-    }
-}
-
-struct RowsJson<'a>(&'a Rows);
-
-impl serde::Serialize for RowsJson<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut seq = s.serialize_seq(Some(self.0.rows.len()))?;
-        for row in &self.0.rows {
-            seq.serialize_element(&RowJson(&self.0.columns, row))?;
-        }
-        seq.end()
-    }
-}
-
-impl serde::Serialize for Rows {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut st = s.serialize_struct("Rows", 3)?;
-        st.serialize_field("columns", &self.columns)?;
-        st.serialize_field("rows", &RowsJson(self))?;
-        st.serialize_field("truncated", &self.truncated)?;
-        st.end()
-    }
-}
-
-/// A few read-only connections, opened on first use and reused. Each connection has a progress
-/// handler that interrupts its query once the deadline its lease set has passed.
-///
-/// Not sqlx's `Pool`: a lease must be able to set its connection's deadline, and a connection
-/// whose request went away mid-query must be interrupted and dropped, not handed to the next.
-struct Pool {
-    options: SqliteConnectOptions,
-    path: PathBuf,
-    /// Idle connections; a `std` mutex, held only to push or pop (never across an await).
-    idle: std::sync::Mutex<Vec<Conn>>,
-    permits: tokio::sync::Semaphore,
-    epoch: Instant,
-    /// How long one lease's query may run.
-    timeout: Duration,
-}
-
-impl std::fmt::Debug for Pool {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Pool").field("path", &self.path).finish()
-    }
-}
-
-struct Conn {
-    conn: SqliteConnection,
-    /// Milliseconds since the pool's epoch after which the running query is interrupted.
-    deadline: Arc<AtomicU64>,
-    /// The database file this connection opened: when the file is replaced, it is reopened.
-    file: FileId,
-}
-
-/// Device and inode of the database file (a file replaced by a rename gets a new one).
-type FileId = (u64, u64);
-
-impl Pool {
-    fn new(path: &Path, timeout: Duration) -> Pool {
-        Pool {
-            timeout,
-            options: options(path),
-            path: path.to_path_buf(),
-            idle: std::sync::Mutex::new(Vec::new()),
-            permits: tokio::sync::Semaphore::new(MAX_CONNECTIONS),
-            epoch: Instant::now(),
-        }
-    }
-
-    fn now_ms(epoch: Instant) -> u64 {
-        u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
-    }
-
-    /// A connection for one request, with its deadline set to `timeout` from now.
-    async fn lease(&self) -> Result<Lease<'_>, RequestError> {
-        let permit = self
-            .permits
-            .acquire()
-            .await
-            .map_err(|_| RequestError::Internal("the connection pool is closed".into()))?;
-        let file = file_id(&self.path).map_err(|e| {
-            RequestError::Refused(format!(
-                "the database `{}` cannot be read: {e}",
-                self.path.display()
-            ))
-        })?;
-        let reused = match self.idle.lock() {
-            Ok(mut idle) => {
-                idle.retain(|c| c.file == file);
-                idle.pop()
-            }
-            Err(_) => None,
-        };
-        let conn = match reused {
-            Some(c) => c,
-            None => self.open(file).await.map_err(|e| {
-                RequestError::Refused(format!(
-                    "the database `{}` cannot be opened: {}",
-                    self.path.display(),
-                    db_message(&e)
-                ))
-            })?,
-        };
-        let deadline = Self::now_ms(self.epoch)
-            .saturating_add(u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX));
-        conn.deadline.store(deadline, Ordering::Relaxed);
-        Ok(Lease {
-            pool: self,
-            conn: Some(conn),
-            released: false,
-            _permit: permit,
-        })
-    }
-
-    async fn open(&self, file: FileId) -> Result<Conn, sqlx::Error> {
-        let mut conn = self.options.connect().await?;
-        let deadline = Arc::new(AtomicU64::new(u64::MAX));
-        let (cell, epoch) = (deadline.clone(), self.epoch);
-        conn.lock_handle()
-            .await?
-            .set_progress_handler(PROGRESS_STEPS, move || {
-                Self::now_ms(epoch) < cell.load(Ordering::Relaxed)
-            });
-        Ok(Conn {
-            conn,
-            deadline,
-            file,
-        })
-    }
-}
-
-/// One `stat(2)` of the database file, done in place: it costs about a microsecond, far less than
-/// the two thread hand-offs of `spawn_blocking` (and a file system where it would hang would hang
-/// SQLite's own reads the same way).
-#[cfg(unix)]
-fn file_id(path: &Path) -> std::io::Result<FileId> {
-    use std::os::unix::fs::MetadataExt as _;
-    let m = std::fs::metadata(path)?;
-    Ok((m.dev(), m.ino()))
-}
-
-#[cfg(not(unix))]
-fn file_id(path: &Path) -> std::io::Result<FileId> {
-    std::fs::metadata(path).map(|_| (0, 0))
-}
-
-/// One request's use of a connection. `release` gives it back; dropped without `release` (the
-/// request was cancelled mid-query), the query is interrupted and the connection closed.
-struct Lease<'a> {
-    pool: &'a Pool,
-    conn: Option<Conn>,
-    released: bool,
-    _permit: tokio::sync::SemaphorePermit<'a>,
-}
-
-impl Lease<'_> {
-    fn conn(&mut self) -> &mut SqliteConnection {
-        &mut self
-            .conn
-            .as_mut()
-            .expect("a lease holds its connection until it is dropped")
-            .conn
-    }
-
-    fn timed_out(&self) -> bool {
-        self.conn
-            .as_ref()
-            .is_some_and(|c| Pool::now_ms(self.pool.epoch) >= c.deadline.load(Ordering::Relaxed))
-    }
-
-    fn release(mut self) {
-        self.released = true;
-    }
-}
-
-impl Drop for Lease<'_> {
-    fn drop(&mut self) {
-        let Some(conn) = self.conn.take() else { return };
-        if self.released {
-            conn.deadline.store(u64::MAX, Ordering::Relaxed);
-            if let Ok(mut idle) = self.pool.idle.lock() {
-                idle.push(conn);
-            }
-        } else {
-            conn.deadline.store(0, Ordering::Relaxed);
-        }
-    }
 }
 
 /// A template variable's value as a bound string, or NULL when the URI leaves it out.
@@ -1257,33 +897,6 @@ mod tests {
         assert_eq!(
             parse_text(ParamType::String, "' OR 1=1 --"),
             Some(Bound::Text("' OR 1=1 --".into()))
-        );
-    }
-
-    #[test]
-    fn repeated_column_names_stay_apart() {
-        assert_eq!(
-            unique_names(["id", "name", "id", "id", "id:2"].into_iter()),
-            ["id", "name", "id:2", "id:3", "id:2:2"]
-        );
-    }
-
-    #[test]
-    fn rows_serialize_in_column_order_by_storage_class() {
-        let rows = Rows {
-            columns: vec!["z".into(), "a".into(), "b".into(), "n".into(), "r".into()],
-            rows: vec![vec![
-                Cell::Integer(1),
-                Cell::Text("x\0y".into()),
-                Cell::Blob(vec![1, 2, 3]),
-                Cell::Null,
-                Cell::Real(f64::NEG_INFINITY),
-            ]],
-            truncated: true,
-        };
-        assert_eq!(
-            rows.to_json(),
-            r#"{"columns":["z","a","b","n","r"],"rows":[{"z":1,"a":"x\u0000y","b":"AQID","n":null,"r":"-Infinity"}],"truncated":true}"#
         );
     }
 }
