@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use crate::manifest::{Diagnostics, Manifest};
 use crate::providers::files::FilesSource;
+use crate::providers::git::GitSource;
 use crate::providers::{Body, Completion, Contents, RequestError, ResourceInfo, TemplateInfo};
 use crate::tools::{Hints, ToolContent, ToolInfo, ToolResult};
 
@@ -16,6 +17,7 @@ use crate::tools::{Hints, ToolContent, ToolInfo, ToolResult};
 #[derive(Debug)]
 pub enum Source {
     Files(Arc<FilesSource>),
+    Git(Arc<GitSource>),
 }
 
 /// Everything one manifest serves.
@@ -36,9 +38,13 @@ impl Registry {
                 sources.push(Source::Files(Arc::new(src)));
             }
         }
-        let pending: [(&str, Vec<crate::manifest::Loc>); 5] = [
+        for def in &manifest.git {
+            if let Some(src) = GitSource::build(def, &mut diags) {
+                sources.push(Source::Git(Arc::new(src)));
+            }
+        }
+        let pending: [(&str, Vec<crate::manifest::Loc>); 4] = [
             ("sqlite", manifest.sqlite.iter().map(|s| s.loc).collect()),
-            ("git", manifest.git.iter().map(|s| s.loc).collect()),
             (
                 "templates",
                 manifest.templates.iter().map(|s| s.loc).collect(),
@@ -74,6 +80,7 @@ impl Registry {
                     let f = f.clone();
                     out.extend(blocking(move || f.list_blocking()).await?);
                 }
+                Source::Git(g) => out.extend(g.list()),
             }
         }
         Ok(out)
@@ -84,6 +91,7 @@ impl Registry {
         for source in &self.sources {
             match source {
                 Source::Files(f) => out.extend(f.templates()),
+                Source::Git(g) => out.extend(g.templates()),
             }
         }
         out
@@ -99,7 +107,11 @@ impl Registry {
                     let (f, u) = (f.clone(), uri.to_owned());
                     blocking(move || f.read_blocking(&u)).await?
                 }
-                Source::Files(_) => continue,
+                Source::Git(g) if g.owns(uri) => {
+                    let (g, u) = (g.clone(), uri.to_owned());
+                    blocking(move || g.read_blocking(&u)).await?
+                }
+                Source::Files(_) | Source::Git(_) => continue,
             };
             match result {
                 Ok(c) => return Ok(vec![c]),
@@ -116,7 +128,7 @@ impl Registry {
         template: &str,
         var: &str,
         value: &str,
-        _context: &HashMap<String, String>,
+        context: &HashMap<String, String>,
     ) -> Result<Completion, RequestError> {
         for source in &self.sources {
             match source {
@@ -124,7 +136,15 @@ impl Registry {
                     let (f, var, value) = (f.clone(), var.to_owned(), value.to_owned());
                     return blocking(move || f.complete_blocking(&var, &value)).await;
                 }
-                Source::Files(_) => {}
+                Source::Git(g) if g.has_template(template) => {
+                    let (g, var, value) = (g.clone(), var.to_owned(), value.to_owned());
+                    let (template, context) = (template.to_owned(), context.clone());
+                    return blocking(move || {
+                        g.complete_blocking(&template, &var, &value, &context)
+                    })
+                    .await?;
+                }
+                Source::Files(_) | Source::Git(_) => {}
             }
         }
         Err(RequestError::InvalidParams(format!(

@@ -1,0 +1,924 @@
+//! `[git.NAME]`: a git repository served as `git://NAME/...` resources — `log`, `status`,
+//! `branches`, `diff` — and the templates `commit/{rev}` and `blob/{rev}/{+path}`, with completion
+//! of `rev` (branches, tags) and `path` (tracked paths at a revision).
+//!
+//! The repository is found once, in `GitSource::build` (discovering upward from `path`), and then
+//! opened per request on a blocking thread: a `git2::Repository` is not `Sync`, opening one costs
+//! well under a millisecond, and a fresh handle always sees the current refs, index and packs.
+//! Listing the fixed resources opens nothing.
+//!
+//! Output formats are fixed here and documented in README.md; where git has a porcelain format
+//! (`status --porcelain`, `branch -a`, `diff HEAD`) the text follows it, so tests compare with the
+//! git CLI.
+
+use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use git2::{
+    BranchType, Commit, Diff, DiffFindOptions, DiffFormat, DiffOptions, ErrorCode, ObjectType,
+    Repository, Status, StatusOptions, Tree,
+};
+
+use super::files::mime_for;
+use super::{Body, Completion, Contents, RequestError, ResourceInfo, TemplateInfo};
+use crate::manifest::{self, Diagnostics, expand::format_size};
+
+/// Diffs (`diff`, the patch of `commit/{rev}`) longer than this are cut, with a line saying so.
+pub const DIFF_CAP: usize = 1024 * 1024;
+
+/// Blobs larger than this are refused with an error naming both sizes (a cut file would be a
+/// wrong file).
+pub const BLOB_CAP: u64 = 10 * 1024 * 1024;
+
+const TEXT: &str = "text/plain";
+
+/// The four fixed resources, in listing order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fixed {
+    Log,
+    Status,
+    Branches,
+    Diff,
+}
+
+impl Fixed {
+    const ALL: [Fixed; 4] = [Fixed::Log, Fixed::Status, Fixed::Branches, Fixed::Diff];
+
+    fn segment(self) -> &'static str {
+        match self {
+            Fixed::Log => "log",
+            Fixed::Status => "status",
+            Fixed::Branches => "branches",
+            Fixed::Diff => "diff",
+        }
+    }
+
+    /// Status and diff compare with a work tree; a bare repository has none.
+    fn needs_work_tree(self) -> bool {
+        matches!(self, Fixed::Status | Fixed::Diff)
+    }
+}
+
+/// The live git source.
+#[derive(Debug)]
+pub struct GitSource {
+    pub name: String,
+    /// `git://NAME/`.
+    prefix: String,
+    /// The repository's git dir (`.git`, or the bare repository itself); what requests open.
+    git_dir: PathBuf,
+    /// Where refs and packed-refs live (differs from `git_dir` in a linked work tree).
+    common_dir: PathBuf,
+    /// The work tree; `None` for a bare repository.
+    work_tree: Option<PathBuf>,
+    log_limit: usize,
+    pub watch: bool,
+    description: Option<String>,
+}
+
+impl GitSource {
+    /// Builds the source from its checked entry: `path` must be in a repository (a work tree, a
+    /// folder inside one, or a bare repository). Problems are reported at `path`.
+    pub fn build(def: &manifest::Git, diags: &mut Diagnostics) -> Option<GitSource> {
+        let shown = def.path.display();
+        if !def.path.exists() {
+            diags.push(
+                def.path_loc,
+                format!(
+                    "[git.{}] path `{shown}` does not exist; it should be a git work tree or a bare repository",
+                    def.name
+                ),
+            );
+            return None;
+        }
+        // Discovery starts at a folder; a file inside a work tree counts as its folder.
+        let start = if def.path.is_file() {
+            def.path.parent().unwrap_or(&def.path)
+        } else {
+            &def.path
+        };
+        let repo = match Repository::discover(start) {
+            Ok(r) => r,
+            Err(e) if e.code() == ErrorCode::NotFound => {
+                diags.push(
+                    def.path_loc,
+                    format!(
+                        "[git.{}] path `{shown}` is not inside a git repository (run `git init` there, or point `path` at a repository)",
+                        def.name
+                    ),
+                );
+                return None;
+            }
+            Err(e) => {
+                diags.push(
+                    def.path_loc,
+                    format!(
+                        "[git.{}] the repository at `{shown}` cannot be opened: {}",
+                        def.name,
+                        e.message()
+                    ),
+                );
+                return None;
+            }
+        };
+        Some(GitSource {
+            name: def.name.clone(),
+            prefix: format!("git://{}/", def.name),
+            git_dir: repo.path().to_path_buf(),
+            common_dir: repo.commondir().to_path_buf(),
+            work_tree: repo.workdir().map(Path::to_path_buf),
+            log_limit: usize::try_from(def.log_limit).unwrap_or(usize::MAX),
+            watch: def.watch,
+            description: def.description.clone(),
+        })
+    }
+
+    fn fixed(&self) -> impl Iterator<Item = Fixed> + '_ {
+        Fixed::ALL
+            .into_iter()
+            .filter(|f| !f.needs_work_tree() || self.work_tree.is_some())
+    }
+
+    /// The URIs of the fixed resources (`log`, `status`, `branches`, `diff`; no `status` and
+    /// `diff` for a bare repository).
+    pub fn uris(&self) -> Vec<String> {
+        self.fixed()
+            .map(|f| format!("{}{}", self.prefix, f.segment()))
+            .collect()
+    }
+
+    /// What a watcher should watch: in the git dir `HEAD`, `index`, `refs` and `packed-refs`
+    /// (some may not exist yet), and the work tree (absent for a bare repository).
+    pub fn watch_paths(&self) -> Vec<PathBuf> {
+        let mut out = vec![
+            self.git_dir.join("HEAD"),
+            self.git_dir.join("index"),
+            self.common_dir.join("refs"),
+            self.common_dir.join("packed-refs"),
+        ];
+        out.extend(self.work_tree.clone());
+        out
+    }
+
+    /// Whether `uri` belongs to this source (it may still be "not found").
+    pub fn owns(&self, uri: &str) -> bool {
+        uri.starts_with(&self.prefix)
+    }
+
+    fn describe(&self, what: &str) -> String {
+        match &self.description {
+            Some(d) => format!("{d}: {what}"),
+            None => format!("{what} ([git.{}])", self.name),
+        }
+    }
+
+    /// The fixed resources. Opens nothing.
+    pub fn list(&self) -> Vec<ResourceInfo> {
+        self.fixed()
+            .map(|f| {
+                let what = match f {
+                    Fixed::Log => format!(
+                        "the last {} commits, newest first: short hash, date, author, summary",
+                        self.log_limit
+                    ),
+                    Fixed::Status => "changed paths with porcelain status codes".to_owned(),
+                    Fixed::Branches => "branches, the current one marked *".to_owned(),
+                    Fixed::Diff => "unified diff of the working tree against HEAD".to_owned(),
+                };
+                let mut r = ResourceInfo::new(
+                    format!("{}{}", self.prefix, f.segment()),
+                    format!("{}/{}", self.name, f.segment()),
+                );
+                r.description = Some(self.describe(&what));
+                r.mime_type = Some(TEXT.to_owned());
+                r
+            })
+            .collect()
+    }
+
+    pub fn commit_template(&self) -> String {
+        format!("{}commit/{{rev}}", self.prefix)
+    }
+
+    pub fn blob_template(&self) -> String {
+        format!("{}blob/{{rev}}/{{+path}}", self.prefix)
+    }
+
+    pub fn templates(&self) -> Vec<TemplateInfo> {
+        vec![
+            TemplateInfo {
+                uri_template: self.commit_template(),
+                name: format!("{}/commit", self.name),
+                description: Some(self.describe(
+                    "one commit by revision (hash, branch, tag, HEAD~2, …): hash, author, date, message and patch",
+                )),
+                mime_type: Some(TEXT.to_owned()),
+            },
+            TemplateInfo {
+                uri_template: self.blob_template(),
+                name: format!("{}/blob", self.name),
+                description: Some(
+                    self.describe("a file as it was at a revision (text, or base64 for binary)"),
+                ),
+                mime_type: None,
+            },
+        ]
+    }
+
+    /// Reads one resource (blocking: call from a blocking thread).
+    pub fn read_blocking(&self, uri: &str) -> Result<Contents, RequestError> {
+        let not_found = || RequestError::NotFound(uri.to_owned());
+        let rest = uri.strip_prefix(&self.prefix).ok_or_else(not_found)?;
+        if let Some(f) = self.fixed().find(|f| f.segment() == rest) {
+            let repo = self.open()?;
+            let text = match f {
+                Fixed::Log => self.log(&repo)?,
+                Fixed::Status => self.status(&repo)?,
+                Fixed::Branches => self.branches(&repo)?,
+                Fixed::Diff => self.work_tree_diff(&repo)?,
+            };
+            return Ok(text_contents(uri, text));
+        }
+        if let Some(rev) = self.match_commit(uri) {
+            let repo = self.open()?;
+            let text = self.show_commit(&repo, &rev)?;
+            return Ok(text_contents(uri, text));
+        }
+        if let Some((rev, path)) = self.match_blob(uri) {
+            let repo = self.open()?;
+            return self.blob(&repo, uri, &rev, &path);
+        }
+        Err(not_found())
+    }
+
+    /// Whether `template` is one of this source's two URI templates.
+    pub fn has_template(&self, template: &str) -> bool {
+        template == self.commit_template() || template == self.blob_template()
+    }
+
+    /// Completes `rev` (branches, tags, `HEAD`) of either template, or `path` of the blob
+    /// template (files tracked at `context["rev"]`, or at HEAD). Blocking.
+    pub fn complete_blocking(
+        &self,
+        template: &str,
+        var: &str,
+        prefix: &str,
+        context: &HashMap<String, String>,
+    ) -> Result<Completion, RequestError> {
+        let path_var = template == self.blob_template() && var == "path";
+        if var != "rev" && !path_var {
+            return Ok(Completion::default());
+        }
+        let repo = self.open()?;
+        match var {
+            "rev" => Ok(Completion::from_candidates(rev_names(&repo), prefix)),
+            _ => {
+                let rev = context.get("rev").map_or("HEAD", String::as_str);
+                let Ok(tree) = repo.revparse_single(rev).and_then(|o| o.peel_to_tree()) else {
+                    // A rev still being typed, or an unborn HEAD: nothing to offer yet.
+                    return Ok(Completion::default());
+                };
+                Ok(Completion::from_candidates(
+                    tracked_paths(&repo, &tree, prefix),
+                    prefix,
+                ))
+            }
+        }
+    }
+
+    fn open(&self) -> Result<Repository, RequestError> {
+        Repository::open(&self.git_dir).map_err(|e| {
+            RequestError::Internal(format!(
+                "[git.{}] the repository at `{}` cannot be opened: {}",
+                self.name,
+                self.git_dir.display(),
+                e.message()
+            ))
+        })
+    }
+
+    fn internal(&self, e: &git2::Error) -> RequestError {
+        RequestError::Internal(format!("[git.{}] {}", self.name, e.message()))
+    }
+
+    // ---- URI matching -------------------------------------------------------------------------
+    // FIXME(uri.rs): switch both to `UriTemplate::matches` once src/uri.rs lands on main.
+
+    /// `git://NAME/commit/{rev}` → the decoded rev.
+    fn match_commit(&self, uri: &str) -> Option<String> {
+        let raw = uri.strip_prefix(&self.prefix)?.strip_prefix("commit/")?;
+        simple_value(raw)
+    }
+
+    /// `git://NAME/blob/{rev}/{+path}` → the decoded rev and path.
+    fn match_blob(&self, uri: &str) -> Option<(String, String)> {
+        let raw = uri.strip_prefix(&self.prefix)?.strip_prefix("blob/")?;
+        let (rev, path) = raw.split_once('/')?;
+        let rev = simple_value(rev)?;
+        if path.contains(['#', '?']) {
+            return None;
+        }
+        Some((rev, super::decode_percent(path)?))
+    }
+
+    // ---- the fixed resources ------------------------------------------------------------------
+
+    /// `log`: one commit a line, newest first: short hash, date (ISO 8601, the author's offset),
+    /// author name and summary, separated by tabs. An unborn HEAD has an empty log.
+    ///
+    /// The order is git's default (`git log` without options): a queue of commits by committer
+    /// date, HEAD first, each popped commit adding its parents; equal dates leave in the order
+    /// they came in. Only the commits shown (and their parents) are loaded, so the cost does not
+    /// grow with the length of the history.
+    fn log(&self, repo: &Repository) -> Result<String, RequestError> {
+        let Some(head) = head_commit(repo).map_err(|e| self.internal(&e))? else {
+            return Ok(String::new());
+        };
+        let mut queue = BinaryHeap::new();
+        let mut seen = HashSet::new();
+        let mut seq = 0u64;
+        seen.insert(head.id());
+        queue.push(Queued::new(head, &mut seq));
+        let mut out = String::new();
+        let mut shown = 0;
+        while shown < self.log_limit {
+            let Some(Queued { commit, .. }) = queue.pop() else {
+                break;
+            };
+            for parent_id in commit.parent_ids() {
+                if seen.insert(parent_id) {
+                    // A parent missing from a shallow clone ends that line of history.
+                    if let Ok(parent) = repo.find_commit(parent_id) {
+                        queue.push(Queued::new(parent, &mut seq));
+                    }
+                }
+            }
+            let author = commit.author();
+            let _ = writeln!(
+                out,
+                "{}\t{}\t{}\t{}",
+                short_id(commit.as_object()),
+                iso_date(author.when()),
+                String::from_utf8_lossy(author.name_bytes()),
+                String::from_utf8_lossy(commit.summary_bytes().unwrap_or_default()),
+            );
+            shown += 1;
+        }
+        Ok(out)
+    }
+
+    /// `status`: `git status --porcelain` (v1): two status letters, a space, the path (quoted
+    /// like git when it holds spaces, quotes, backslashes, control characters or non-UTF-8
+    /// bytes); `R  old -> new` for a staged rename; untracked folders as `?? dir/`.
+    fn status(&self, repo: &Repository) -> Result<String, RequestError> {
+        let mut opts = StatusOptions::new();
+        opts.include_untracked(true)
+            .recurse_untracked_dirs(false)
+            .include_ignored(false)
+            .renames_head_to_index(true)
+            .sort_case_sensitively(true);
+        let statuses = repo
+            .statuses(Some(&mut opts))
+            .map_err(|e| self.internal(&e))?;
+        let conflicts = if statuses
+            .iter()
+            .any(|s| s.status().contains(Status::CONFLICTED))
+        {
+            conflict_codes(repo).map_err(|e| self.internal(&e))?
+        } else {
+            HashMap::new()
+        };
+        let mut out = String::new();
+        for entry in statuses.iter() {
+            let s = entry.status();
+            if s.contains(Status::IGNORED) {
+                continue;
+            }
+            let path = entry.path_bytes();
+            let code = if s.contains(Status::CONFLICTED) {
+                conflicts.get(path).copied().unwrap_or("UU").to_owned()
+            } else if s.contains(Status::WT_NEW) && !s.intersects(index_bits()) {
+                "??".to_owned()
+            } else {
+                format!("{}{}", index_letter(s), work_tree_letter(s))
+            };
+            let renamed = entry
+                .head_to_index()
+                .filter(|_| s.contains(Status::INDEX_RENAMED));
+            match renamed {
+                Some(d) => {
+                    let old = d.old_file().path_bytes().unwrap_or(path);
+                    let new = d.new_file().path_bytes().unwrap_or(path);
+                    let _ = writeln!(out, "{code} {} -> {}", quote_path(old), quote_path(new));
+                }
+                None => {
+                    let _ = writeln!(out, "{code} {}", quote_path(path));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// `branches`: like `git branch -a`: local branches, then remote-tracking ones as
+    /// `remotes/<remote>/<name>`, each after two columns holding `* ` for the current branch;
+    /// a detached HEAD is the first line, `* (HEAD detached at <short hash>)`.
+    fn branches(&self, repo: &Repository) -> Result<String, RequestError> {
+        let mut local = Vec::new();
+        let mut remote = Vec::new();
+        let branches = repo.branches(None).map_err(|e| self.internal(&e))?;
+        for item in branches {
+            let (branch, kind) = item.map_err(|e| self.internal(&e))?;
+            let name =
+                String::from_utf8_lossy(branch.name_bytes().unwrap_or_default()).into_owned();
+            let reference = branch.get();
+            match kind {
+                BranchType::Local => local.push((name, branch.is_head())),
+                BranchType::Remote => {
+                    let line = match reference.symbolic_target_bytes() {
+                        Some(t) => {
+                            let t = String::from_utf8_lossy(t);
+                            let short = t.strip_prefix("refs/remotes/").unwrap_or(&t);
+                            format!("remotes/{name} -> {short}")
+                        }
+                        None => format!("remotes/{name}"),
+                    };
+                    remote.push(line);
+                }
+            }
+        }
+        local.sort();
+        remote.sort();
+        let mut out = String::new();
+        if repo.head_detached().unwrap_or(false)
+            && let Ok(Some(head)) = head_commit(repo)
+        {
+            let _ = writeln!(out, "* (HEAD detached at {})", short_id(head.as_object()));
+        }
+        for (name, current) in local {
+            let _ = writeln!(out, "{} {name}", if current { '*' } else { ' ' });
+        }
+        for line in remote {
+            let _ = writeln!(out, "  {line}");
+        }
+        Ok(out)
+    }
+
+    /// `diff`: `git diff HEAD` — staged and unstaged changes of tracked files against HEAD (an
+    /// unborn HEAD compares with the empty tree), renames detected, cut at `DIFF_CAP`.
+    fn work_tree_diff(&self, repo: &Repository) -> Result<String, RequestError> {
+        let head_tree = match head_commit(repo).map_err(|e| self.internal(&e))? {
+            Some(c) => Some(c.tree().map_err(|e| self.internal(&e))?),
+            None => None,
+        };
+        let mut diff = repo
+            .diff_tree_to_workdir_with_index(head_tree.as_ref(), Some(&mut DiffOptions::new()))
+            .map_err(|e| self.internal(&e))?;
+        self.patch_text(&mut diff)
+    }
+
+    // ---- the templates ------------------------------------------------------------------------
+
+    fn resolve<'r>(
+        &self,
+        repo: &'r Repository,
+        rev: &str,
+    ) -> Result<git2::Object<'r>, RequestError> {
+        if rev.is_empty() {
+            return Err(RequestError::InvalidParams(format!(
+                "empty revision in [git.{}]",
+                self.name
+            )));
+        }
+        repo.revparse_single(rev).map_err(|e| {
+            RequestError::InvalidParams(format!(
+                "unknown revision `{rev}` in [git.{}]: {}",
+                self.name,
+                e.message()
+            ))
+        })
+    }
+
+    /// `commit/{rev}`: like `git show --format=medium`, with ISO dates; a merge's patch is
+    /// against its first parent, a root commit's against the empty tree.
+    fn show_commit(&self, repo: &Repository, rev: &str) -> Result<String, RequestError> {
+        let obj = self.resolve(repo, rev)?;
+        let commit = obj.peel_to_commit().map_err(|_| {
+            RequestError::InvalidParams(format!(
+                "revision `{rev}` in [git.{}] is a {}, not a commit",
+                self.name,
+                obj.kind().map_or("object", |k| k.str())
+            ))
+        })?;
+        let mut out = format!("commit {}\n", commit.id());
+        let parents: Vec<Commit> = commit.parents().collect();
+        if parents.len() > 1 {
+            let shorts: Vec<String> = parents.iter().map(|p| short_id(p.as_object())).collect();
+            let _ = writeln!(out, "Merge: {}", shorts.join(" "));
+        }
+        let author = commit.author();
+        let _ = writeln!(
+            out,
+            "Author: {} <{}>",
+            String::from_utf8_lossy(author.name_bytes()),
+            String::from_utf8_lossy(author.email_bytes())
+        );
+        let _ = writeln!(out, "Date:   {}\n", iso_date(author.when()));
+        let message = String::from_utf8_lossy(commit.message_bytes());
+        for line in message.trim_end().lines() {
+            if line.trim().is_empty() {
+                out.push('\n');
+            } else {
+                let _ = writeln!(out, "    {line}");
+            }
+        }
+        out.push('\n');
+        if let Some(first) = parents.first()
+            && parents.len() > 1
+        {
+            let _ = writeln!(
+                out,
+                "Diff against the first parent {}:\n",
+                short_id(first.as_object())
+            );
+        }
+        let old_tree: Option<Tree> = match parents.first() {
+            Some(p) => Some(p.tree().map_err(|e| self.internal(&e))?),
+            None => None,
+        };
+        let new_tree = commit.tree().map_err(|e| self.internal(&e))?;
+        let mut diff = repo
+            .diff_tree_to_tree(
+                old_tree.as_ref(),
+                Some(&new_tree),
+                Some(&mut DiffOptions::new()),
+            )
+            .map_err(|e| self.internal(&e))?;
+        out.push_str(&self.patch_text(&mut diff)?);
+        Ok(out)
+    }
+
+    /// `blob/{rev}/{+path}`: the file's bytes at `rev` (text, or bytes sent as base64), its MIME
+    /// type from the path. Folders, submodules and missing paths are "not found".
+    fn blob(
+        &self,
+        repo: &Repository,
+        uri: &str,
+        rev: &str,
+        path: &str,
+    ) -> Result<Contents, RequestError> {
+        let not_found = || RequestError::NotFound(uri.to_owned());
+        let obj = self.resolve(repo, rev)?;
+        let tree = obj.peel_to_tree().map_err(|_| {
+            RequestError::InvalidParams(format!(
+                "revision `{rev}` in [git.{}] is a {}, not a commit or tree",
+                self.name,
+                obj.kind().map_or("object", |k| k.str())
+            ))
+        })?;
+        if path.is_empty()
+            || path
+                .split('/')
+                .any(|s| s.is_empty() || s == "." || s == "..")
+        {
+            return Err(not_found());
+        }
+        let entry = tree.get_path(Path::new(path)).map_err(|_| not_found())?;
+        if entry.kind() != Some(ObjectType::Blob) {
+            return Err(not_found());
+        }
+        let odb = repo.odb().map_err(|e| self.internal(&e))?;
+        let (size, _) = odb.read_header(entry.id()).map_err(|_| not_found())?;
+        let size = size as u64;
+        if size > BLOB_CAP {
+            return Err(RequestError::Refused(format!(
+                "{uri} is {}, larger than the {} cap on git blobs",
+                format_size(size),
+                format_size(BLOB_CAP)
+            )));
+        }
+        let blob = repo.find_blob(entry.id()).map_err(|_| not_found())?;
+        let body = Body::from_bytes(blob.content().to_vec());
+        let is_text = matches!(body, Body::Text(_));
+        Ok(Contents {
+            uri: uri.to_owned(),
+            mime_type: Some(mime_for(Path::new(path), || is_text)),
+            body,
+        })
+    }
+
+    /// A diff as unified patch text (renames detected), cut at the last line that fits in
+    /// `DIFF_CAP`, followed by a line saying so.
+    fn patch_text(&self, diff: &mut Diff) -> Result<String, RequestError> {
+        diff.find_similar(Some(DiffFindOptions::new().renames(true)))
+            .map_err(|e| self.internal(&e))?;
+        let mut bytes: Vec<u8> = Vec::new();
+        let mut cut = false;
+        let printed = diff.print(DiffFormat::Patch, |_delta, _hunk, line| {
+            let origin = line.origin();
+            let extra = usize::from(matches!(origin, '+' | '-' | ' '));
+            if bytes.len() + extra + line.content().len() > DIFF_CAP {
+                cut = true;
+                return false;
+            }
+            if extra == 1 {
+                bytes.push(origin as u8);
+            }
+            bytes.extend_from_slice(line.content());
+            true
+        });
+        if let Err(e) = printed
+            && !cut
+        {
+            return Err(self.internal(&e));
+        }
+        let mut text = String::from_utf8_lossy(&bytes).into_owned();
+        if cut {
+            if !text.is_empty() && !text.ends_with('\n') {
+                text.push('\n');
+            }
+            let _ = writeln!(
+                text,
+                "[diff cut: it is longer than the {} cap of [git.{}]]",
+                format_size(DIFF_CAP as u64),
+                self.name
+            );
+        }
+        Ok(text)
+    }
+}
+
+fn text_contents(uri: &str, text: String) -> Contents {
+    Contents {
+        uri: uri.to_owned(),
+        mime_type: Some(TEXT.to_owned()),
+        body: Body::Text(text),
+    }
+}
+
+/// One `{rev}` value as it stands in a URI: no `/`, `?` or `#`, percent-decoded.
+fn simple_value(raw: &str) -> Option<String> {
+    if raw.is_empty() || raw.contains(['/', '?', '#']) {
+        return None;
+    }
+    super::decode_percent(raw)
+}
+
+/// A commit waiting in the log queue: newest committer date first, then first in, first out.
+struct Queued<'r> {
+    time: i64,
+    seq: u64,
+    commit: Commit<'r>,
+}
+
+impl<'r> Queued<'r> {
+    fn new(commit: Commit<'r>, seq: &mut u64) -> Queued<'r> {
+        *seq += 1;
+        Queued {
+            time: commit.time().seconds(),
+            seq: *seq,
+            commit,
+        }
+    }
+
+    fn key(&self) -> (i64, std::cmp::Reverse<u64>) {
+        (self.time, std::cmp::Reverse(self.seq))
+    }
+}
+
+impl PartialEq for Queued<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for Queued<'_> {}
+
+impl PartialOrd for Queued<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Queued<'_> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key().cmp(&other.key())
+    }
+}
+
+/// The commit HEAD points at; `None` for an unborn HEAD (a new, empty repository).
+fn head_commit(repo: &Repository) -> Result<Option<Commit<'_>>, git2::Error> {
+    match repo.head() {
+        Ok(r) => r.peel_to_commit().map(Some),
+        Err(e) if matches!(e.code(), ErrorCode::UnbornBranch | ErrorCode::NotFound) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The shortest unique abbreviation (at least `core.abbrev`, 7 by default), or the full hash.
+fn short_id(obj: &git2::Object) -> String {
+    obj.short_id()
+        .ok()
+        .and_then(|b| b.as_str().ok().map(str::to_owned))
+        .unwrap_or_else(|| obj.id().to_string())
+}
+
+/// `2025-01-02T10:00:00+01:00`, in the signature's own offset, `Z` for UTC (what
+/// `git log --format=%aI` shows).
+fn iso_date(t: git2::Time) -> String {
+    let offset = chrono::FixedOffset::east_opt(t.offset_minutes() * 60)
+        .or_else(|| chrono::FixedOffset::east_opt(0));
+    match (chrono::DateTime::from_timestamp(t.seconds(), 0), offset) {
+        // Current git writes a zero offset as `Z`; so do we.
+        (Some(utc), Some(off)) if off.local_minus_utc() == 0 => {
+            utc.format("%Y-%m-%dT%H:%M:%SZ").to_string()
+        }
+        (Some(utc), Some(off)) => utc
+            .with_timezone(&off)
+            .format("%Y-%m-%dT%H:%M:%S%:z")
+            .to_string(),
+        _ => format!("@{}", t.seconds()),
+    }
+}
+
+fn index_bits() -> Status {
+    Status::INDEX_NEW
+        | Status::INDEX_MODIFIED
+        | Status::INDEX_DELETED
+        | Status::INDEX_RENAMED
+        | Status::INDEX_TYPECHANGE
+}
+
+fn index_letter(s: Status) -> char {
+    if s.contains(Status::INDEX_NEW) {
+        'A'
+    } else if s.contains(Status::INDEX_MODIFIED) {
+        'M'
+    } else if s.contains(Status::INDEX_DELETED) {
+        'D'
+    } else if s.contains(Status::INDEX_RENAMED) {
+        'R'
+    } else if s.contains(Status::INDEX_TYPECHANGE) {
+        'T'
+    } else {
+        ' '
+    }
+}
+
+fn work_tree_letter(s: Status) -> char {
+    if s.contains(Status::WT_MODIFIED) {
+        'M'
+    } else if s.contains(Status::WT_DELETED) {
+        'D'
+    } else if s.contains(Status::WT_TYPECHANGE) {
+        'T'
+    } else if s.contains(Status::WT_RENAMED) {
+        'R'
+    } else {
+        ' '
+    }
+}
+
+/// The porcelain codes of unmerged paths (`UU`, `AA`, `DU`, …), from the index's conflict stages.
+fn conflict_codes(repo: &Repository) -> Result<HashMap<Vec<u8>, &'static str>, git2::Error> {
+    let index = repo.index()?;
+    let mut out = HashMap::new();
+    for c in index.conflicts()? {
+        let c = c?;
+        let code = match (c.ancestor.is_some(), c.our.is_some(), c.their.is_some()) {
+            (true, true, true) => "UU",
+            (false, true, true) => "AA",
+            (true, true, false) => "UD",
+            (true, false, true) => "DU",
+            (false, true, false) => "AU",
+            (false, false, true) => "UA",
+            (true, false, false) => "DD",
+            (false, false, false) => continue,
+        };
+        let path = [&c.our, &c.their, &c.ancestor]
+            .into_iter()
+            .flatten()
+            .next()
+            .map(|e| e.path.clone())
+            .unwrap_or_default();
+        out.insert(path, code);
+    }
+    Ok(out)
+}
+
+/// A path as `git status --porcelain` writes it: as is, or in double quotes with C escapes when
+/// it holds a space, `"`, `\`, a control character or bytes that are not UTF-8 (octal escapes).
+/// Other non-ASCII text stays readable (as with `core.quotePath=false`).
+fn quote_path(path: &[u8]) -> String {
+    let plain = std::str::from_utf8(path).ok().filter(|s| {
+        !s.chars()
+            .any(|c| c == ' ' || c == '"' || c == '\\' || c.is_control())
+    });
+    if let Some(s) = plain {
+        return s.to_owned();
+    }
+    let mut out = String::from("\"");
+    for chunk in path.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\t' => out.push_str("\\t"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                c if c.is_control() && c.is_ascii() => {
+                    let _ = write!(out, "\\{:03o}", c as u8);
+                }
+                c => out.push(c),
+            }
+        }
+        for b in chunk.invalid() {
+            let _ = write!(out, "\\{b:03o}");
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Branch names (local and remote-tracking), tag names and `HEAD` when it resolves.
+fn rev_names(repo: &Repository) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Ok(Some(_)) = head_commit(repo) {
+        out.push("HEAD".to_owned());
+    }
+    if let Ok(branches) = repo.branches(None) {
+        for (branch, _) in branches.flatten() {
+            if let Ok(Some(name)) = branch.name() {
+                out.push(name.to_owned());
+            }
+        }
+    }
+    if let Ok(tags) = repo.tag_names(None) {
+        out.extend(tags.iter().flatten().flatten().map(str::to_owned));
+    }
+    out
+}
+
+/// Paths of files (blobs, symlinks) tracked in `tree` that may start with `prefix`: only the
+/// folders on the way to `prefix` are entered, so completing deep in a large tree stays cheap.
+/// Submodules (gitlinks) and names that are not UTF-8 are skipped: no blob URI can read them.
+fn tracked_paths(repo: &Repository, tree: &Tree, prefix: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack: Vec<(String, Tree)> = vec![(String::new(), tree.clone())];
+    while let Some((dir, tree)) = stack.pop() {
+        for entry in tree.iter() {
+            let Ok(name) = std::str::from_utf8(entry.name_bytes()) else {
+                continue;
+            };
+            let full = format!("{dir}{name}");
+            match entry.kind() {
+                Some(ObjectType::Blob) if full.starts_with(prefix) => out.push(full),
+                Some(ObjectType::Tree) => {
+                    let folder = format!("{full}/");
+                    let on_the_way = folder.starts_with(prefix) || prefix.starts_with(&folder);
+                    if on_the_way && let Ok(sub) = repo.find_tree(entry.id()) {
+                        stack.push((folder, sub));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quotes_paths_like_git_porcelain() {
+        assert_eq!(quote_path(b"src/main.rs"), "src/main.rs");
+        assert_eq!(quote_path("é.txt".as_bytes()), "é.txt");
+        assert_eq!(quote_path(b"a b"), "\"a b\"");
+        assert_eq!(quote_path(b"q\"\\"), "\"q\\\"\\\\\"");
+        assert_eq!(quote_path(b"t\tn\n"), "\"t\\tn\\n\"");
+        assert_eq!(quote_path(b"bad\xffname"), "\"bad\\377name\"");
+    }
+
+    #[test]
+    fn iso_dates_keep_the_signature_offset() {
+        assert_eq!(
+            iso_date(git2::Time::new(1_700_000_000, 60)),
+            "2023-11-14T23:13:20+01:00"
+        );
+        assert_eq!(
+            iso_date(git2::Time::new(0, -330)),
+            "1969-12-31T18:30:00-05:30"
+        );
+    }
+
+    #[test]
+    fn rev_values_are_one_decoded_segment() {
+        assert_eq!(simple_value("HEAD~2").as_deref(), Some("HEAD~2"));
+        assert_eq!(simple_value("feature%2Fx").as_deref(), Some("feature/x"));
+        assert_eq!(simple_value("a/b"), None);
+        assert_eq!(simple_value(""), None);
+        assert_eq!(simple_value("bad%zz"), None);
+    }
+}
