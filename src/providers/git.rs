@@ -16,8 +16,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use git2::{
-    BranchType, Commit, Diff, DiffFindOptions, DiffFormat, DiffOptions, ErrorCode, ObjectType,
-    Repository, Status, StatusOptions, Tree,
+    BranchType, Commit, Delta, Diff, DiffFindOptions, DiffFormat, DiffOptions, ErrorCode,
+    ObjectType, Repository, Status, StatusOptions, Tree,
 };
 
 use super::files::mime_for;
@@ -370,7 +370,8 @@ impl GitSource {
 
     /// `status`: `git status --porcelain` (v1): two status letters, a space, the path (quoted
     /// like git when it holds spaces, quotes, backslashes, control characters or non-UTF-8
-    /// bytes); `R  old -> new` for a staged rename; untracked folders as `?? dir/`.
+    /// bytes); `R  old -> new` for a staged rename; tracked changes first, then untracked paths,
+    /// an untracked folder as one `?? dir/`. Unmerged paths get git's codes (`UU`, `AA`, …).
     fn status(&self, repo: &Repository) -> Result<String, RequestError> {
         let mut opts = StatusOptions::new();
         opts.include_untracked(true)
@@ -389,7 +390,9 @@ impl GitSource {
         } else {
             HashMap::new()
         };
+        // git lists tracked changes first, then untracked paths, each group by path.
         let mut out = String::new();
+        let mut untracked = String::new();
         for entry in statuses.iter() {
             let s = entry.status();
             if s.contains(Status::IGNORED) {
@@ -399,7 +402,8 @@ impl GitSource {
             let code = if s.contains(Status::CONFLICTED) {
                 conflicts.get(path).copied().unwrap_or("UU").to_owned()
             } else if s.contains(Status::WT_NEW) && !s.intersects(index_bits()) {
-                "??".to_owned()
+                let _ = writeln!(untracked, "?? {}", quote_path(path));
+                continue;
             } else {
                 format!("{}{}", index_letter(s), work_tree_letter(s))
             };
@@ -417,6 +421,7 @@ impl GitSource {
                 }
             }
         }
+        out.push_str(&untracked);
         Ok(out)
     }
 
@@ -474,7 +479,51 @@ impl GitSource {
         let mut diff = repo
             .diff_tree_to_workdir_with_index(head_tree.as_ref(), Some(&mut DiffOptions::new()))
             .map_err(|e| self.internal(&e))?;
-        self.patch_text(&mut diff)
+        let conflicted: Vec<Vec<u8>> = diff
+            .deltas()
+            .filter(|d| d.status() == Delta::Conflicted)
+            .filter_map(|d| d.new_file().path_bytes().map(<[u8]>::to_vec))
+            .collect();
+        if conflicted.is_empty() {
+            return self.patch_text(&mut diff);
+        }
+        // During a merge in conflict the index holds no content for unmerged paths, so libgit2
+        // has nothing to compare; git compares HEAD with the work tree file (conflict markers
+        // and all). Do the same for those paths, and interleave them in path order.
+        self.find_renames(&mut diff)?;
+        let mut opts = DiffOptions::new();
+        opts.disable_pathspec_match(true);
+        for p in &conflicted {
+            opts.pathspec(p.as_slice());
+        }
+        let unmerged = repo
+            .diff_tree_to_workdir(head_tree.as_ref(), Some(&mut opts))
+            .map_err(|e| self.internal(&e))?;
+        let mut order: Vec<(&[u8], &Diff, usize)> = Vec::new();
+        for (d, skip_conflicted) in [(&diff, true), (&unmerged, false)] {
+            for (i, delta) in d.deltas().enumerate() {
+                if skip_conflicted && delta.status() == Delta::Conflicted {
+                    continue;
+                }
+                let path = delta.new_file().path_bytes();
+                let path = path.or(delta.old_file().path_bytes()).unwrap_or_default();
+                order.push((path, d, i));
+            }
+        }
+        order.sort_by(|a, b| a.0.cmp(b.0));
+        let mut w = PatchWriter::default();
+        for (_, d, i) in order {
+            let Some(mut patch) = git2::Patch::from_diff(d, i).map_err(|e| self.internal(&e))?
+            else {
+                continue;
+            };
+            let printed = patch.print(&mut |_, _, line| w.line(&line));
+            if w.cut {
+                break;
+            }
+            printed.map_err(|e| self.internal(&e))?;
+        }
+        Ok(w.finish(&self.name))
     }
 
     // ---- the templates ------------------------------------------------------------------------
@@ -607,44 +656,63 @@ impl GitSource {
         })
     }
 
-    /// A diff as unified patch text (renames detected), cut at the last line that fits in
-    /// `DIFF_CAP`, followed by a line saying so.
+    /// A diff as unified patch text (renames detected), cut at `DIFF_CAP`.
     fn patch_text(&self, diff: &mut Diff) -> Result<String, RequestError> {
-        diff.find_similar(Some(DiffFindOptions::new().renames(true)))
-            .map_err(|e| self.internal(&e))?;
-        let mut bytes: Vec<u8> = Vec::new();
-        let mut cut = false;
-        let printed = diff.print(DiffFormat::Patch, |_delta, _hunk, line| {
-            let origin = line.origin();
-            let extra = usize::from(matches!(origin, '+' | '-' | ' '));
-            if bytes.len() + extra + line.content().len() > DIFF_CAP {
-                cut = true;
-                return false;
-            }
-            if extra == 1 {
-                bytes.push(origin as u8);
-            }
-            bytes.extend_from_slice(line.content());
-            true
-        });
+        self.find_renames(diff)?;
+        let mut w = PatchWriter::default();
+        let printed = diff.print(DiffFormat::Patch, |_, _, line| w.line(&line));
         if let Err(e) = printed
-            && !cut
+            && !w.cut
         {
             return Err(self.internal(&e));
         }
-        let mut text = String::from_utf8_lossy(&bytes).into_owned();
-        if cut {
+        Ok(w.finish(&self.name))
+    }
+
+    fn find_renames(&self, diff: &mut Diff) -> Result<(), RequestError> {
+        diff.find_similar(Some(DiffFindOptions::new().renames(true)))
+            .map_err(|e| self.internal(&e))
+    }
+}
+
+/// Collects patch lines up to `DIFF_CAP`, remembering whether anything was left out.
+#[derive(Default)]
+struct PatchWriter {
+    bytes: Vec<u8>,
+    cut: bool,
+}
+
+impl PatchWriter {
+    /// Adds one line (with its `+`, `-` or ` ` origin); `false` once the cap is reached, which
+    /// stops libgit2's printing.
+    fn line(&mut self, line: &git2::DiffLine) -> bool {
+        let origin = line.origin();
+        let marked = matches!(origin, '+' | '-' | ' ');
+        if self.bytes.len() + usize::from(marked) + line.content().len() > DIFF_CAP {
+            self.cut = true;
+            return false;
+        }
+        if marked {
+            self.bytes.push(origin as u8);
+        }
+        self.bytes.extend_from_slice(line.content());
+        true
+    }
+
+    /// The text (bytes that are not UTF-8 replaced), ending with a line naming the cap when cut.
+    fn finish(self, source: &str) -> String {
+        let mut text = String::from_utf8_lossy(&self.bytes).into_owned();
+        if self.cut {
             if !text.is_empty() && !text.ends_with('\n') {
                 text.push('\n');
             }
             let _ = writeln!(
                 text,
-                "[diff cut: it is longer than the {} cap of [git.{}]]",
-                format_size(DIFF_CAP as u64),
-                self.name
+                "[diff cut: it is longer than the {} cap of [git.{source}]]",
+                format_size(DIFF_CAP as u64)
             );
         }
-        Ok(text)
+        text
     }
 }
 
@@ -911,6 +979,61 @@ mod tests {
             iso_date(git2::Time::new(0, -330)),
             "1969-12-31T18:30:00-05:30"
         );
+    }
+
+    fn source(path: &Path, diags: &mut Diagnostics) -> Option<GitSource> {
+        let loc = manifest::Loc { line: 1, col: 1 };
+        let def = manifest::Git {
+            name: "r".into(),
+            loc,
+            path: path.to_path_buf(),
+            path_loc: loc,
+            log_limit: 50,
+            watch: true,
+            description: None,
+        };
+        GitSource::build(&def, diags)
+    }
+
+    #[test]
+    fn watch_paths_and_uris_for_a_work_tree_and_a_bare_repository() {
+        let tmp = tempfile::tempdir().unwrap();
+        let top = tmp.path().canonicalize().unwrap();
+        Repository::init(top.join("work")).unwrap();
+        std::fs::create_dir(top.join("work/sub")).unwrap();
+        Repository::init_bare(top.join("bare.git")).unwrap();
+        let mut diags = Diagnostics::new("m.toml");
+
+        let work = source(&top.join("work/sub"), &mut diags).unwrap();
+        assert_eq!(
+            work.uris(),
+            [
+                "git://r/log",
+                "git://r/status",
+                "git://r/branches",
+                "git://r/diff"
+            ]
+        );
+        let git = top.join("work/.git");
+        assert_eq!(
+            work.watch_paths(),
+            [
+                git.join("HEAD"),
+                git.join("index"),
+                git.join("refs"),
+                git.join("packed-refs"),
+                top.join("work/"),
+            ]
+        );
+
+        let bare = source(&top.join("bare.git"), &mut diags).unwrap();
+        assert_eq!(bare.uris(), ["git://r/log", "git://r/branches"]);
+        assert_eq!(bare.watch_paths().len(), 4);
+        assert!(bare.watch_paths()[0].ends_with("bare.git/HEAD"));
+        assert!(diags.is_empty());
+
+        assert!(source(&top, &mut diags).is_none());
+        assert_eq!(diags.items.len(), 1);
     }
 
     #[test]

@@ -5,5 +5,6 @@ mod support;
 
 mod cli;
 mod files;
+mod git;
 mod manifest_errors;
 mod protocol;
