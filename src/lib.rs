@@ -7,6 +7,8 @@
 //! - `providers`: files, sqlite, git, templates; plain types, no MCP.
 //! - `tools`: tool types and the one process spawner.
 //! - `server`: the only module that imports rmcp; the stdio transport.
+//! - `uri`: RFC 6570 URI templates: expansion and matching (pure).
+//! - `watch`: file watching → debounced batches of changed paths.
 //! - `cli`: the command-line verbs that print results.
 
 pub mod cli;
@@ -15,3 +17,5 @@ pub mod providers;
 pub mod registry;
 pub mod server;
 pub mod tools;
+pub mod uri;
+pub mod watch;

@@ -1,17 +1,19 @@
 //! The registry: a checked `Manifest` turned into live sources, tools and prompts, and the one
 //! `match` over source kinds. Every request the server gets is answered through here.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use base64::Engine as _;
 use serde_json::{Value, json};
 
 use crate::manifest::{Diagnostics, Manifest};
-use crate::providers::files::FilesSource;
+use crate::providers::files::{ChangeEffect, FilesSource};
 use crate::providers::git::GitSource;
 use crate::providers::{Body, Completion, Contents, RequestError, ResourceInfo, TemplateInfo};
 use crate::tools::{Hints, ToolContent, ToolInfo, ToolResult};
+use crate::watch::Change;
 
 /// A live resource source.
 #[derive(Debug)]
@@ -65,6 +67,50 @@ impl Registry {
         } else {
             Err(diags.finish())
         }
+    }
+
+    /// The folders to watch (blocking: walks the watched sources' visible folders), plus the
+    /// manifest's own folder.
+    pub fn watch_dirs_blocking(&self) -> HashSet<PathBuf> {
+        let mut dirs = HashSet::new();
+        if let Some(dir) = self.manifest_path().parent() {
+            dirs.insert(dir.to_path_buf());
+        }
+        for source in &self.sources {
+            match source {
+                Source::Files(f) => f.watch_dirs_blocking(&mut dirs),
+                Source::Git(g) => g.watch_dirs_blocking(&mut dirs),
+            }
+        }
+        dirs
+    }
+
+    /// The manifest file, canonical when it can be (watch events carry canonical paths).
+    pub fn manifest_path(&self) -> PathBuf {
+        std::fs::canonicalize(&self.manifest.path).unwrap_or_else(|_| self.manifest.path.clone())
+    }
+
+    /// Applies a batch of file changes (blocking): drops stale caches and says whether the
+    /// resource list changed and whether the watched folders must be recomputed.
+    pub fn apply_changes_blocking(&self, changes: &[Change]) -> ChangeEffect {
+        let mut effect = ChangeEffect::default();
+        for source in &self.sources {
+            let e = match source {
+                Source::Files(f) => f.apply_changes_blocking(changes),
+                Source::Git(g) => g.apply_changes(changes),
+            };
+            effect.list_changed |= e.list_changed;
+            effect.rewatch |= e.rewatch;
+        }
+        effect
+    }
+
+    /// Whether any of the changed `paths` changes what `uri` reads as.
+    pub fn affected(&self, uri: &str, paths: &[&Path]) -> bool {
+        self.sources.iter().any(|source| match source {
+            Source::Files(f) => f.watch && f.affected_by(uri, paths),
+            Source::Git(g) => g.watch && g.affected_by(uri, paths),
+        })
     }
 
     pub fn page_size(&self) -> usize {

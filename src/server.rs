@@ -5,9 +5,14 @@
 //! 2026-07-28 (`server/discover`, per-request `_meta`, `resultType`, cache hints, not-found as
 //! -32602). Every request runs in its own task, so a slow read never delays a `ping`.
 
+// Handshake-era logging (`logging/setLevel`, `notifications/message`) and `resources/subscribe`
+// are deprecated by the 2026-07-28 revision but are what handshake-era clients speak.
+#![allow(deprecated)]
+
 use std::borrow::Cow;
-use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -15,25 +20,44 @@ use rmcp::model::{
     Annotations, CallToolRequestParams, CallToolResponse, CallToolResult, ClientRequest,
     CompleteRequestParams, CompleteResult, CompletionInfo, ContentBlock, ErrorData, Implementation,
     JsonRpcMessage, JsonRpcRequest, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, Reference, Resource, ResourceContents,
-    ResourceTemplate, ResourcesCapability, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
-    ToolsCapability,
+    ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    Reference, Resource, ResourceContents, ResourceTemplate, ResourceUpdatedNotificationParam,
+    ResourcesCapability, ServerCapabilities, ServerConfig, SetLevelRequestParams,
+    SubscribeRequestParams, SubscriptionFilter, Tool, ToolAnnotations, ToolsCapability,
+    UnsubscribeRequestParams,
 };
-use rmcp::service::{RequestContext, RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::service::{
+    NotificationContext, Peer, RequestContext, RoleServer, RxJsonRpcMessage, SubscriptionContext,
+    SubscriptionSink, TxJsonRpcMessage,
+};
 use rmcp::{ServerHandler, ServiceExt};
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use std::io::{BufRead, Read, Write};
 use tokio_util::sync::CancellationToken;
 
 use crate::providers::{Body, Completion, Contents, RequestError, ResourceInfo};
-use crate::registry::{Registry, paginate};
+use crate::registry::{Registry, blocking, paginate};
 use crate::tools::{ToolContent, ToolInfo, ToolResult};
+use crate::watch::{DEBOUNCE, Watcher};
 
-/// The `ServerHandler`: a registry (swappable on manifest reload) and the info derived from it.
+/// The `ServerHandler`: a registry (swapped when the manifest is edited), the info derived from
+/// it, and who wants to hear about changes.
 #[derive(Clone)]
 pub struct Handler {
-    state: Arc<RwLock<Arc<Snapshot>>>,
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    snapshot: RwLock<Arc<Snapshot>>,
+    /// Handshake-era subscriptions (`resources/subscribe`), per process = per session.
+    subscriptions: Mutex<HashSet<String>>,
+    /// The handshake-era client, once initialized: where unsolicited notifications go.
+    legacy_peer: Mutex<Option<Peer<RoleServer>>>,
+    /// Stateless-era notification streams (`subscriptions/listen`), by request id.
+    listens: Mutex<Vec<SubscriptionSink>>,
+    /// `logging/setLevel` (handshake era): messages below it are not sent.
+    log_level: Mutex<LoggingLevel>,
 }
 
 /// One registry and the server info computed from it once (rmcp calls `get_info` often).
@@ -46,13 +70,20 @@ impl Snapshot {
     fn new(registry: Arc<Registry>) -> Snapshot {
         let m = &registry.manifest;
         let mut caps = ServerCapabilities::default();
-        caps.resources = Some(ResourcesCapability::default());
+        let mut resources = ResourcesCapability::default();
+        resources.subscribe = Some(true);
+        resources.list_changed = Some(true);
+        caps.resources = Some(resources);
         if !registry.tools().is_empty() {
-            caps.tools = Some(ToolsCapability::default());
+            let mut tools = ToolsCapability::default();
+            tools.list_changed = Some(true);
+            caps.tools = Some(tools);
         }
         if registry.has_completions() {
             caps.completions = Some(serde_json::Map::new());
         }
+        // The manifest is watched: an invalid edit is reported as `notifications/message`.
+        caps.logging = Some(serde_json::Map::new());
         let mut info = ServerConfig::new(caps)
             .with_server_info(Implementation::new(&m.server.name, &m.server.version))
             .with_protocol_version(ProtocolVersion::V_2025_11_25);
@@ -63,15 +94,25 @@ impl Snapshot {
     }
 }
 
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 impl Handler {
     pub fn new(registry: Registry) -> Handler {
         Handler {
-            state: Arc::new(RwLock::new(Arc::new(Snapshot::new(Arc::new(registry))))),
+            shared: Arc::new(Shared {
+                snapshot: RwLock::new(Arc::new(Snapshot::new(Arc::new(registry)))),
+                subscriptions: Mutex::new(HashSet::new()),
+                legacy_peer: Mutex::new(None),
+                listens: Mutex::new(Vec::new()),
+                log_level: Mutex::new(LoggingLevel::Info),
+            }),
         }
     }
 
     fn snapshot(&self) -> Arc<Snapshot> {
-        match self.state.read() {
+        match self.shared.snapshot.read() {
             Ok(s) => s.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
         }
@@ -80,6 +121,107 @@ impl Handler {
     fn registry(&self) -> Arc<Registry> {
         self.snapshot().registry.clone()
     }
+
+    fn replace(&self, registry: Arc<Registry>) {
+        let snap = Arc::new(Snapshot::new(registry));
+        match self.shared.snapshot.write() {
+            Ok(mut s) => *s = snap,
+            Err(poisoned) => *poisoned.into_inner() = snap,
+        }
+    }
+
+    fn legacy_peer(&self) -> Option<Peer<RoleServer>> {
+        lock(&self.shared.legacy_peer).clone()
+    }
+
+    fn sinks(&self) -> Vec<SubscriptionSink> {
+        lock(&self.shared.listens).clone()
+    }
+
+    /// Every URI someone subscribed to, in either era.
+    fn subscribed(&self) -> HashSet<String> {
+        let mut all = lock(&self.shared.subscriptions).clone();
+        for sink in self.sinks() {
+            if let Some(uris) = &sink.accepted().resource_subscriptions {
+                all.extend(uris.iter().cloned());
+            }
+        }
+        all
+    }
+
+    async fn resource_updated(&self, uri: &str) {
+        if lock(&self.shared.subscriptions).contains(uri)
+            && let Some(peer) = self.legacy_peer()
+        {
+            let _ = peer
+                .notify_resource_updated(ResourceUpdatedNotificationParam::new(uri))
+                .await;
+        }
+        for sink in self.sinks() {
+            // The sink drops what its accepted filter does not name.
+            let _ = sink.notify_resource_updated(uri).await;
+        }
+    }
+
+    async fn list_changed(&self, which: ListChanged) {
+        let peer = self.legacy_peer();
+        let sinks = self.sinks();
+        if which.resources {
+            if let Some(p) = &peer {
+                let _ = p.notify_resource_list_changed().await;
+            }
+            for s in &sinks {
+                let _ = s.notify_resource_list_changed().await;
+            }
+        }
+        if which.tools {
+            if let Some(p) = &peer {
+                let _ = p.notify_tool_list_changed().await;
+            }
+            for s in &sinks {
+                let _ = s.notify_tool_list_changed().await;
+            }
+        }
+        if which.prompts {
+            if let Some(p) = &peer {
+                let _ = p.notify_prompt_list_changed().await;
+            }
+            for s in &sinks {
+                let _ = s.notify_prompt_list_changed().await;
+            }
+        }
+    }
+
+    /// Logs to stderr and, in the handshake era, to the client as `notifications/message`.
+    async fn log_error(&self, text: &str) {
+        tracing::error!("{text}");
+        let quiet = matches!(
+            *lock(&self.shared.log_level),
+            LoggingLevel::Critical | LoggingLevel::Alert | LoggingLevel::Emergency
+        );
+        if quiet {
+            return;
+        }
+        if let Some(peer) = self.legacy_peer() {
+            let _ = peer
+                .notify_logging_message(
+                    LoggingMessageNotificationParam::new(
+                        LoggingLevel::Error,
+                        Value::String(text.into()),
+                    )
+                    .with_logger("mcp-manifest"),
+                )
+                .await;
+        }
+    }
+}
+
+/// Which `*/list_changed` notifications to send.
+#[derive(Debug, Clone, Copy, Default)]
+struct ListChanged {
+    resources: bool,
+    tools: bool,
+    prompts: bool,
 }
 
 fn error(e: RequestError) -> ErrorData {
@@ -179,6 +321,59 @@ fn completion(c: Completion) -> CompleteResult {
 impl ServerHandler for Handler {
     fn get_info(&self) -> ServerConfig {
         self.snapshot().info.clone()
+    }
+
+    async fn on_initialized(&self, cx: NotificationContext<RoleServer>) {
+        *lock(&self.shared.legacy_peer) = Some(cx.peer);
+    }
+
+    async fn subscribe(
+        &self,
+        params: SubscribeRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        lock(&self.shared.subscriptions).insert(params.uri);
+        let mut peer = lock(&self.shared.legacy_peer);
+        if peer.is_none() {
+            *peer = Some(cx.peer);
+        }
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        params: UnsubscribeRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        lock(&self.shared.subscriptions).remove(&params.uri);
+        Ok(())
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        // Every resource URI can be subscribed to; rmcp narrows the list-changed kinds to
+        // what the capabilities advertise.
+        Some(requested.clone())
+    }
+
+    async fn listen(&self, cx: SubscriptionContext) -> Result<(), ErrorData> {
+        let sink = cx.sink().clone();
+        let id = sink.id().clone();
+        lock(&self.shared.listens).push(sink);
+        cx.cancelled().await;
+        lock(&self.shared.listens).retain(|s| s.id() != &id);
+        Ok(())
+    }
+
+    async fn set_level(
+        &self,
+        params: SetLevelRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        *lock(&self.shared.log_level) = params.level;
+        Ok(())
     }
 
     async fn list_resources(
@@ -298,14 +493,14 @@ impl ServerHandler for Handler {
 
 /// Serves `registry` on stdin/stdout until stdin closes (or SIGTERM), then returns within ~1 s.
 pub async fn serve_stdio(registry: Registry) -> anyhow::Result<()> {
-    serve(registry, tokio::io::stdin(), tokio::io::stdout()).await
+    serve(registry, std::io::stdin(), std::io::stdout()).await
 }
 
-/// Serves on any byte streams (tests use pipes). Returns when the input ends.
+/// Serves on any byte streams. Returns when the input ends.
 pub async fn serve<R, W>(registry: Registry, input: R, output: W) -> anyhow::Result<()>
 where
-    R: AsyncRead + Send + Unpin + 'static,
-    W: AsyncWrite + Send + Unpin + 'static,
+    R: Read + Send + 'static,
+    W: Write + Send + 'static,
 {
     let eof = CancellationToken::new();
     let transport = LineTransport::new(input, output, eof.clone());
@@ -317,6 +512,7 @@ where
         Err(e) => return Err(anyhow::anyhow!("the MCP session did not start: {e}")),
     };
     let service_ct = running.cancellation_token();
+    let watching = tokio::spawn(watch_loop(running.service().clone()));
     let mut waiting = std::pin::pin!(running.waiting());
     tokio::select! {
         _ = &mut waiting => {}
@@ -328,7 +524,102 @@ where
         }
         _ = terminate_signal() => service_ct.cancel(),
     }
+    watching.abort();
     Ok(())
+}
+
+/// Watches the manifest and the sources' folders, and turns debounced changes into
+/// `notifications/resources/updated` (for subscribed URIs) and `*/list_changed`.
+async fn watch_loop(handler: Handler) {
+    let (mut watcher, mut rx) = match Watcher::new(DEBOUNCE) {
+        Ok(w) => w,
+        Err(e) => {
+            tracing::warn!("file watching is off: {e}");
+            return;
+        }
+    };
+    let registry = handler.registry();
+    if let Ok(dirs) = blocking(move || registry.watch_dirs_blocking()).await {
+        watcher.set_dirs(dirs);
+    }
+    tracing::debug!("watching {} folders", watcher.watched());
+    while let Some(mut batch) = rx.recv().await {
+        while let Ok(more) = rx.try_recv() {
+            batch.extend(more);
+        }
+        let before = handler.registry();
+        let manifest = before.manifest_path();
+        let reloaded = batch.iter().any(|c| c.path == manifest) && handler.reload(&before).await;
+        let registry = handler.registry();
+        let changes = Arc::new(batch);
+        let (r, c) = (registry.clone(), changes.clone());
+        let effect = blocking(move || r.apply_changes_blocking(&c))
+            .await
+            .unwrap_or_default();
+        if effect.list_changed && !reloaded {
+            handler
+                .list_changed(ListChanged {
+                    resources: true,
+                    ..ListChanged::default()
+                })
+                .await;
+        }
+        let paths: Vec<&Path> = changes.iter().map(|c| c.path.as_path()).collect();
+        for uri in handler.subscribed() {
+            if registry.affected(&uri, &paths) {
+                handler.resource_updated(&uri).await;
+            }
+        }
+        if effect.rewatch || reloaded {
+            let r = registry.clone();
+            if let Ok(dirs) = blocking(move || r.watch_dirs_blocking()).await {
+                watcher.set_dirs(dirs);
+            }
+        }
+    }
+}
+
+/// What `resources/list` and `resources/templates/list` would answer, to compare two registries.
+async fn listing(r: &Registry) -> (Vec<String>, Vec<crate::providers::TemplateInfo>) {
+    let list = r
+        .list_resources()
+        .await
+        .unwrap_or_default()
+        .into_iter()
+        .map(|x| x.uri)
+        .collect();
+    (list, r.templates())
+}
+
+impl Handler {
+    /// Re-reads the manifest after an edit. A valid one replaces the registry and the matching
+    /// `list_changed` notifications go out; an invalid one is logged and the old one stays.
+    async fn reload(&self, old: &Arc<Registry>) -> bool {
+        let m = &old.manifest;
+        let built = match crate::manifest::load(&m.path, &m.file) {
+            Ok(checked) => Registry::build(checked).await,
+            Err(d) => Err(d),
+        };
+        let new = match built {
+            Ok(r) => Arc::new(r),
+            Err(d) => {
+                self.log_error(&format!(
+                    "the edited manifest is invalid; still serving the previous one:\n{d}"
+                ))
+                .await;
+                return false;
+            }
+        };
+        let which = ListChanged {
+            resources: listing(old).await != listing(&new).await,
+            tools: old.tools() != new.tools(),
+            prompts: format!("{:?}", old.manifest.prompts) != format!("{:?}", new.manifest.prompts),
+        };
+        tracing::info!("manifest reloaded: {}", m.file);
+        self.replace(new);
+        self.list_changed(which).await;
+        true
+    }
 }
 
 #[cfg(unix)]
@@ -353,80 +644,47 @@ const MAX_LINE: usize = 16 * 1024 * 1024;
 /// Newline-delimited JSON-RPC over byte streams. Written here rather than taken from rmcp because
 /// rmcp drops unparsable lines silently; JSON-RPC wants `-32700` with `id: null` for those, and
 /// a request whose params do not fit its method should get `-32602` with its id.
-struct LineTransport<R, W> {
-    read: BufReader<R>,
-    line: Vec<u8>,
-    discarding: bool,
+///
+/// Reading and writing each run on a dedicated thread (tokio's stdin/stdout hop through the
+/// blocking pool for every call): the reader splits lines and hands them over a bounded channel,
+/// so `receive` is cancellation-safe; the writer drains its queue into one buffered write and
+/// flushes only when the queue is empty, so pipelined answers share system calls.
+struct LineTransport {
+    lines: tokio::sync::mpsc::Receiver<Vec<u8>>,
     queue: std::collections::VecDeque<RxJsonRpcMessage<RoleServer>>,
-    write: Arc<tokio::sync::Mutex<W>>,
+    out: std::sync::mpsc::Sender<Vec<u8>>,
     eof: CancellationToken,
 }
 
-impl<R, W> LineTransport<R, W>
-where
-    R: AsyncRead + Send + Unpin + 'static,
-    W: AsyncWrite + Send + Unpin + 'static,
-{
-    fn new(read: R, write: W, eof: CancellationToken) -> Self {
+impl LineTransport {
+    fn new<R, W>(read: R, write: W, eof: CancellationToken) -> Self
+    where
+        R: Read + Send + 'static,
+        W: Write + Send + 'static,
+    {
+        let (line_tx, lines) = tokio::sync::mpsc::channel(256);
+        std::thread::Builder::new()
+            .name("stdin".into())
+            .spawn(move || read_lines(read, line_tx))
+            .expect("spawning the stdin thread");
+        let (out, out_rx) = std::sync::mpsc::channel::<Vec<u8>>();
+        std::thread::Builder::new()
+            .name("stdout".into())
+            .spawn(move || write_lines(write, out_rx))
+            .expect("spawning the stdout thread");
         LineTransport {
-            read: BufReader::with_capacity(64 * 1024, read),
-            line: Vec::new(),
-            discarding: false,
+            lines,
             queue: Default::default(),
-            write: Arc::new(tokio::sync::Mutex::new(write)),
+            out,
             eof,
         }
     }
 
-    /// Writes raw protocol lines from a task of its own, so a cancelled `receive` cannot cut one.
     fn reply_raw(&self, line: String) {
-        let write = self.write.clone();
-        tokio::spawn(async move {
-            let mut w = write.lock().await;
-            let _ = w.write_all(line.as_bytes()).await;
-            let _ = w.flush().await;
-        });
+        let _ = self.out.send(line.into_bytes());
     }
 
-    /// Reads one line into `self.line`. Cancellation-safe: bytes are consumed only after they
-    /// were copied, so a dropped future resumes where it stopped.
-    async fn next_line(&mut self) -> Option<()> {
-        loop {
-            let (used, done) = {
-                let buf = match self.read.fill_buf().await {
-                    Ok(b) => b,
-                    Err(e) => {
-                        tracing::error!("reading stdin failed: {e}");
-                        return None;
-                    }
-                };
-                if buf.is_empty() {
-                    return None;
-                }
-                let nl = buf.iter().position(|b| *b == b'\n');
-                let take = nl.map_or(buf.len(), |i| i + 1);
-                if self.discarding {
-                    if nl.is_some() {
-                        self.discarding = false;
-                    }
-                } else if self.line.len() + take > MAX_LINE {
-                    tracing::error!("dropped an incoming message longer than {MAX_LINE} bytes");
-                    self.line.clear();
-                    self.discarding = nl.is_none();
-                } else {
-                    self.line.extend_from_slice(&buf[..take]);
-                }
-                (take, nl.is_some() && !self.line.is_empty())
-            };
-            self.read.consume(used);
-            if done {
-                return Some(());
-            }
-        }
-    }
-
-    fn handle_line(&mut self) {
-        let raw = std::mem::take(&mut self.line);
+    fn handle_line(&mut self, raw: Vec<u8>) {
         let mut text: &[u8] = &raw;
         while let Some((last, rest)) = text.split_last() {
             if matches!(last, b'\n' | b'\r' | b' ' | b'\t') {
@@ -543,24 +801,75 @@ fn error_line(id: &Value, code: i64, message: &str) -> String {
     s
 }
 
-impl<R, W> rmcp::transport::Transport<RoleServer> for LineTransport<R, W>
-where
-    R: AsyncRead + Send + Unpin + 'static,
-    W: AsyncWrite + Send + Unpin + 'static,
-{
+/// The reader thread: splits input into lines (at most `MAX_LINE` bytes each).
+fn read_lines<R: Read>(read: R, tx: tokio::sync::mpsc::Sender<Vec<u8>>) {
+    let mut reader = std::io::BufReader::with_capacity(64 * 1024, read);
+    let mut line = Vec::new();
+    let mut discarding = false;
+    loop {
+        let (used, done) = {
+            let buf = match reader.fill_buf() {
+                Ok(b) => b,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    tracing::error!("reading stdin failed: {e}");
+                    return;
+                }
+            };
+            if buf.is_empty() {
+                return;
+            }
+            let nl = buf.iter().position(|b| *b == b'\n');
+            let take = nl.map_or(buf.len(), |i| i + 1);
+            if discarding {
+                discarding = nl.is_none();
+            } else if line.len() + take > MAX_LINE {
+                tracing::error!("dropped an incoming message longer than {MAX_LINE} bytes");
+                line.clear();
+                discarding = nl.is_none();
+            } else {
+                line.extend_from_slice(&buf[..take]);
+            }
+            (take, nl.is_some() && !line.is_empty())
+        };
+        reader.consume(used);
+        if done && tx.blocking_send(std::mem::take(&mut line)).is_err() {
+            return;
+        }
+    }
+}
+
+/// The writer thread: writes whole messages, batching what is queued, flushing when idle.
+fn write_lines<W: Write>(write: W, rx: std::sync::mpsc::Receiver<Vec<u8>>) {
+    let mut w = std::io::BufWriter::with_capacity(64 * 1024, write);
+    while let Ok(first) = rx.recv() {
+        if w.write_all(&first).is_err() {
+            return;
+        }
+        while let Ok(more) = rx.try_recv() {
+            if w.write_all(&more).is_err() {
+                return;
+            }
+        }
+        if w.flush().is_err() {
+            return;
+        }
+    }
+}
+
+impl rmcp::transport::Transport<RoleServer> for LineTransport {
     type Error = std::io::Error;
 
     fn send(
         &mut self,
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        let write = self.write.clone();
+        let out = self.out.clone();
         async move {
             let mut bytes = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
             bytes.push(b'\n');
-            let mut w = write.lock().await;
-            w.write_all(&bytes).await?;
-            w.flush().await
+            out.send(bytes)
+                .map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "stdout closed"))
         }
     }
 
@@ -569,16 +878,17 @@ where
             if let Some(msg) = self.queue.pop_front() {
                 return Some(msg);
             }
-            if self.next_line().await.is_none() {
-                self.eof.cancel();
-                return None;
+            match self.lines.recv().await {
+                Some(line) => self.handle_line(line),
+                None => {
+                    self.eof.cancel();
+                    return None;
+                }
             }
-            self.handle_line();
         }
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
-        let mut w = self.write.lock().await;
-        w.flush().await
+        Ok(())
     }
 }

@@ -451,6 +451,135 @@ impl FilesSource {
     }
 }
 
+impl FilesSource {
+    /// The folders to watch for this source (blocking: walks the visible folders).
+    pub fn watch_dirs_blocking(&self, out: &mut std::collections::HashSet<PathBuf>) {
+        if !self.watch {
+            return;
+        }
+        if self.root_is_file {
+            if let Some(parent) = self.root.parent() {
+                out.insert(parent.to_path_buf());
+            }
+            return;
+        }
+        out.insert(self.root.clone());
+        self.walk_dirs(&self.root, "", out);
+    }
+
+    fn walk_dirs(&self, dir: &Path, rel_dir: &str, out: &mut std::collections::HashSet<PathBuf>) {
+        let Ok(read) = fs::read_dir(dir) else { return };
+        for item in read.flatten() {
+            let Ok(ft) = item.file_type() else { continue };
+            if !ft.is_dir() {
+                continue;
+            }
+            let Ok(name) = item.file_name().into_string() else {
+                continue;
+            };
+            let rel = if rel_dir.is_empty() {
+                name
+            } else {
+                format!("{rel_dir}/{name}")
+            };
+            let path = item.path();
+            if self.dir_visible(&rel, &path) {
+                out.insert(path.clone());
+                self.walk_dirs(&path, &rel, out);
+            }
+        }
+    }
+
+    /// Applies a batch of changes (blocking): drops stale caches and says whether the list of
+    /// resources changed and whether the set of watched folders must be recomputed.
+    pub fn apply_changes_blocking(&self, changes: &[crate::watch::Change]) -> ChangeEffect {
+        use crate::watch::ChangeKind;
+        let mut effect = ChangeEffect::default();
+        let old = self.listing.lock().ok().and_then(|l| l.clone());
+        let mut touched = false;
+        for c in changes {
+            let Ok(rel) = c.path.strip_prefix(&self.root) else {
+                continue;
+            };
+            if self.root_is_file && !rel.as_os_str().is_empty() {
+                continue;
+            }
+            touched = true;
+            let Some(rel) = rel.to_str() else { continue };
+            let name = c.path.file_name().and_then(|n| n.to_str());
+            if matches!(name, Some(".gitignore" | ".ignore")) {
+                if let (Some(dir), Ok(mut map)) = (c.path.parent(), self.ignores.lock()) {
+                    map.remove(dir);
+                }
+                effect.list_changed = true;
+                effect.rewatch = true;
+                continue;
+            }
+            let is_dir = c.path.is_dir();
+            if is_dir
+                || (c.kind == ChangeKind::Removed
+                    && old.as_ref().is_none_or(|o| {
+                        let prefix = format!("{rel}/");
+                        o.iter().any(|e| e.rel.starts_with(&prefix))
+                    }))
+            {
+                // A folder came or went: its files did too.
+                effect.rewatch = true;
+                effect.list_changed |= c.kind != ChangeKind::Modified;
+                continue;
+            }
+            let now = self.is_listed(&c.path);
+            let before = match &old {
+                Some(o) => o
+                    .binary_search_by(|e| {
+                        e.rel
+                            .as_str()
+                            .cmp(if self.root_is_file { &e.rel } else { rel })
+                    })
+                    .is_ok(),
+                None => c.kind != ChangeKind::Created && now,
+            };
+            if before != now {
+                effect.list_changed = true;
+            }
+        }
+        if touched && let Ok(mut l) = self.listing.lock() {
+            *l = None;
+        }
+        effect
+    }
+
+    /// Whether a change to one of `paths` changes what `uri` reads as.
+    pub fn affected_by(&self, uri: &str, paths: &[&Path]) -> bool {
+        let Some(rest) = uri.strip_prefix(&self.root_uri) else {
+            return false;
+        };
+        let target = if self.root_is_file {
+            if !rest.is_empty() {
+                return false;
+            }
+            self.root.clone()
+        } else {
+            match rest.strip_prefix('/').and_then(super::decode_percent) {
+                Some(rel) => self.root.join(rel),
+                None => return false,
+            }
+        };
+        paths.iter().any(|p| {
+            *p == target
+                || p.file_name()
+                    .is_some_and(|n| n == ".gitignore" || n == ".ignore")
+        })
+    }
+}
+
+/// What a batch of changes means for one source.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ChangeEffect {
+    pub list_changed: bool,
+    pub rewatch: bool,
+}
+
 /// Folders above `root` whose ignore files apply: up to and including the git work tree that
 /// holds it. Outside a repository, only the root and below count.
 fn ignore_parents(root: &Path) -> Vec<PathBuf> {

@@ -20,9 +20,10 @@ use git2::{
     ObjectType, Repository, Status, StatusOptions, Tree,
 };
 
-use super::files::mime_for;
-use super::{Body, Completion, Contents, RequestError, ResourceInfo, TemplateInfo};
+use super::files::{ChangeEffect, mime_for};
+use super::{Body, Completion, Contents, RequestError, ResourceInfo, TemplateInfo, decode_percent};
 use crate::manifest::{self, Diagnostics, expand::format_size};
+use crate::uri::UriTemplate;
 
 /// Diffs (`diff`, the patch of `commit/{rev}`) longer than this are cut, with a line saying so.
 pub const DIFF_CAP: usize = 1024 * 1024;
@@ -32,6 +33,15 @@ pub const DIFF_CAP: usize = 1024 * 1024;
 pub const BLOB_CAP: u64 = 10 * 1024 * 1024;
 
 const TEXT: &str = "text/plain";
+
+/// What kind of repository state a changed path belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Touched {
+    /// HEAD, a ref or packed-refs: what every revision means.
+    Refs,
+    /// The index or a work tree file: what `status` and `diff` compare.
+    IndexOrWorkTree,
+}
 
 /// The four fixed resources, in listing order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,6 +85,10 @@ pub struct GitSource {
     log_limit: usize,
     pub watch: bool,
     description: Option<String>,
+    /// `git://NAME/commit/{rev}`.
+    commit_template: UriTemplate,
+    /// `git://NAME/blob/{rev}/{+path}`.
+    blob_template: UriTemplate,
 }
 
 impl GitSource {
@@ -122,15 +136,31 @@ impl GitSource {
                 return None;
             }
         };
+        let templates = (
+            UriTemplate::parse(&format!("git://{}/commit/{{rev}}", def.name)),
+            UriTemplate::parse(&format!("git://{}/blob/{{rev}}/{{+path}}", def.name)),
+        );
+        let (Ok(commit_template), Ok(blob_template)) = templates else {
+            // Names match `[a-z][a-z0-9_-]*`, so both templates are always valid.
+            diags.push(
+                def.loc,
+                format!("[git.{}] has a name no URI can hold", def.name),
+            );
+            return None;
+        };
+        // Canonical, like the paths in change events.
+        let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
         Some(GitSource {
             name: def.name.clone(),
             prefix: format!("git://{}/", def.name),
-            git_dir: repo.path().to_path_buf(),
-            common_dir: repo.commondir().to_path_buf(),
-            work_tree: repo.workdir().map(Path::to_path_buf),
+            git_dir: canonical(repo.path()),
+            common_dir: canonical(repo.commondir()),
+            work_tree: repo.workdir().map(canonical),
             log_limit: usize::try_from(def.log_limit).unwrap_or(usize::MAX),
             watch: def.watch,
             description: def.description.clone(),
+            commit_template,
+            blob_template,
         })
     }
 
@@ -159,6 +189,82 @@ impl GitSource {
         ];
         out.extend(self.work_tree.clone());
         out
+    }
+
+    /// Adds the folders a watcher must watch (each non-recursively): the git dir (`HEAD`,
+    /// `index`), the common dir (`packed-refs`), every folder under `refs/`, and the work tree's
+    /// folders that `.gitignore` does not hide. Blocking (walks the work tree).
+    pub fn watch_dirs_blocking(&self, out: &mut HashSet<PathBuf>) {
+        if !self.watch {
+            return;
+        }
+        out.insert(self.git_dir.clone());
+        out.insert(self.common_dir.clone());
+        let refs = self.common_dir.join("refs");
+        let walk = ignore::WalkBuilder::new(&refs)
+            .standard_filters(false)
+            .build();
+        out.extend(dirs_of(walk));
+        if let Some(work_tree) = &self.work_tree {
+            let git_dir = self.git_dir.clone();
+            let walk = ignore::WalkBuilder::new(work_tree)
+                .hidden(false)
+                .filter_entry(move |e| e.file_name() != ".git" && e.path() != git_dir)
+                .build();
+            out.extend(dirs_of(walk));
+        }
+    }
+
+    /// What a changed path means here; `None` for paths that change nothing we serve (objects,
+    /// logs and lock files in the git dir, paths elsewhere).
+    fn touched(&self, path: &Path) -> Option<Touched> {
+        let refs = self.common_dir.join("refs");
+        if path == self.git_dir.join("HEAD")
+            || path == self.common_dir.join("packed-refs")
+            || path.starts_with(&refs)
+        {
+            return Some(Touched::Refs);
+        }
+        if path == self.git_dir.join("index") {
+            return Some(Touched::IndexOrWorkTree);
+        }
+        if path.starts_with(&self.git_dir) || path.starts_with(&self.common_dir) {
+            return None;
+        }
+        match &self.work_tree {
+            Some(w) if path.starts_with(w) => Some(Touched::IndexOrWorkTree),
+            _ => None,
+        }
+    }
+
+    /// Whether any of the changed `paths` changes what `uri` reads as: a moved HEAD or ref
+    /// changes every `git://NAME/` URI (a rev like `HEAD` may now mean another commit); the
+    /// index and the work tree change only `status` and `diff`.
+    pub fn affected_by(&self, uri: &str, paths: &[&Path]) -> bool {
+        let Some(rest) = uri.strip_prefix(&self.prefix) else {
+            return false;
+        };
+        let compares_work_tree = matches!(rest, "status" | "diff");
+        paths.iter().any(|p| match self.touched(p) {
+            Some(Touched::Refs) => true,
+            Some(Touched::IndexOrWorkTree) => compares_work_tree,
+            None => false,
+        })
+    }
+
+    /// A batch of changes never changes the resource list (it is fixed); a folder created in
+    /// `refs/` or the work tree must be watched too.
+    pub fn apply_changes(&self, changes: &[crate::watch::Change]) -> ChangeEffect {
+        let rewatch = self.watch
+            && changes.iter().any(|c| {
+                c.kind == crate::watch::ChangeKind::Created
+                    && c.path.is_dir()
+                    && self.touched(&c.path).is_some()
+            });
+        ChangeEffect {
+            list_changed: false,
+            rewatch,
+        }
     }
 
     /// Whether `uri` belongs to this source (it may still be "not found").
@@ -198,11 +304,11 @@ impl GitSource {
     }
 
     pub fn commit_template(&self) -> String {
-        format!("{}commit/{{rev}}", self.prefix)
+        self.commit_template.as_str().to_owned()
     }
 
     pub fn blob_template(&self) -> String {
-        format!("{}blob/{{rev}}/{{+path}}", self.prefix)
+        self.blob_template.as_str().to_owned()
     }
 
     pub fn templates(&self) -> Vec<TemplateInfo> {
@@ -254,7 +360,7 @@ impl GitSource {
 
     /// Whether `template` is one of this source's two URI templates.
     pub fn has_template(&self, template: &str) -> bool {
-        template == self.commit_template() || template == self.blob_template()
+        template == self.commit_template.as_str() || template == self.blob_template.as_str()
     }
 
     /// Completes `rev` (branches, tags, `HEAD`) of either template, or `path` of the blob
@@ -266,7 +372,7 @@ impl GitSource {
         prefix: &str,
         context: &HashMap<String, String>,
     ) -> Result<Completion, RequestError> {
-        let path_var = template == self.blob_template() && var == "path";
+        let path_var = template == self.blob_template.as_str() && var == "path";
         if var != "rev" && !path_var {
             return Ok(Completion::default());
         }
@@ -303,23 +409,31 @@ impl GitSource {
     }
 
     // ---- URI matching -------------------------------------------------------------------------
-    // FIXME(uri.rs): switch both to `UriTemplate::matches` once src/uri.rs lands on main.
 
-    /// `git://NAME/commit/{rev}` → the decoded rev.
+    /// `git://NAME/commit/{rev}` → the decoded rev. Besides what the template matches (a rev
+    /// expanded by RFC 6570, `^` as `%5E`, `/` as `%2F`), everything after `commit/` is taken
+    /// as the rev, so hand-written URIs like `git://NAME/commit/HEAD^` or `.../feature/x` work.
     fn match_commit(&self, uri: &str) -> Option<String> {
+        if let Some(vars) = self.commit_template.matches(uri) {
+            let rev = vars.get("rev")?.as_str()?;
+            return (!rev.is_empty()).then(|| rev.to_owned());
+        }
         let raw = uri.strip_prefix(&self.prefix)?.strip_prefix("commit/")?;
-        simple_value(raw)
+        decode_percent(raw).filter(|rev| !rev.is_empty())
     }
 
-    /// `git://NAME/blob/{rev}/{+path}` → the decoded rev and path.
+    /// `git://NAME/blob/{rev}/{+path}` → the decoded rev and path. A hand-written rev with
+    /// characters RFC 6570 would encode (`HEAD^`) is accepted up to the first `/`.
     fn match_blob(&self, uri: &str) -> Option<(String, String)> {
+        if let Some(vars) = self.blob_template.matches(uri) {
+            let rev = vars.get("rev")?.as_str()?.to_owned();
+            let path = vars.get("path")?.as_str()?.to_owned();
+            return (!rev.is_empty()).then_some((rev, path));
+        }
         let raw = uri.strip_prefix(&self.prefix)?.strip_prefix("blob/")?;
         let (rev, path) = raw.split_once('/')?;
-        let rev = simple_value(rev)?;
-        if path.contains(['#', '?']) {
-            return None;
-        }
-        Some((rev, super::decode_percent(path)?))
+        let rev = decode_percent(rev).filter(|r| !r.is_empty())?;
+        Some((rev, decode_percent(path)?))
     }
 
     // ---- the fixed resources ------------------------------------------------------------------
@@ -716,20 +830,19 @@ impl PatchWriter {
     }
 }
 
+/// The folders a walk visits.
+fn dirs_of(walk: ignore::Walk) -> impl Iterator<Item = PathBuf> {
+    walk.flatten()
+        .filter(|e| e.file_type().is_some_and(|t| t.is_dir()))
+        .map(ignore::DirEntry::into_path)
+}
+
 fn text_contents(uri: &str, text: String) -> Contents {
     Contents {
         uri: uri.to_owned(),
         mime_type: Some(TEXT.to_owned()),
         body: Body::Text(text),
     }
-}
-
-/// One `{rev}` value as it stands in a URI: no `/`, `?` or `#`, percent-decoded.
-fn simple_value(raw: &str) -> Option<String> {
-    if raw.is_empty() || raw.contains(['/', '?', '#']) {
-        return None;
-    }
-    super::decode_percent(raw)
 }
 
 /// A commit waiting in the log queue: newest committer date first, then first in, first out.
@@ -1037,11 +1150,36 @@ mod tests {
     }
 
     #[test]
-    fn rev_values_are_one_decoded_segment() {
-        assert_eq!(simple_value("HEAD~2").as_deref(), Some("HEAD~2"));
-        assert_eq!(simple_value("feature%2Fx").as_deref(), Some("feature/x"));
-        assert_eq!(simple_value("a/b"), None);
-        assert_eq!(simple_value(""), None);
-        assert_eq!(simple_value("bad%zz"), None);
+    fn template_and_hand_written_uris_give_rev_and_path() {
+        let tmp = tempfile::tempdir().unwrap();
+        Repository::init(tmp.path()).unwrap();
+        let mut diags = Diagnostics::new("m.toml");
+        let g = source(tmp.path(), &mut diags).unwrap();
+        let commit = |u: &str| g.match_commit(u);
+        assert_eq!(commit("git://r/commit/HEAD~2").as_deref(), Some("HEAD~2"));
+        assert_eq!(commit("git://r/commit/HEAD%5E2").as_deref(), Some("HEAD^2"));
+        assert_eq!(commit("git://r/commit/HEAD^2").as_deref(), Some("HEAD^2"));
+        assert_eq!(
+            commit("git://r/commit/feature%2Fx").as_deref(),
+            Some("feature/x")
+        );
+        assert_eq!(
+            commit("git://r/commit/feature/x").as_deref(),
+            Some("feature/x")
+        );
+        assert_eq!(commit("git://r/commit/"), None);
+        assert_eq!(commit("git://r/commit/bad%zz"), None);
+        assert_eq!(commit("git://other/commit/HEAD"), None);
+        let blob = |u: &str| g.match_blob(u);
+        let pair = |r: &str, p: &str| Some((r.to_owned(), p.to_owned()));
+        assert_eq!(blob("git://r/blob/v1.0/a/b.txt"), pair("v1.0", "a/b.txt"));
+        assert_eq!(
+            blob("git://r/blob/topic%2Fx/a%20b/%231%3F.md"),
+            pair("topic/x", "a b/#1?.md")
+        );
+        assert_eq!(blob("git://r/blob/HEAD^/a.txt"), pair("HEAD^", "a.txt"));
+        assert_eq!(blob("git://r/blob/HEAD"), None);
+        assert_eq!(blob("git://r/blob//a.txt"), None);
+        assert_eq!(blob("git://r/blob/HEAD/%FF"), None);
     }
 }

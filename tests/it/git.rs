@@ -873,3 +873,49 @@ fn a_merge_in_conflict_shows_unmerged_codes() {
     assert_eq!(diff, r.git(&["diff", "HEAD"]));
     assert!(diff.contains("+<<<<<<< HEAD\n"), "{diff}");
 }
+
+fn updated_for(uri: &str) -> impl Fn(&Value) -> bool {
+    let uri = uri.to_owned();
+    move |v: &Value| {
+        v.get("method").and_then(Value::as_str) == Some("notifications/resources/updated")
+            && v["params"]["uri"] == uri.as_str()
+    }
+}
+
+#[test]
+fn subscribed_git_uris_are_updated_when_head_refs_index_or_work_tree_change() {
+    let f = Fixture::new();
+    let r = history(f.path("repo"));
+    let mut s = serve(&f, "[git.repo]\npath = \"repo\"\n");
+    let blob = "git://repo/blob/HEAD/a.txt";
+    for uri in [
+        "git://repo/log",
+        "git://repo/status",
+        "git://repo/branches",
+        blob,
+    ] {
+        s.ok("resources/subscribe", json!({ "uri": uri }));
+    }
+    // Let the watcher finish its first scan (it runs in the background).
+    s.ok("ping", json!({}));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+
+    // A work tree edit changes status, not the log.
+    r.write("a.txt", "edited\n");
+    s.wait_for(updated_for("git://repo/status"));
+    while let Some(v) = s.quiet_for(std::time::Duration::from_millis(300)) {
+        assert!(!updated_for("git://repo/log")(&v), "{v}");
+    }
+    assert_eq!(read_text(&mut s, "git://repo/status"), " M a.txt\n");
+
+    // A commit moves the branch: the log and what HEAD:a.txt means change.
+    r.commit("edit a");
+    s.wait_for(updated_for("git://repo/log"));
+    s.wait_for(updated_for(blob));
+    assert_eq!(read_text(&mut s, blob), "edited\n");
+
+    // A branch in a new folder of refs/heads.
+    r.git(&["branch", "topic/new"]);
+    s.wait_for(updated_for("git://repo/branches"));
+    assert!(read_text(&mut s, "git://repo/branches").contains("  topic/new\n"));
+}

@@ -8,3 +8,4 @@ mod files;
 mod git;
 mod manifest_errors;
 mod protocol;
+mod watch;

@@ -51,7 +51,14 @@ fn capabilities_advertise_only_what_is_served() {
     );
     assert!(caps.contains_key("completions"), "files templates complete");
     assert!(!caps.contains_key("prompts"), "no prompts in this manifest");
-    assert!(!caps.contains_key("logging"));
+    assert!(
+        caps.contains_key("logging"),
+        "an invalid manifest edit is reported as a message"
+    );
+    assert_eq!(
+        caps["resources"],
+        json!({"subscribe": true, "listChanged": true})
+    );
 
     let g = Fixture::new();
     g.manifest("[server]\nresource_tools = false\n");
