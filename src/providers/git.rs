@@ -449,6 +449,7 @@ impl GitSource {
         let Some(head) = head_commit(repo).map_err(|e| self.internal(&e))? else {
             return Ok(String::new());
         };
+        let abbrev = Abbrev::of(repo);
         let mut queue = BinaryHeap::new();
         let mut seen = HashSet::new();
         let mut seq = 0u64;
@@ -472,7 +473,7 @@ impl GitSource {
             let _ = writeln!(
                 out,
                 "{}\t{}\t{}\t{}",
-                short_id(commit.as_object()),
+                abbrev.short(commit.as_object()),
                 iso_date(author.when()),
                 String::from_utf8_lossy(author.name_bytes()),
                 String::from_utf8_lossy(commit.summary_bytes().unwrap_or_default()),
@@ -540,11 +541,13 @@ impl GitSource {
     }
 
     /// `branches`: like `git branch -a`: local branches, then remote-tracking ones as
-    /// `remotes/<remote>/<name>`, each after two columns holding `* ` for the current branch;
-    /// a detached HEAD is the first line, `* (HEAD detached at <short hash>)`.
+    /// `remotes/<remote>/<name>`, each after two columns holding `* ` for the current branch
+    /// (`+ ` for one checked out in another work tree); a detached HEAD is the first line,
+    /// `* (HEAD detached at <short hash>)`.
     fn branches(&self, repo: &Repository) -> Result<String, RequestError> {
         let mut local = Vec::new();
         let mut remote = Vec::new();
+        let elsewhere = self.checked_out_elsewhere(repo);
         let branches = repo.branches(None).map_err(|e| self.internal(&e))?;
         for item in branches {
             let (branch, kind) = item.map_err(|e| self.internal(&e))?;
@@ -552,7 +555,20 @@ impl GitSource {
                 String::from_utf8_lossy(branch.name_bytes().unwrap_or_default()).into_owned();
             let reference = branch.get();
             match kind {
-                BranchType::Local => local.push((name, branch.is_head())),
+                BranchType::Local => {
+                    let mark = if branch.is_head() {
+                        '*'
+                    } else if reference
+                        .name_bytes()
+                        .strip_prefix(b"refs/heads/")
+                        .is_some_and(|n| elsewhere.iter().any(|e| e == n))
+                    {
+                        '+'
+                    } else {
+                        ' '
+                    };
+                    local.push((name, mark));
+                }
                 BranchType::Remote => {
                     let line = match reference.symbolic_target_bytes() {
                         Some(t) => {
@@ -572,15 +588,44 @@ impl GitSource {
         if repo.head_detached().unwrap_or(false)
             && let Ok(Some(head)) = head_commit(repo)
         {
-            let _ = writeln!(out, "* (HEAD detached at {})", short_id(head.as_object()));
+            let short = Abbrev::of(repo).short(head.as_object());
+            let _ = writeln!(out, "* (HEAD detached at {short})");
         }
-        for (name, current) in local {
-            let _ = writeln!(out, "{} {name}", if current { '*' } else { ' ' });
+        for (name, mark) in local {
+            let _ = writeln!(out, "{mark} {name}");
         }
         for line in remote {
             let _ = writeln!(out, "  {line}");
         }
         Ok(out)
+    }
+
+    /// Branches (names under `refs/heads/`) checked out in the repository's other work trees:
+    /// the main one (unless the repository is bare) and the linked ones, read from their `HEAD`
+    /// files.
+    fn checked_out_elsewhere(&self, repo: &Repository) -> Vec<Vec<u8>> {
+        let linked = self.common_dir.join("worktrees");
+        let mut heads = Vec::new();
+        if let Ok(entries) = std::fs::read_dir(&linked) {
+            heads.extend(entries.flatten().map(|e| e.path().join("HEAD")));
+        }
+        let bare = repo
+            .config()
+            .and_then(|c| c.get_bool("core.bare"))
+            .unwrap_or(false);
+        if self.common_dir != self.git_dir && !bare {
+            heads.push(self.common_dir.join("HEAD"));
+        }
+        let own = self.git_dir.join("HEAD");
+        heads
+            .into_iter()
+            .filter(|h| *h != own)
+            .filter_map(|h| std::fs::read(h).ok())
+            .filter_map(|text| {
+                let name = text.strip_prefix(b"ref: refs/heads/")?;
+                Some(name.trim_ascii_end().to_vec())
+            })
+            .collect()
     }
 
     /// `diff`: `git diff HEAD` — staged and unstaged changes of tracked files against HEAD (an
@@ -673,10 +718,14 @@ impl GitSource {
                 obj.kind().map_or("object", |k| k.str())
             ))
         })?;
+        let abbrev = Abbrev::of(repo);
         let mut out = format!("commit {}\n", commit.id());
         let parents: Vec<Commit> = commit.parents().collect();
         if parents.len() > 1 {
-            let shorts: Vec<String> = parents.iter().map(|p| short_id(p.as_object())).collect();
+            let shorts: Vec<String> = parents
+                .iter()
+                .map(|p| abbrev.short(p.as_object()))
+                .collect();
             let _ = writeln!(out, "Merge: {}", shorts.join(" "));
         }
         let author = commit.author();
@@ -702,7 +751,7 @@ impl GitSource {
             let _ = writeln!(
                 out,
                 "Diff against the first parent {}:\n",
-                short_id(first.as_object())
+                abbrev.short(first.as_object())
             );
         }
         let old_tree: Option<Tree> = match parents.first() {
@@ -896,12 +945,74 @@ fn head_commit(repo: &Repository) -> Result<Option<Commit<'_>>, git2::Error> {
     }
 }
 
-/// The shortest unique abbreviation (at least `core.abbrev`, 7 by default), or the full hash.
-fn short_id(obj: &git2::Object) -> String {
-    obj.short_id()
-        .ok()
-        .and_then(|b| b.as_str().ok().map(str::to_owned))
-        .unwrap_or_else(|| obj.id().to_string())
+/// How git abbreviates hashes in this repository.
+struct Abbrev {
+    /// The fewest hex digits to show; libgit2 already gives at least `core.abbrev` (7 by default)
+    /// and more when needed to be unique.
+    min: usize,
+}
+
+impl Abbrev {
+    /// When `core.abbrev` is not set, git shows more digits as the repository grows (its "auto"
+    /// length: half the bits of the number of packed objects, rounded up, at least 7), so that
+    /// short hashes stay unique as it grows; libgit2 does not, so this adds it.
+    fn of(repo: &Repository) -> Abbrev {
+        let configured = repo
+            .config()
+            .is_ok_and(|c| c.get_entry("core.abbrev").is_ok());
+        if configured {
+            return Abbrev { min: 0 };
+        }
+        let count = packed_object_count(&repo.commondir().join("objects/pack"));
+        let bits = (u64::BITS - count.leading_zeros()) as usize;
+        Abbrev {
+            min: bits.div_ceil(2).max(7),
+        }
+    }
+
+    /// The shortest unique abbreviation of at least `min` digits, or the full hash.
+    fn short(&self, obj: &git2::Object) -> String {
+        let full = obj.id().to_string();
+        let unique = obj
+            .short_id()
+            .ok()
+            .and_then(|b| b.as_str().ok().map(str::len));
+        match unique {
+            Some(n) => full[..n.max(self.min).min(full.len())].to_owned(),
+            None => full,
+        }
+    }
+}
+
+/// The number of objects in a repository's packs, from the header of each pack index (what git
+/// counts for its "auto" abbreviation length; loose objects are not counted).
+fn packed_object_count(pack_dir: &Path) -> u64 {
+    use std::io::Read as _;
+    let Ok(entries) = std::fs::read_dir(pack_dir) else {
+        return 0;
+    };
+    let mut total = 0u64;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().is_none_or(|e| e != "idx") {
+            continue;
+        }
+        // Version 2 starts with a magic number and a version; version 1 with the fan-out table,
+        // whose last entry is the number of objects.
+        let mut head = [0u8; 8 + 256 * 4];
+        let Ok(mut f) = std::fs::File::open(&path) else {
+            continue;
+        };
+        if f.read_exact(&mut head).is_err() {
+            continue;
+        }
+        let fanout_at = if head[..4] == *b"\xfftOc" { 8 } else { 0 };
+        let last = fanout_at + 255 * 4;
+        let mut n = [0u8; 4];
+        n.copy_from_slice(&head[last..last + 4]);
+        total += u64::from(u32::from_be_bytes(n));
+    }
+    total
 }
 
 /// `2025-01-02T10:00:00+01:00`, in the signature's own offset, `Z` for UTC (what

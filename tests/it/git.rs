@@ -288,12 +288,23 @@ fn fixed_resources_match_the_git_cli_on_a_working_tree() {
 fn log_limit_and_a_clean_tree() {
     let f = Fixture::new();
     let r = history(f.path("repo"));
+    // Same content, newer modification time: git would refresh the index; we must not write.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    r.write("a.txt", "one\nfeature\n");
+    let index = r.dir.join(".git/index");
+    let before = std::fs::read(&index).expect("index");
     let mut s = serve(&f, "[git.h]\npath = \"repo\"\nlog_limit = 3\n");
     let log = read_text(&mut s, "git://h/log");
     assert_eq!(log, r.expected_log(3));
     assert_eq!(log.lines().count(), 3);
     assert_eq!(read_text(&mut s, "git://h/status"), "");
     assert_eq!(read_text(&mut s, "git://h/diff"), "");
+    assert_eq!(
+        std::fs::read(&index).expect("index"),
+        before,
+        "reads never write"
+    );
+    assert!(!r.dir.join(".git/index.lock").exists());
     // The description names what the resource holds and the limit.
     let (all, _) = list_all(&mut s, "resources/list", "resources");
     let d = all[0]["description"].as_str().unwrap_or_default();
@@ -918,4 +929,76 @@ fn subscribed_git_uris_are_updated_when_head_refs_index_or_work_tree_change() {
     r.git(&["branch", "topic/new"]);
     s.wait_for(updated_for("git://repo/branches"));
     assert!(read_text(&mut s, "git://repo/branches").contains("  topic/new\n"));
+}
+
+#[test]
+fn short_hashes_grow_with_the_repository_like_git() {
+    use std::io::Write as _;
+    let f = Fixture::new();
+    let r = Repo::init(f.path("repo"), &[]);
+    r.write("a.txt", "a\n");
+    r.commit("first");
+    // 17 000 small blobs in one pack: git's "auto" abbreviation is then 8 digits, not 7.
+    let mut stream = Vec::new();
+    stream.extend_from_slice(
+        b"commit refs/heads/main\ncommitter Ada Tester <ada@example.com> 1700001000 +0100\ndata 5\nmany\nfrom refs/heads/main^0\n",
+    );
+    for i in 0..17_000 {
+        let body = format!("{i}\n");
+        stream.extend_from_slice(
+            format!("M 100644 inline f/{i}.txt\ndata {}\n{body}", body.len()).as_bytes(),
+        );
+    }
+    stream.extend_from_slice(b"\n");
+    let mut child = r
+        .command(&["fast-import", "--quiet"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("fast-import");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(&stream)
+        .expect("write");
+    assert!(child.wait().expect("wait").success());
+    let mut s = serve(&f, "[git.repo]\npath = \"repo\"\n");
+    let log = read_text(&mut s, "git://repo/log");
+    assert_eq!(log, r.expected_log(50));
+    assert_eq!(log.split('\t').next().map(str::len), Some(8), "{log}");
+    // A configured core.abbrev wins, as in git.
+    r.git(&["config", "core.abbrev", "12"]);
+    let log = read_text(&mut s, "git://repo/log");
+    assert_eq!(log, r.expected_log(50));
+    assert_eq!(log.split('\t').next().map(str::len), Some(12), "{log}");
+}
+
+#[test]
+fn a_linked_work_tree_and_its_main_one() {
+    let f = Fixture::new();
+    let r = history(f.path("repo"));
+    r.git(&["worktree", "add", "-q", "../wt", "feature"]);
+    let wt = Repo {
+        dir: f.path("wt"),
+        tick: Cell::new(500),
+    };
+    wt.write("a.txt", "edited in the linked work tree\n");
+    let mut s = serve(
+        &f,
+        "[git.main]\npath = \"repo\"\n\n[git.wt]\npath = \"wt\"\n",
+    );
+    let branches = read_text(&mut s, "git://wt/branches");
+    assert_eq!(branches, wt.git(&["branch", "-a"]));
+    assert_eq!(branches, "* feature\n+ main\n");
+    assert_eq!(
+        read_text(&mut s, "git://main/branches"),
+        r.git(&["branch", "-a"])
+    );
+    assert_eq!(read_text(&mut s, "git://wt/status"), " M a.txt\n");
+    assert_eq!(read_text(&mut s, "git://main/status"), "");
+    assert_eq!(read_text(&mut s, "git://wt/log"), wt.expected_log(50));
+    assert_eq!(
+        read_text(&mut s, "git://wt/diff"),
+        wt.git(&["diff", "HEAD"])
+    );
 }
