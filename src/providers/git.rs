@@ -2,10 +2,10 @@
 //! `branches`, `diff` — and the templates `commit/{rev}` and `blob/{rev}/{+path}`, with completion
 //! of `rev` (branches, tags) and `path` (tracked paths at a revision).
 //!
-//! The repository is found once, in `GitSource::build` (discovering upward from `path`), and then
-//! opened per request on a blocking thread: a `git2::Repository` is not `Sync`, opening one costs
-//! well under a millisecond, and a fresh handle always sees the current refs, index and packs.
-//! Listing the fixed resources opens nothing.
+//! The repository is found once, in `GitSource::build` (discovering upward from `path`); requests
+//! run on blocking threads, each with a `git2::Repository` handle of its own (handles are not
+//! `Sync`) taken from a small pool, opened on first use (see `GitSource::with_repo`). Listing the
+//! fixed resources opens nothing.
 //!
 //! Output formats are fixed here and documented in README.md; where git has a porcelain format
 //! (`status --porcelain`, `branch -a`, `diff HEAD`) the text follows it, so tests compare with the
@@ -14,6 +14,7 @@
 use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use git2::{
     BranchType, Commit, Delta, Diff, DiffFindOptions, DiffFormat, DiffOptions, ErrorCode,
@@ -89,6 +90,21 @@ pub struct GitSource {
     commit_template: UriTemplate,
     /// `git://NAME/blob/{rev}/{+path}`.
     blob_template: UriTemplate,
+    /// Open repositories between requests (see `with_repo`); empty until the first request.
+    pool: Pool,
+}
+
+/// The most open repositories a source keeps between requests.
+const POOL_MAX: usize = 4;
+
+#[derive(Default)]
+struct Pool(Mutex<Vec<Repository>>);
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kept = self.0.lock().map_or(0, |p| p.len());
+        write!(f, "Pool({kept} open)")
+    }
 }
 
 impl GitSource {
@@ -161,6 +177,7 @@ impl GitSource {
             description: def.description.clone(),
             commit_template,
             blob_template,
+            pool: Pool::default(),
         })
     }
 
@@ -337,23 +354,20 @@ impl GitSource {
         let not_found = || RequestError::NotFound(uri.to_owned());
         let rest = uri.strip_prefix(&self.prefix).ok_or_else(not_found)?;
         if let Some(f) = self.fixed().find(|f| f.segment() == rest) {
-            let repo = self.open()?;
-            let text = match f {
-                Fixed::Log => self.log(&repo)?,
-                Fixed::Status => self.status(&repo)?,
-                Fixed::Branches => self.branches(&repo)?,
-                Fixed::Diff => self.work_tree_diff(&repo)?,
-            };
+            let text = self.with_repo(|repo| match f {
+                Fixed::Log => self.log(repo),
+                Fixed::Status => self.status(repo),
+                Fixed::Branches => self.branches(repo),
+                Fixed::Diff => self.work_tree_diff(repo),
+            })?;
             return Ok(text_contents(uri, text));
         }
         if let Some(rev) = self.match_commit(uri) {
-            let repo = self.open()?;
-            let text = self.show_commit(&repo, &rev)?;
+            let text = self.with_repo(|repo| self.show_commit(repo, &rev))?;
             return Ok(text_contents(uri, text));
         }
         if let Some((rev, path)) = self.match_blob(uri) {
-            let repo = self.open()?;
-            return self.blob(&repo, uri, &rev, &path);
+            return self.with_repo(|repo| self.blob(repo, uri, &rev, &path));
         }
         Err(not_found())
     }
@@ -376,9 +390,8 @@ impl GitSource {
         if var != "rev" && !path_var {
             return Ok(Completion::default());
         }
-        let repo = self.open()?;
-        match var {
-            "rev" => Ok(Completion::from_candidates(rev_names(&repo), prefix)),
+        self.with_repo(|repo| match var {
+            "rev" => Ok(Completion::from_candidates(rev_names(repo), prefix)),
             _ => {
                 let rev = context.get("rev").map_or("HEAD", String::as_str);
                 let Ok(tree) = repo.revparse_single(rev).and_then(|o| o.peel_to_tree()) else {
@@ -386,11 +399,39 @@ impl GitSource {
                     return Ok(Completion::default());
                 };
                 Ok(Completion::from_candidates(
-                    tracked_paths(&repo, &tree, prefix),
+                    tracked_paths(repo, &tree, prefix),
                     prefix,
                 ))
             }
+        })
+    }
+
+    /// Runs `f` with an open repository: one from the pool, or a newly opened one, put back in
+    /// the pool afterwards.
+    ///
+    /// Why a pool: libgit2 shares an opened pack (its index checked, its file mapped) between the
+    /// `Repository` handles that use it and closes it with the last one, so a handle opened per
+    /// request re-reads every pack index — most of the time of a blob read on a large
+    /// repository. A kept handle stays current: refs and HEAD are read from disk on each lookup,
+    /// the index and config files are reloaded when they change on disk, and an object missing
+    /// from the known packs makes libgit2 look for new ones. Handles are not `Sync`, so each
+    /// request takes one for itself; at most `POOL_MAX` are kept.
+    fn with_repo<T>(
+        &self,
+        f: impl FnOnce(&Repository) -> Result<T, RequestError>,
+    ) -> Result<T, RequestError> {
+        let kept = self.pool.0.lock().ok().and_then(|mut p| p.pop());
+        let repo = match kept {
+            Some(r) => r,
+            None => self.open()?,
+        };
+        let out = f(&repo);
+        if let Ok(mut p) = self.pool.0.lock()
+            && p.len() < POOL_MAX
+        {
+            p.push(repo);
         }
+        out
     }
 
     fn open(&self) -> Result<Repository, RequestError> {
@@ -945,42 +986,55 @@ fn head_commit(repo: &Repository) -> Result<Option<Commit<'_>>, git2::Error> {
     }
 }
 
-/// How git abbreviates hashes in this repository.
-struct Abbrev {
-    /// The fewest hex digits to show; libgit2 already gives at least `core.abbrev` (7 by default)
-    /// and more when needed to be unique.
+/// How git abbreviates hashes in this repository: the shortest prefix of at least `min` hex
+/// digits that names one object.
+struct Abbrev<'r> {
     min: usize,
+    odb: Option<git2::Odb<'r>>,
 }
 
-impl Abbrev {
-    /// When `core.abbrev` is not set, git shows more digits as the repository grows (its "auto"
-    /// length: half the bits of the number of packed objects, rounded up, at least 7), so that
-    /// short hashes stay unique as it grows; libgit2 does not, so this adds it.
-    fn of(repo: &Repository) -> Abbrev {
-        let configured = repo
-            .config()
-            .is_ok_and(|c| c.get_entry("core.abbrev").is_ok());
-        if configured {
-            return Abbrev { min: 0 };
-        }
-        let count = packed_object_count(&repo.commondir().join("objects/pack"));
-        let bits = (u64::BITS - count.leading_zeros()) as usize;
+impl<'r> Abbrev<'r> {
+    /// `min` is `core.abbrev` when it is a number (`no` means full hashes); otherwise git's
+    /// "auto" length, which grows with the repository: half the bits of the number of packed
+    /// objects, rounded up, at least 7. (libgit2's own `short_id` knows neither "auto" nor a
+    /// `core.abbrev` changed after the repository was opened.)
+    fn of(repo: &'r Repository) -> Abbrev<'r> {
+        let configured = repo.config().and_then(|c| c.get_string("core.abbrev")).ok();
+        let auto = || {
+            let count = packed_object_count(&repo.commondir().join("objects/pack"));
+            let bits = (u64::BITS - count.leading_zeros()) as usize;
+            bits.div_ceil(2).max(7)
+        };
+        let min = match configured.as_deref().map(str::trim) {
+            Some(v) if v.eq_ignore_ascii_case("no") => 40,
+            Some(v) => v
+                .parse::<usize>()
+                .map_or_else(|_| auto(), |n| n.clamp(4, 40)),
+            None => auto(),
+        };
         Abbrev {
-            min: bits.div_ceil(2).max(7),
+            min,
+            odb: repo.odb().ok(),
         }
     }
 
-    /// The shortest unique abbreviation of at least `min` digits, or the full hash.
+    /// The abbreviation of `obj`, or its full hash.
     fn short(&self, obj: &git2::Object) -> String {
-        let full = obj.id().to_string();
-        let unique = obj
-            .short_id()
-            .ok()
-            .and_then(|b| b.as_str().ok().map(str::len));
-        match unique {
-            Some(n) => full[..n.max(self.min).min(full.len())].to_owned(),
-            None => full,
+        let hex = obj.id().to_string();
+        let Some(odb) = &self.odb else {
+            return hex;
+        };
+        for len in self.min..hex.len() {
+            let Ok(prefix) = git2::Oid::from_str(&hex[..len]) else {
+                break;
+            };
+            match odb.exists_prefix(prefix, len) {
+                Ok(_) => return hex[..len].to_owned(),
+                Err(e) if e.code() == ErrorCode::Ambiguous => continue,
+                Err(_) => break,
+            }
         }
+        hex
     }
 }
 

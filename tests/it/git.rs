@@ -831,6 +831,41 @@ fn reads_follow_the_repository_as_it_changes() {
             .ends_with("a later commit")
     );
     assert!(read_text(&mut s, "git://repo/branches").contains("  newer\n"));
+    assert_eq!(
+        read_text(&mut s, "git://repo/blob/HEAD/later.txt"),
+        "later\n"
+    );
+    // The index, as it changes.
+    assert_eq!(read_text(&mut s, "git://repo/status"), "");
+    r.write("later.txt", "later, edited\n");
+    assert_eq!(read_text(&mut s, "git://repo/status"), " M later.txt\n");
+    r.git(&["add", "later.txt"]);
+    assert_eq!(read_text(&mut s, "git://repo/status"), "M  later.txt\n");
+    assert_eq!(
+        read_text(&mut s, "git://repo/diff"),
+        r.git(&["diff", "HEAD"])
+    );
+    r.commit("edit later");
+    assert_eq!(read_text(&mut s, "git://repo/status"), "");
+    // Everything repacked (loose objects gone, a new pack), then more commits.
+    r.git(&["gc", "-q", "--prune=now"]);
+    r.write("after-gc.txt", "after gc\n");
+    r.commit("after gc");
+    assert_eq!(read_text(&mut s, "git://repo/log"), r.expected_log(50));
+    assert_eq!(
+        read_text(&mut s, "git://repo/blob/HEAD~1/later.txt"),
+        "later, edited\n"
+    );
+    assert_eq!(
+        read_text(&mut s, "git://repo/blob/HEAD/after-gc.txt"),
+        "after gc\n"
+    );
+    r.git(&["repack", "-q", "-a", "-d"]);
+    assert_eq!(
+        read_text(&mut s, "git://repo/blob/HEAD/after-gc.txt"),
+        "after gc\n"
+    );
+    assert_eq!(read_text(&mut s, "git://repo/log"), r.expected_log(50));
 }
 
 #[test]
@@ -971,6 +1006,8 @@ fn short_hashes_grow_with_the_repository_like_git() {
     let log = read_text(&mut s, "git://repo/log");
     assert_eq!(log, r.expected_log(50));
     assert_eq!(log.split('\t').next().map(str::len), Some(12), "{log}");
+    r.git(&["config", "core.abbrev", "auto"]);
+    assert_eq!(read_text(&mut s, "git://repo/log"), r.expected_log(50));
 }
 
 #[test]
