@@ -33,6 +33,20 @@ def line(msg):
     return (json.dumps(msg) + "\n").encode()
 
 
+class Client:
+    """Buffered pipes: an unbuffered reader would make one system call per byte of answer."""
+
+    def __init__(self, proc):
+        self.proc = proc
+
+    def send(self, data):
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def recv(self):
+        return self.proc.stdout.readline()
+
+
 def fixture():
     d = tempfile.mkdtemp(prefix="mcp-bench-")
     os.makedirs(os.path.join(d, "docs"))
@@ -52,7 +66,6 @@ def start(binary, manifest):
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
-        bufsize=0,
     )
 
 
@@ -61,8 +74,8 @@ def cold_start(binary, manifest, runs=20):
     for _ in range(runs):
         t0 = time.perf_counter()
         p = start(binary, manifest)
-        p.stdin.write(line(INIT))
-        p.stdout.readline()
+        Client(p).send(line(INIT))
+        Client(p).recv()
         times.append(time.perf_counter() - t0)
         p.stdin.close()
         p.wait()
@@ -71,15 +84,15 @@ def cold_start(binary, manifest, runs=20):
 
 def sequential(binary, manifest, method, params, n=2000):
     p = start(binary, manifest)
-    p.stdin.write(line(INIT))
-    p.stdout.readline()
-    p.stdin.write(line({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    Client(p).send(line(INIT))
+    Client(p).recv()
+    Client(p).send(line({"jsonrpc": "2.0", "method": "notifications/initialized"}))
     times = []
     for i in range(n):
         req = line({"jsonrpc": "2.0", "id": i + 1, "method": method, "params": params})
         t0 = time.perf_counter()
-        p.stdin.write(req)
-        resp = p.stdout.readline()
+        Client(p).send(req)
+        resp = Client(p).recv()
         times.append(time.perf_counter() - t0)
         assert b'"error"' not in resp, resp
     p.stdin.close()
@@ -89,15 +102,15 @@ def sequential(binary, manifest, method, params, n=2000):
 
 def sequential_reads(binary, manifest, uri, n=2000):
     p = start(binary, manifest)
-    p.stdin.write(line(INIT))
-    p.stdout.readline()
-    p.stdin.write(line({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    Client(p).send(line(INIT))
+    Client(p).recv()
+    Client(p).send(line({"jsonrpc": "2.0", "method": "notifications/initialized"}))
     times = []
     for i in range(n):
         req = line({"jsonrpc": "2.0", "id": i + 1, "method": "resources/read", "params": {"uri": uri}})
         t0 = time.perf_counter()
-        p.stdin.write(req)
-        resp = p.stdout.readline()
+        Client(p).send(req)
+        resp = Client(p).recv()
         times.append(time.perf_counter() - t0)
         assert b'"text"' in resp, resp
     p.stdin.close()
@@ -107,18 +120,18 @@ def sequential_reads(binary, manifest, uri, n=2000):
 
 def pipelined_pings(binary, manifest, n=20000):
     p = start(binary, manifest)
-    p.stdin.write(line(INIT))
-    p.stdout.readline()
-    p.stdin.write(line({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    Client(p).send(line(INIT))
+    Client(p).recv()
+    Client(p).send(line({"jsonrpc": "2.0", "method": "notifications/initialized"}))
     payload = b"".join(line({"jsonrpc": "2.0", "id": i + 1, "method": "ping"}) for i in range(n))
     import threading
 
     t0 = time.perf_counter()
-    writer = threading.Thread(target=lambda: p.stdin.write(payload))
+    writer = threading.Thread(target=lambda: Client(p).send(payload))
     writer.start()
     got = 0
     while got < n:
-        if not p.stdout.readline():
+        if not Client(p).recv():
             break
         got += 1
     elapsed = time.perf_counter() - t0

@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::manifest::{self, Diagnostics};
 use crate::providers::Body;
 use crate::registry::Registry;
-use crate::tools::ToolContent;
+use crate::tools::{CallContext, ToolContent};
 
 const DEFAULT_MANIFEST: &str = "mcp-server.toml";
 
@@ -243,14 +243,26 @@ pub async fn call(
             return FAILED;
         }
     };
-    match registry.call_tool(tool, args).await {
+    // Ctrl-C cancels the call, which kills the tool's process group (it has a group of its own,
+    // so the terminal's SIGINT does not reach it).
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let on_interrupt = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_interrupt.cancel();
+        }
+    });
+    match registry
+        .call_tool(tool, args, CallContext::new(cancel))
+        .await
+    {
         Ok(result) => {
             let mut out = std::io::stdout().lock();
             for c in &result.content {
                 let _ = match c {
-                    ToolContent::Text(t) => writeln!(out, "{t}"),
+                    ToolContent::Text(t) => write_line(&mut out, t),
                     ToolContent::Resource(r) => match &r.body {
-                        Body::Text(t) => writeln!(out, "{t}"),
+                        Body::Text(t) => write_line(&mut out, t),
                         Body::Bytes(b) => writeln!(
                             out,
                             "{}",
@@ -270,6 +282,16 @@ pub async fn call(
             eprintln!("mcp-manifest: {e}");
             FAILED
         }
+    }
+}
+
+/// Writes `text`, ending it with a newline unless it already ends with one.
+fn write_line(out: &mut impl Write, text: &str) -> std::io::Result<()> {
+    out.write_all(text.as_bytes())?;
+    if text.ends_with('\n') {
+        Ok(())
+    } else {
+        out.write_all(b"\n")
     }
 }
 

@@ -5,7 +5,8 @@
 //! - `manifest`: `mcp-server.toml` → checked `Manifest` (spans, diagnostics `FILE:LINE:COL`).
 //! - `registry`: `Manifest` → live sources, tools, prompts; answers every request.
 //! - `providers`: files, sqlite, git, templates; plain types, no MCP.
-//! - `tools`: tool types and the one process spawner.
+//! - `tools`: tool types, the manifest's shell-backed tools, and the one process spawner.
+//! - `prompts`: prompt arguments → messages; pure.
 //! - `server`: the only module that imports rmcp; the stdio transport.
 //! - `uri`: RFC 6570 URI templates: expansion and matching (pure).
 //! - `watch`: file watching → debounced batches of changed paths.
@@ -13,6 +14,7 @@
 
 pub mod cli;
 pub mod manifest;
+pub mod prompts;
 pub mod providers;
 pub mod registry;
 pub mod server;

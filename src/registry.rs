@@ -8,11 +8,12 @@ use std::sync::Arc;
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use crate::manifest::{Diagnostics, Manifest};
+use crate::manifest::{Diagnostics, Manifest, Role};
+use crate::prompts::{PromptDef, PromptInfo, Rendered};
 use crate::providers::files::{ChangeEffect, FilesSource};
 use crate::providers::git::GitSource;
 use crate::providers::{Body, Completion, Contents, RequestError, ResourceInfo, TemplateInfo};
-use crate::tools::{Hints, ToolContent, ToolInfo, ToolResult};
+use crate::tools::{CallContext, Hints, ShellTool, ToolContent, ToolInfo, ToolResult};
 use crate::watch::Change;
 
 /// A live resource source.
@@ -27,6 +28,23 @@ pub enum Source {
 pub struct Registry {
     pub manifest: Manifest,
     pub sources: Vec<Source>,
+    /// The manifest's tools, in manifest order.
+    pub tools: Vec<ShellTool>,
+    /// The manifest's prompts, in manifest order.
+    pub prompts: Vec<PromptDef>,
+}
+
+/// A rendered prompt: its messages, embedded resources already read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PromptMessages {
+    pub description: Option<String>,
+    pub messages: Vec<(Role, PromptContent)>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum PromptContent {
+    Text(String),
+    Resource(Contents),
 }
 
 impl Registry {
@@ -45,14 +63,22 @@ impl Registry {
                 sources.push(Source::Git(Arc::new(src)));
             }
         }
-        let pending: [(&str, Vec<crate::manifest::Loc>); 4] = [
+        let tools = manifest
+            .tools
+            .iter()
+            .filter_map(|t| ShellTool::build(t, &mut diags))
+            .collect();
+        let prompts = manifest
+            .prompts
+            .iter()
+            .filter_map(|p| PromptDef::build(p, &mut diags))
+            .collect();
+        let pending: [(&str, Vec<crate::manifest::Loc>); 2] = [
             ("sqlite", manifest.sqlite.iter().map(|s| s.loc).collect()),
             (
                 "templates",
                 manifest.templates.iter().map(|s| s.loc).collect(),
             ),
-            ("tools", manifest.tools.iter().map(|s| s.loc).collect()),
-            ("prompts", manifest.prompts.iter().map(|s| s.loc).collect()),
         ];
         for (section, locs) in pending {
             for loc in locs {
@@ -63,7 +89,12 @@ impl Registry {
             }
         }
         if diags.is_empty() {
-            Ok(Registry { manifest, sources })
+            Ok(Registry {
+                manifest,
+                sources,
+                tools,
+                prompts,
+            })
         } else {
             Err(diags.finish())
         }
@@ -198,18 +229,77 @@ impl Registry {
         )))
     }
 
-    /// Completes an argument of a prompt (`ref/prompt`).
+    /// Completes an argument of a prompt (`ref/prompt`) from its declared `completions`.
     pub async fn complete_prompt(
         &self,
         prompt: &str,
-        _arg: &str,
-        _value: &str,
+        arg: &str,
+        value: &str,
     ) -> Result<Completion, RequestError> {
-        Err(RequestError::InvalidParams(format!("no prompt `{prompt}`")))
+        self.prompt(prompt)?.complete(arg, value)
     }
 
     pub fn has_completions(&self) -> bool {
-        !self.templates().is_empty()
+        !self.templates().is_empty() || self.prompts.iter().any(PromptDef::has_completions)
+    }
+
+    /// Every prompt, in manifest order.
+    pub fn prompt_infos(&self) -> Vec<PromptInfo> {
+        self.prompts.iter().map(|p| p.info().clone()).collect()
+    }
+
+    fn prompt(&self, name: &str) -> Result<&PromptDef, RequestError> {
+        self.prompts
+            .iter()
+            .find(|p| p.name() == name)
+            .ok_or_else(|| RequestError::InvalidParams(format!("unknown prompt `{name}`")))
+    }
+
+    /// Renders a prompt. Arguments are strings (numbers and booleans are taken as their JSON
+    /// text). An embedded resource is read through `read`, so the same access rules apply: a
+    /// resource that cannot be read is invalid params naming the URI, never its contents.
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        args: &serde_json::Map<String, Value>,
+    ) -> Result<PromptMessages, RequestError> {
+        let prompt = self.prompt(name)?;
+        let mut text_args = HashMap::new();
+        for (k, v) in args {
+            let text = match v {
+                Value::Null => continue,
+                Value::String(s) => s.clone(),
+                Value::Bool(_) | Value::Number(_) => v.to_string(),
+                Value::Array(_) | Value::Object(_) => {
+                    return Err(RequestError::InvalidParams(format!(
+                        "prompt `{name}`: argument `{k}` must be a string"
+                    )));
+                }
+            };
+            text_args.insert(k.clone(), text);
+        }
+        let mut messages = Vec::new();
+        for m in prompt.render(&text_args)? {
+            match m {
+                Rendered::Text { role, text } => messages.push((role, PromptContent::Text(text))),
+                Rendered::Resource { role, uri } => {
+                    let contents = self.read(&uri).await.map_err(|e| {
+                        RequestError::InvalidParams(format!(
+                            "prompt `{name}`: cannot embed `{uri}`: {e}"
+                        ))
+                    })?;
+                    messages.extend(
+                        contents
+                            .into_iter()
+                            .map(|c| (role, PromptContent::Resource(c))),
+                    );
+                }
+            }
+        }
+        Ok(PromptMessages {
+            description: prompt.info().description.clone(),
+            messages,
+        })
     }
 
     /// Every tool, in order: the resource tools (when on), then the manifest's tools.
@@ -218,7 +308,13 @@ impl Registry {
         if self.manifest.server.resource_tools {
             out.extend(resource_tool_infos());
         }
+        out.extend(self.tools.iter().map(|t| t.info().clone()));
         out
+    }
+
+    /// Whether any tool is served (without building the list).
+    pub fn has_tools(&self) -> bool {
+        self.manifest.server.resource_tools || !self.tools.is_empty()
     }
 
     pub fn has_tool(&self, name: &str) -> bool {
@@ -230,6 +326,7 @@ impl Registry {
         &self,
         name: &str,
         args: serde_json::Map<String, Value>,
+        cx: CallContext,
     ) -> Result<ToolResult, RequestError> {
         match name {
             "list_resources" if self.manifest.server.resource_tools => {
@@ -238,9 +335,12 @@ impl Registry {
             "read_resource" if self.manifest.server.resource_tools => {
                 Ok(self.read_resource_tool(&args).await)
             }
-            _ => Err(RequestError::InvalidParams(format!(
-                "unknown tool `{name}`"
-            ))),
+            _ => match self.tools.iter().find(|t| t.name() == name) {
+                Some(tool) => Ok(tool.call(&args, cx).await),
+                None => Err(RequestError::InvalidParams(format!(
+                    "unknown tool `{name}`"
+                ))),
+            },
         }
     }
 

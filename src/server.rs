@@ -17,15 +17,17 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use rmcp::model::{
-    Annotations, CallToolRequestParams, CallToolResponse, CallToolResult, ClientRequest,
-    CompleteRequestParams, CompleteResult, CompletionInfo, ContentBlock, ErrorData, Implementation,
-    JsonRpcMessage, JsonRpcRequest, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams,
-    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    Reference, Resource, ResourceContents, ResourceTemplate, ResourceUpdatedNotificationParam,
-    ResourcesCapability, ServerCapabilities, ServerConfig, SetLevelRequestParams,
-    SubscribeRequestParams, SubscriptionFilter, Tool, ToolAnnotations, ToolsCapability,
-    UnsubscribeRequestParams,
+    Annotations, CallToolRequestParams, CallToolResponse, CallToolResult, ClientNotification,
+    ClientRequest, CompleteRequestParams, CompleteResult, CompletionInfo, ContentBlock, ErrorData,
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, JsonRpcMessage,
+    JsonRpcRequest, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, MetaObject,
+    PaginatedRequestParams, ProgressNotificationParam, Prompt, PromptArgument, PromptMessage,
+    PromptsCapability, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Reference, RequestId, Resource, ResourceContents, ResourceTemplate,
+    ResourceUpdatedNotificationParam, ResourcesCapability, ServerCapabilities, ServerConfig,
+    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool, ToolAnnotations,
+    ToolsCapability, UnsubscribeRequestParams,
 };
 use rmcp::service::{
     NotificationContext, Peer, RequestContext, RoleServer, RxJsonRpcMessage, SubscriptionContext,
@@ -36,9 +38,11 @@ use serde_json::Value;
 use std::io::{BufRead, Read, Write};
 use tokio_util::sync::CancellationToken;
 
+use crate::manifest::Role;
+use crate::prompts::PromptInfo;
 use crate::providers::{Body, Completion, Contents, RequestError, ResourceInfo};
-use crate::registry::{Registry, blocking, paginate};
-use crate::tools::{ToolContent, ToolInfo, ToolResult};
+use crate::registry::{PromptContent, Registry, blocking, paginate};
+use crate::tools::{CallContext, Progress, ToolContent, ToolInfo, ToolResult};
 use crate::watch::{DEBOUNCE, Watcher};
 
 /// The `ServerHandler`: a registry (swapped when the manifest is edited), the info derived from
@@ -58,6 +62,8 @@ struct Shared {
     listens: Mutex<Vec<SubscriptionSink>>,
     /// `logging/setLevel` (handshake era): messages below it are not sent.
     log_level: Mutex<LoggingLevel>,
+    /// Cancelled when stdin closes: rmcp sends no notification after that.
+    closing: CancellationToken,
 }
 
 /// One registry and the server info computed from it once (rmcp calls `get_info` often).
@@ -74,10 +80,15 @@ impl Snapshot {
         resources.subscribe = Some(true);
         resources.list_changed = Some(true);
         caps.resources = Some(resources);
-        if !registry.tools().is_empty() {
+        if registry.has_tools() {
             let mut tools = ToolsCapability::default();
             tools.list_changed = Some(true);
             caps.tools = Some(tools);
+        }
+        if !registry.prompts.is_empty() {
+            let mut prompts = PromptsCapability::default();
+            prompts.list_changed = Some(true);
+            caps.prompts = Some(prompts);
         }
         if registry.has_completions() {
             caps.completions = Some(serde_json::Map::new());
@@ -99,7 +110,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Handler {
-    pub fn new(registry: Registry) -> Handler {
+    pub fn new(registry: Registry, closing: CancellationToken) -> Handler {
         Handler {
             shared: Arc::new(Shared {
                 snapshot: RwLock::new(Arc::new(Snapshot::new(Arc::new(registry)))),
@@ -107,6 +118,7 @@ impl Handler {
                 legacy_peer: Mutex::new(None),
                 listens: Mutex::new(Vec::new()),
                 log_level: Mutex::new(LoggingLevel::Info),
+                closing,
             }),
         }
     }
@@ -216,6 +228,16 @@ impl Handler {
     }
 }
 
+/// `_meta` with `io.modelcontextprotocol/serverInfo`, which stateless-era results carry.
+fn server_meta(handler: &Handler, cx: &RequestContext<RoleServer>) -> Option<MetaObject> {
+    cx.meta.protocol_version()?;
+    let info = serde_json::to_value(&handler.snapshot().info.server_info).ok()?;
+    let mut meta = MetaObject::new();
+    meta.0
+        .insert("io.modelcontextprotocol/serverInfo".to_owned(), info);
+    Some(meta)
+}
+
 /// Which `*/list_changed` notifications to send.
 #[derive(Debug, Clone, Copy, Default)]
 struct ListChanged {
@@ -312,6 +334,63 @@ fn tool_result(r: ToolResult) -> CallToolResult {
     out
 }
 
+fn prompt(p: &PromptInfo) -> Prompt {
+    let args: Vec<PromptArgument> = p
+        .arguments
+        .iter()
+        .map(|a| {
+            let arg = PromptArgument::new(&a.name).with_required(a.required);
+            match &a.description {
+                Some(d) => arg.with_description(d),
+                None => arg,
+            }
+        })
+        .collect();
+    let out = Prompt::new(
+        &p.name,
+        p.description.clone(),
+        (!args.is_empty()).then_some(args),
+    );
+    match &p.title {
+        Some(t) => out.with_title(t),
+        None => out,
+    }
+}
+
+fn role(r: Role) -> rmcp::model::Role {
+    match r {
+        Role::User => rmcp::model::Role::User,
+        Role::Assistant => rmcp::model::Role::Assistant,
+    }
+}
+
+/// Forwards a call's progress to the client as `notifications/progress`. The task ends when the
+/// call drops its sender, so awaiting it puts every notification before the response.
+fn forward_progress(
+    cx: &RequestContext<RoleServer>,
+) -> Option<(
+    tokio::sync::mpsc::UnboundedSender<Progress>,
+    tokio::task::JoinHandle<()>,
+)> {
+    let token = cx.meta.get_progress_token()?;
+    let peer = cx.peer.clone();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Progress>();
+    let task = tokio::spawn(async move {
+        while let Some(p) = rx.recv().await {
+            // Milliseconds: strictly increasing, since reports are at least that far apart.
+            let seconds = p.elapsed.as_millis() as f64 / 1000.0;
+            let mut param = ProgressNotificationParam::new(token.clone(), seconds);
+            if let Some(m) = p.message {
+                param = param.with_message(m);
+            }
+            if peer.notify_progress(param).await.is_err() {
+                break;
+            }
+        }
+    });
+    Some((tx, task))
+}
+
 fn completion(c: Completion) -> CompleteResult {
     let total = c.total.map(|t| u32::try_from(t).unwrap_or(u32::MAX));
     let info = CompletionInfo::with_pagination(c.values, total, c.has_more).unwrap_or_default();
@@ -379,20 +458,21 @@ impl ServerHandler for Handler {
     async fn list_resources(
         &self,
         params: Option<PaginatedRequestParams>,
-        _cx: RequestContext<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let registry = self.registry();
         let all = registry.list_resources().await.map_err(error)?;
         let (page, next) = paginate(&all, cursor(&params), registry.page_size()).map_err(error)?;
         let mut result = ListResourcesResult::with_all_items(page.iter().map(resource).collect());
         result.next_cursor = next;
+        result.meta = server_meta(self, &cx);
         Ok(result)
     }
 
     async fn list_resource_templates(
         &self,
         params: Option<PaginatedRequestParams>,
-        _cx: RequestContext<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         let registry = self.registry();
         let all = registry.templates();
@@ -408,23 +488,26 @@ impl ServerHandler for Handler {
             .collect();
         let mut result = ListResourceTemplatesResult::with_all_items(items);
         result.next_cursor = next;
+        result.meta = server_meta(self, &cx);
         Ok(result)
     }
 
     async fn read_resource(
         &self,
         params: ReadResourceRequestParams,
-        _cx: RequestContext<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let registry = self.registry();
         let found = registry.read(&params.uri).await.map_err(error)?;
-        Ok(ReadResourceResult::new(found.into_iter().map(contents).collect()).into())
+        let mut result = ReadResourceResult::new(found.into_iter().map(contents).collect());
+        result.meta = server_meta(self, &cx);
+        Ok(result.into())
     }
 
     async fn complete(
         &self,
         params: CompleteRequestParams,
-        _cx: RequestContext<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
         let registry = self.registry();
         if !registry.has_completions() {
@@ -450,13 +533,15 @@ impl ServerHandler for Handler {
                 "unknown completion reference".into(),
             )),
         };
-        answer.map(completion).map_err(error)
+        let mut result = answer.map(completion).map_err(error)?;
+        result.meta = server_meta(self, &cx);
+        Ok(result)
     }
 
     async fn list_tools(
         &self,
         params: Option<PaginatedRequestParams>,
-        _cx: RequestContext<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let registry = self.registry();
         let all = registry.tools();
@@ -468,26 +553,97 @@ impl ServerHandler for Handler {
         let (page, next) = paginate(&all, cursor(&params), registry.page_size()).map_err(error)?;
         let mut result = ListToolsResult::with_all_items(page.iter().map(tool).collect());
         result.next_cursor = next;
+        result.meta = server_meta(self, &cx);
         Ok(result)
     }
 
     async fn call_tool(
         &self,
         params: CallToolRequestParams,
-        _cx: RequestContext<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let registry = self.registry();
-        if registry.tools().is_empty() {
+        if !registry.has_tools() {
             return Err(ErrorData::method_not_found::<
                 rmcp::model::CallToolRequestMethod,
             >());
         }
         let args = params.arguments.unwrap_or_default();
-        let result = registry
-            .call_tool(&params.name, args)
+        // rmcp cancels `cx.ct` on `notifications/cancelled` for this request (and when the
+        // session ends); the tool kills its process group then.
+        let (progress, forward) = match forward_progress(&cx) {
+            Some((tx, task)) => (Some(tx), Some(task)),
+            None => (None, None),
+        };
+        let call = CallContext {
+            cancel: cx.ct.clone(),
+            progress,
+        };
+        let result = registry.call_tool(&params.name, args, call).await;
+        if let Some(mut task) = forward {
+            // Once stdin has closed, rmcp sends no more notifications and a pending one would
+            // wait forever: give up on it rather than on the answer.
+            tokio::select! {
+                _ = &mut task => {}
+                _ = self.shared.closing.cancelled() => task.abort(),
+            }
+        }
+        let mut result = tool_result(result.map_err(error)?);
+        result.meta = server_meta(self, &cx);
+        Ok(result.into())
+    }
+
+    async fn list_prompts(
+        &self,
+        params: Option<PaginatedRequestParams>,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let registry = self.registry();
+        if registry.prompts.is_empty() {
+            return Err(ErrorData::method_not_found::<
+                rmcp::model::ListPromptsRequestMethod,
+            >());
+        }
+        let all = registry.prompt_infos();
+        let (page, next) = paginate(&all, cursor(&params), registry.page_size()).map_err(error)?;
+        let mut result = ListPromptsResult::with_all_items(page.iter().map(prompt).collect());
+        result.next_cursor = next;
+        result.meta = server_meta(self, &cx);
+        Ok(result)
+    }
+
+    async fn get_prompt(
+        &self,
+        params: GetPromptRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let registry = self.registry();
+        if registry.prompts.is_empty() {
+            return Err(ErrorData::method_not_found::<
+                rmcp::model::GetPromptRequestMethod,
+            >());
+        }
+        let args = params.arguments.unwrap_or_default();
+        let rendered = registry
+            .get_prompt(&params.name, &args)
             .await
             .map_err(error)?;
-        Ok(tool_result(result).into())
+        let messages = rendered
+            .messages
+            .into_iter()
+            .map(|(r, c)| match c {
+                PromptContent::Text(t) => PromptMessage::new_text(role(r), t),
+                PromptContent::Resource(c) => {
+                    PromptMessage::new(role(r), ContentBlock::resource(contents(c)))
+                }
+            })
+            .collect();
+        let mut result = GetPromptResult::new(messages);
+        if let Some(d) = rendered.description {
+            result = result.with_description(d);
+        }
+        result.meta = server_meta(self, &cx);
+        Ok(result.into())
     }
 }
 
@@ -502,9 +658,11 @@ where
     R: Read + Send + 'static,
     W: Write + Send + 'static,
 {
+    // However serving ends, no child outlives it: every process group a tool started is killed.
+    let _children = KillChildrenOnExit;
     let eof = CancellationToken::new();
     let transport = LineTransport::new(input, output, eof.clone());
-    let handler = Handler::new(registry);
+    let handler = Handler::new(registry, eof.clone());
     let running = match handler.serve(transport).await {
         Ok(r) => r,
         // The client went away before it started a session: a clean exit.
@@ -517,7 +675,9 @@ where
     tokio::select! {
         _ = &mut waiting => {}
         _ = eof.cancelled() => {
-            // Give answers already being computed a moment to go out, then stop.
+            // The client is gone, so nobody waits for a running tool: its processes go now
+            // (and its call ends). Other answers being computed get a moment to go out.
+            crate::tools::kill_all();
             if tokio::time::timeout(Duration::from_millis(800), &mut waiting).await.is_err() {
                 service_ct.cancel();
             }
@@ -622,6 +782,14 @@ impl Handler {
     }
 }
 
+struct KillChildrenOnExit;
+
+impl Drop for KillChildrenOnExit {
+    fn drop(&mut self) {
+        crate::tools::kill_all();
+    }
+}
+
 #[cfg(unix)]
 async fn terminate_signal() {
     use tokio::signal::unix::{SignalKind, signal};
@@ -649,11 +817,32 @@ const MAX_LINE: usize = 16 * 1024 * 1024;
 /// blocking pool for every call): the reader splits lines and hands them over a bounded channel,
 /// so `receive` is cancellation-safe; the writer drains its queue into one buffered write and
 /// flushes only when the queue is empty, so pipelined answers share system calls.
+///
+/// At most `MAX_IN_FLIGHT` requests are handed to rmcp before their answers go out: a client
+/// that pipelines thousands of requests waits on the pipe instead of growing our memory.
 struct LineTransport {
     lines: tokio::sync::mpsc::Receiver<Vec<u8>>,
     queue: std::collections::VecDeque<RxJsonRpcMessage<RoleServer>>,
     out: std::sync::mpsc::Sender<Vec<u8>>,
     eof: CancellationToken,
+    in_flight: Arc<InFlight>,
+}
+
+/// Requests handed to rmcp and not answered yet (answered, cancelled, or dropped by rmcp).
+#[derive(Default)]
+struct InFlight {
+    ids: Mutex<HashSet<RequestId>>,
+    freed: tokio::sync::Notify,
+}
+
+const MAX_IN_FLIGHT: usize = 256;
+
+impl InFlight {
+    fn done(&self, id: &RequestId) {
+        if lock(&self.ids).remove(id) {
+            self.freed.notify_one();
+        }
+    }
 }
 
 impl LineTransport {
@@ -677,6 +866,7 @@ impl LineTransport {
             queue: Default::default(),
             out,
             eof,
+            in_flight: Arc::default(),
         }
     }
 
@@ -865,6 +1055,14 @@ impl rmcp::transport::Transport<RoleServer> for LineTransport {
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let out = self.out.clone();
+        let answered = match &item {
+            JsonRpcMessage::Response(r) => Some(r.id.clone()),
+            JsonRpcMessage::Error(e) => e.id.clone(),
+            _ => None,
+        };
+        if let Some(id) = answered {
+            self.in_flight.done(&id);
+        }
         async move {
             let mut bytes = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
             bytes.push(b'\n');
@@ -875,8 +1073,34 @@ impl rmcp::transport::Transport<RoleServer> for LineTransport {
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         loop {
-            if let Some(msg) = self.queue.pop_front() {
-                return Some(msg);
+            // Peek, wait for room, then pop: a cancelled `receive` must not lose the message.
+            if let Some(front) = self.queue.front() {
+                match front {
+                    JsonRpcMessage::Request(r) => {
+                        let id = r.id.clone();
+                        loop {
+                            let freed = self.in_flight.freed.notified();
+                            {
+                                let mut ids = lock(&self.in_flight.ids);
+                                if ids.len() < MAX_IN_FLIGHT {
+                                    ids.insert(id);
+                                    break;
+                                }
+                            }
+                            freed.await;
+                        }
+                    }
+                    JsonRpcMessage::Notification(n) => {
+                        if let ClientNotification::CancelledNotification(c) = &n.notification
+                            && let Some(id) = &c.params.request_id
+                        {
+                            // rmcp drops the answer of a cancelled request.
+                            self.in_flight.done(id);
+                        }
+                    }
+                    _ => {}
+                }
+                return self.queue.pop_front();
             }
             match self.lines.recv().await {
                 Some(line) => self.handle_line(line),

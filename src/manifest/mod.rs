@@ -22,7 +22,7 @@ use toml::de::{DeTable, DeValue};
 pub use diag::{Diagnostic, Diagnostics, Loc, SourceMap};
 pub use raw::{OutputKind, ParamType, Role};
 
-use raw::{Key, RawManifest, RawParam, SizeValue, Sp};
+use raw::{Key, RawArg, RawManifest, RawParam, SizeValue, Sp};
 
 /// Default cap on a file read (`max_size`).
 pub const DEFAULT_MAX_SIZE: u64 = 10 * 1024 * 1024;
@@ -159,11 +159,23 @@ pub enum TemplateBackend {
 /// A process to run: argv (with `{name}` placeholders still in it) and its limits.
 #[derive(Debug, Clone)]
 pub struct Command {
-    pub argv: Vec<(String, Loc)>,
+    pub argv: Vec<ArgvItem>,
     pub cwd: PathBuf,
+    /// Where `cwd` is written (the entry's name when it is the default).
+    pub cwd_loc: Loc,
     pub env: Vec<(String, String)>,
     pub timeout: Duration,
     pub max_output: u64,
+}
+
+/// One element of `command`, placeholders still in it. The first element is the program: an
+/// `Arg` without placeholders, made absolute against the manifest folder when it holds a `/`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ArgvItem {
+    /// One argument.
+    Arg(String, Loc),
+    /// A group of arguments kept or dropped as a whole (`["--max-count", "{max}"]`).
+    Group(Vec<(String, Loc)>, Loc),
 }
 
 #[derive(Debug, Clone)]
@@ -174,6 +186,8 @@ pub struct Tool {
     pub title: Option<String>,
     pub exec: Exec,
     pub cwd: PathBuf,
+    /// Where `cwd` is written (the tool's name when it is the default).
+    pub cwd_loc: Loc,
     pub env: Vec<(String, String)>,
     pub timeout: Duration,
     pub max_output: u64,
@@ -189,7 +203,7 @@ pub struct Tool {
 #[derive(Debug, Clone)]
 pub enum Exec {
     /// argv, no shell; elements still hold their `{param}` placeholders.
-    Command(Vec<(String, Loc)>),
+    Command(Vec<ArgvItem>),
     /// A script for `sh -c`; parameters arrive as environment variables.
     Run(String, Loc),
 }
@@ -218,6 +232,8 @@ pub struct Message {
     pub role: Role,
     pub loc: Loc,
     pub content: MessageContent,
+    /// Where the `text` or `resource` value is written.
+    pub content_loc: Loc,
 }
 
 #[derive(Debug, Clone)]
@@ -273,12 +289,15 @@ pub fn load_str(
         return Err(diags.finish());
     }
 
-    expand_table(doc.get_mut(), env, &map, &mut diags);
+    let mut bad = Vec::new();
+    expand_table(doc.get_mut(), env, &map, &mut diags, &mut bad);
     let schema = raw::json_schema();
-    validate::Walker::new(&schema, &map, &mut diags).table(&doc, &schema, "");
-    if !diags.is_empty() {
-        return Err(diags.finish());
-    }
+    let mut walker = validate::Walker::new(&schema, &map, &mut diags);
+    walker.table(&doc, &schema, "");
+    bad.extend(walker.bad);
+    // Entries with problems are set aside so the others still get every later check: one run
+    // reports everything.
+    prune(doc.get_mut(), &bad);
 
     let raw = match RawManifest::deserialize(toml::de::Deserializer::from(doc)) {
         Ok(raw) => raw,
@@ -309,9 +328,10 @@ fn expand_table(
     env: &dyn Fn(&str) -> Option<String>,
     map: &SourceMap,
     diags: &mut Diagnostics,
+    bad: &mut Vec<usize>,
 ) {
     for (_, value) in table.iter_mut() {
-        expand_value(value, env, map, diags);
+        expand_value(value, env, map, diags, bad);
     }
 }
 
@@ -320,6 +340,7 @@ fn expand_value(
     env: &dyn Fn(&str) -> Option<String>,
     map: &SourceMap,
     diags: &mut Diagnostics,
+    bad: &mut Vec<usize>,
 ) {
     let span = value.span();
     match value.get_mut() {
@@ -329,14 +350,87 @@ fn expand_value(
                     *s = v.into();
                 }
             }
-            Err(e) => diags.push(map.loc(span.start), e),
+            Err(e) => {
+                bad.push(span.start);
+                diags.push(map.loc(span.start), e)
+            }
         },
         DeValue::Array(items) => {
             for item in items.iter_mut() {
-                expand_value(item, env, map, diags);
+                expand_value(item, env, map, diags, bad);
             }
         }
-        DeValue::Table(t) => expand_table(t, env, map, diags),
+        DeValue::Table(t) => expand_table(t, env, map, diags, bad),
+        _ => {}
+    }
+}
+
+/// The sections whose tables hold named entries.
+const NAMED_SECTIONS: [&str; 6] = ["files", "sqlite", "git", "templates", "tools", "prompts"];
+
+/// Removes what holds a problem at one of the `bad` offsets: an unknown section, the
+/// `[server]` table, or one named entry of a section.
+fn prune(doc: &mut DeTable<'_>, bad: &[usize]) {
+    if bad.is_empty() {
+        return;
+    }
+    let hit = |key: &Spanned<toml::de::DeString<'_>>, value: &Spanned<DeValue<'_>>| {
+        let mut range = key.span();
+        extent(value, &mut range);
+        bad.iter().any(|b| range.contains(b))
+    };
+    let doomed: Vec<String> = doc
+        .iter()
+        .filter(|(k, v)| !NAMED_SECTIONS.contains(&k.get_ref().as_ref()) && hit(k, v))
+        .map(|(k, _)| k.get_ref().to_string())
+        .collect();
+    for key in doomed {
+        doc.remove(key.as_str());
+    }
+    for section in NAMED_SECTIONS {
+        let Some(value) = doc.get_mut(section) else {
+            continue;
+        };
+        let whole_span = value.span();
+        match value.get_mut() {
+            DeValue::Table(entries) => {
+                let doomed: Vec<String> = entries
+                    .iter()
+                    .filter(|(k, v)| hit(k, v))
+                    .map(|(k, _)| k.get_ref().to_string())
+                    .collect();
+                for key in doomed {
+                    entries.remove(key.as_str());
+                }
+            }
+            _ => {
+                if bad.iter().any(|b| whole_span.contains(b)) {
+                    doc.remove(section);
+                }
+            }
+        }
+    }
+}
+
+/// Widens `range` to cover every key and value inside `value`.
+fn extent(value: &Spanned<DeValue<'_>>, range: &mut std::ops::Range<usize>) {
+    let s = value.span();
+    range.start = range.start.min(s.start);
+    range.end = range.end.max(s.end.max(s.start + 1));
+    match value.get_ref() {
+        DeValue::Table(t) => {
+            for (k, v) in t.iter() {
+                let ks = k.span();
+                range.start = range.start.min(ks.start);
+                range.end = range.end.max(ks.end);
+                extent(v, range);
+            }
+        }
+        DeValue::Array(items) => {
+            for item in items.iter() {
+                extent(item, range);
+            }
+        }
         _ => {}
     }
 }
@@ -636,26 +730,73 @@ impl Checker<'_> {
         }
     }
 
+    /// Checks the shape of a `command` array (placeholders are checked when the registry builds
+    /// the entry, against its parameters): a program first, no empty group.
+    fn argv(&mut self, argv: &[Sp<RawArg>], at: &Key, what: &str) -> Vec<ArgvItem> {
+        let mut out = Vec::with_capacity(argv.len());
+        for (i, item) in argv.iter().enumerate() {
+            let loc = self.loc(item);
+            match item.get() {
+                RawArg::One(program) if i == 0 => {
+                    if program.is_empty() {
+                        self.err(
+                            item,
+                            format!("{what}: the program (first element of `command`) is empty"),
+                        );
+                    }
+                    let program = if program.contains('/') {
+                        self.path(program).to_string_lossy().into_owned()
+                    } else {
+                        program.clone()
+                    };
+                    out.push(ArgvItem::Arg(program, loc));
+                }
+                RawArg::One(arg) => out.push(ArgvItem::Arg(arg.clone(), loc)),
+                RawArg::Group(_) if i == 0 => {
+                    self.err(item, format!("{what}: the first element of `command` is the program, a string, not a group"));
+                }
+                RawArg::Group(items) if items.is_empty() => {
+                    self.err(item, format!("{what}: an empty group in `command`"));
+                }
+                RawArg::Group(items) => out.push(ArgvItem::Group(
+                    items
+                        .iter()
+                        .map(|a| (a.get().clone(), self.loc(a)))
+                        .collect(),
+                    loc,
+                )),
+            }
+        }
+        if argv.is_empty() {
+            self.err(
+                at,
+                format!("{what}: `command` needs at least a program name"),
+            );
+        }
+        out
+    }
+
+    fn cwd(&self, cwd: &Option<Sp<String>>, at: &Key) -> (PathBuf, Loc) {
+        match cwd {
+            Some(c) => (self.path(c.get()), self.loc(c)),
+            None => (self.dir.to_path_buf(), self.loc(at)),
+        }
+    }
+
     fn command(
         &mut self,
-        argv: &[Sp<String>],
+        argv: &[Sp<RawArg>],
         at: &Key,
         cwd: &Option<Sp<String>>,
         env: &IndexMap<Key, Sp<String>>,
         timeout: &Option<Sp<raw::DurationStr>>,
         max_output: &Option<Sp<SizeValue>>,
     ) -> Command {
-        if argv.is_empty() || argv[0].get().is_empty() {
-            self.err(at, "`command` needs at least a program name");
-        }
+        let (cwd, cwd_loc) = self.cwd(cwd, at);
         Command {
-            argv: argv
-                .iter()
-                .map(|a| (a.get().clone(), self.loc(a)))
-                .collect(),
-            cwd: cwd
-                .as_ref()
-                .map_or_else(|| self.dir.to_path_buf(), |c| self.path(c.get())),
+            argv: self.argv(argv, at, &format!("template `{}`", at.get())),
+            cwd,
+            cwd_loc,
             env: self.env_vars(env),
             timeout: self.duration(timeout, DEFAULT_TIMEOUT),
             max_output: self.size(max_output, DEFAULT_MAX_OUTPUT),
@@ -794,19 +935,7 @@ impl Checker<'_> {
             );
         }
         let exec = match (&t.command, &t.run) {
-            (Some(argv), None) => {
-                if argv.is_empty() || argv[0].get().is_empty() {
-                    self.err(
-                        key,
-                        format!("tool `{name}`: `command` needs at least a program name"),
-                    );
-                }
-                Exec::Command(
-                    argv.iter()
-                        .map(|a| (a.get().clone(), self.loc(a)))
-                        .collect(),
-                )
-            }
+            (Some(argv), None) => Exec::Command(self.argv(argv, key, &format!("tool `{name}`"))),
             (None, Some(script)) => Exec::Run(script.get().clone(), self.loc(script)),
             (Some(_), Some(run)) => {
                 self.err(
@@ -824,23 +953,33 @@ impl Checker<'_> {
             }
         };
         let output = t.output.as_ref().map_or(OutputKind::Text, |o| *o.get());
-        if let Some(schema) = &t.output_schema
-            && output != OutputKind::Json
-        {
-            self.err(
-                schema,
-                format!("tool `{name}` has `output_schema` but not `output = \"json\"`"),
-            );
+        if let Some(schema) = &t.output_schema {
+            if output != OutputKind::Json {
+                self.err(
+                    schema,
+                    format!("tool `{name}` has `output_schema` but not `output = \"json\"`"),
+                );
+            }
+            match schema.get().get("type") {
+                _ if !schema.get().is_object() => self.err(
+                    schema,
+                    format!("`output_schema` of tool `{name}` must be a table (a JSON Schema object)"),
+                ),
+                Some(ty) if ty != "object" => self.err(
+                    schema,
+                    format!("`output_schema` of tool `{name}` must describe an object (`type = \"object\"`): structured content is always a JSON object"),
+                ),
+                _ => {}
+            }
         }
+        let (cwd, cwd_loc) = self.cwd(&t.cwd, key);
         Some(Tool {
             loc: self.loc(key),
             description: Self::text(&t.description),
             title: Self::text(&t.title),
             exec,
-            cwd: t
-                .cwd
-                .as_ref()
-                .map_or_else(|| self.dir.to_path_buf(), |c| self.path(c.get())),
+            cwd,
+            cwd_loc,
             env: self.env_vars(&t.env),
             timeout: self.duration(&t.timeout, DEFAULT_TIMEOUT),
             max_output: self.size(&t.max_output, DEFAULT_MAX_OUTPUT),
@@ -878,9 +1017,9 @@ impl Checker<'_> {
             .collect();
         let mut messages = Vec::new();
         for m in &p.messages {
-            let content = match (&m.text, &m.resource) {
-                (Some(t), None) => MessageContent::Text(t.get().clone()),
-                (None, Some(r)) => MessageContent::Resource(r.get().clone()),
+            let (content, content_loc) = match (&m.text, &m.resource) {
+                (Some(t), None) => (MessageContent::Text(t.get().clone()), self.loc(t)),
+                (None, Some(r)) => (MessageContent::Resource(r.get().clone()), self.loc(r)),
                 _ => {
                     self.err(
                         &m.role,
@@ -895,6 +1034,7 @@ impl Checker<'_> {
                 role: *m.role.get(),
                 loc: self.loc(&m.role),
                 content,
+                content_loc,
             });
         }
         if p.messages.is_empty() {

@@ -125,6 +125,60 @@ impl JsonSchema for SizeValue {
     }
 }
 
+/// One element of `command`: an argument (a string), or a group of arguments (an array of
+/// strings) that is kept or dropped as a whole.
+///
+/// Deserialized by hand (not `#[serde(untagged)]`, which buffers the value and loses spans).
+#[derive(Debug, Clone)]
+pub enum RawArg {
+    One(String),
+    Group(Vec<Sp<String>>),
+}
+
+impl<'de> Deserialize<'de> for RawArg {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = RawArg;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an argument (a string) or a group of arguments (an array of strings)")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<RawArg, E> {
+                Ok(RawArg::One(v.to_owned()))
+            }
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<RawArg, E> {
+                Ok(RawArg::One(v))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<RawArg, A::Error> {
+                let mut items = Vec::new();
+                while let Some(item) = seq.next_element::<Sp<String>>()? {
+                    items.push(item);
+                }
+                Ok(RawArg::Group(items))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl JsonSchema for RawArg {
+    fn schema_name() -> Cow<'static, str> {
+        "Arg".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "An argument, or a group of arguments (an array of strings) that is dropped as a whole when a `{param}` in it has no value.",
+            "anyOf": [
+                { "type": "string" },
+                { "type": "array", "items": { "type": "string" }, "minItems": 1 }
+            ]
+        })
+    }
+}
+
 /// The whole manifest (`mcp-server.toml`, version 1).
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -300,8 +354,9 @@ pub struct RawTemplate {
     pub sqlite: Option<Sp<String>>,
     /// Backend `sql`: one statement; template variables bind to `:var`.
     pub sql: Option<Sp<String>>,
-    /// Backend `command`: argv, no shell; `{var}` is replaced inside an element.
-    pub command: Option<Vec<Sp<String>>>,
+    /// Backend `command`: argv, no shell; `{var}` is replaced inside an element. An element may
+    /// be a group (an array of strings) kept or dropped as a whole.
+    pub command: Option<Vec<Sp<RawArg>>>,
     /// With `command`: working directory (default: the manifest folder).
     pub cwd: Option<Sp<String>>,
     /// With `command`: variables added to the inherited environment.
@@ -332,8 +387,10 @@ pub struct RawTool {
     pub description: Option<Sp<String>>,
     /// Display name.
     pub title: Option<Sp<String>>,
-    /// argv, no shell: each `{param}` becomes part of exactly one element.
-    pub command: Option<Vec<Sp<String>>>,
+    /// argv, no shell: each `{param}` becomes part of exactly one element. An element may be a
+    /// group (an array of strings, e.g. `["--max-count", "{max}"]`), dropped as a whole when a
+    /// parameter it names has no value.
+    pub command: Option<Vec<Sp<RawArg>>>,
     /// A script run by `sh -c`; parameters arrive as environment variables named after them.
     pub run: Option<Sp<String>>,
     /// Working directory (default: the manifest folder).

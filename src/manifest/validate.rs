@@ -15,11 +15,18 @@ pub struct Walker<'a> {
     root: &'a Value,
     map: &'a SourceMap,
     pub diags: &'a mut Diagnostics,
+    /// Byte offsets of the problems found, so the entries holding them can be set aside.
+    pub bad: Vec<usize>,
 }
 
 impl<'a> Walker<'a> {
     pub fn new(root: &'a Value, map: &'a SourceMap, diags: &'a mut Diagnostics) -> Self {
-        Walker { root, map, diags }
+        Walker {
+            root,
+            map,
+            diags,
+            bad: Vec::new(),
+        }
     }
 
     /// Checks a table (the document itself or a section entry) against `schema`.
@@ -209,6 +216,7 @@ impl<'a> Walker<'a> {
     }
 
     fn err(&mut self, span: std::ops::Range<usize>, message: String) {
+        self.bad.push(span.start);
         self.diags.push(self.map.loc(span.start), message);
     }
 }

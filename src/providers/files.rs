@@ -33,8 +33,8 @@ pub struct FilesSource {
     max_size: u64,
     pub watch: bool,
     description: Option<String>,
-    /// Ignore rules per directory (`.ignore`, `.gitignore`), read once; only kept while the
-    /// source is watched, since then a change to an ignore file clears the cache.
+    /// Ignore rules per directory (`.ignore`, `.gitignore`). While the source is watched they
+    /// live until a change to an ignore file drops them; otherwise they last one listing or read.
     ignores: Mutex<HashMap<PathBuf, Arc<DirRules>>>,
     /// The last listing; only kept while the source is watched (see `invalidate`).
     listing: Mutex<Option<Arc<Vec<Entry>>>>,
@@ -197,6 +197,7 @@ impl FilesSource {
         {
             return cached.clone();
         }
+        self.forget_rules_unless_watched();
         let mut out = Vec::new();
         if self.root_is_file {
             if let Ok(meta) = fs::metadata(&self.root) {
@@ -327,9 +328,17 @@ impl FilesSource {
         false
     }
 
+    /// Without a watcher nothing tells us an ignore file changed: start from a clean slate.
+    fn forget_rules_unless_watched(&self) {
+        if !self.watch
+            && let Ok(mut map) = self.ignores.lock()
+        {
+            map.clear();
+        }
+    }
+
     fn rules(&self, dir: &Path) -> Arc<DirRules> {
-        if self.watch
-            && let Ok(map) = self.ignores.lock()
+        if let Ok(map) = self.ignores.lock()
             && let Some(r) = map.get(dir)
         {
             return r.clone();
@@ -347,9 +356,7 @@ impl FilesSource {
             dot_ignore: load(".ignore"),
             git_ignore: load(".gitignore"),
         });
-        if self.watch
-            && let Ok(mut map) = self.ignores.lock()
-        {
+        if let Ok(mut map) = self.ignores.lock() {
             map.insert(dir.to_path_buf(), rules.clone());
         }
         rules
@@ -400,6 +407,7 @@ impl FilesSource {
     /// Reads one resource (blocking: call from a blocking thread).
     pub fn read_blocking(&self, uri: &str) -> Result<Contents, RequestError> {
         let not_found = || RequestError::NotFound(uri.to_owned());
+        self.forget_rules_unless_watched();
         let (path, _rel) = self.resolve(uri).ok_or_else(not_found)?;
         let meta = fs::metadata(&path).map_err(|_| not_found())?;
         if meta.len() > self.max_size {

@@ -1,8 +1,44 @@
-//! Tools: the plain types a tool call answers with (no MCP types here).
+//! Tools: the plain types a tool call answers with (no MCP types here), the manifest's shell-backed
+//! tools, and the ONLY code in the crate that starts processes (`process.rs`).
+//!
+//! - `argv.rs`: `{param}` brace rules; a `command` array → argv for given values (pure).
+//! - `params.rs`: parameters → `inputSchema`; arguments checked and turned into text (pure).
+//! - `process.rs`: the spawner: process groups, timeout, output cap, cancellation, progress,
+//!   and `kill_all` for shutdown.
+//! - `command.rs`: `ShellTool`, one `[tools.NAME]`: build-time checks, listing, calling.
+
+pub mod argv;
+pub mod command;
+pub mod params;
+pub mod process;
 
 use serde_json::Value;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::sync::CancellationToken;
 
 use crate::providers::Contents;
+
+pub use command::ShellTool;
+pub use process::{Progress, kill_all};
+
+/// What a call may be stopped by and where its progress goes.
+#[derive(Debug, Clone, Default)]
+pub struct CallContext {
+    /// Cancelled when the client cancels the request (or the server stops): the process group
+    /// is killed.
+    pub cancel: CancellationToken,
+    /// Progress reports while a process runs; none when the client did not ask for progress.
+    pub progress: Option<UnboundedSender<Progress>>,
+}
+
+impl CallContext {
+    pub fn new(cancel: CancellationToken) -> CallContext {
+        CallContext {
+            cancel,
+            progress: None,
+        }
+    }
+}
 
 /// A tool as listed.
 #[derive(Debug, Clone, PartialEq)]

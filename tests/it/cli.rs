@@ -92,7 +92,7 @@ fn read_and_call_take_a_manifest_from_elsewhere() {
         &manifest,
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert_eq!(stdout(&out), "# A\n\n");
+    assert_eq!(stdout(&out), "# A\n", "text is printed as it is");
     let out = other.run(&["call", "read_resource", "uri=file:///nope", "-m", &manifest]);
     assert_eq!(out.status.code(), Some(1), "isError exits 1");
 }

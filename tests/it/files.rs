@@ -367,3 +367,20 @@ fn resource_tools_list_and_read_like_the_resource_methods() {
     );
     assert_eq!(e["code"], -32602);
 }
+
+#[test]
+fn without_watching_every_listing_and_read_sees_the_current_tree() {
+    let f = Fixture::new();
+    f.write("d/a.md", "a");
+    f.write("d/b.log", "b");
+    f.manifest("[files.d]\nroot = \"d\"\nwatch = false\n");
+    let mut s = f.serve().started();
+    assert_eq!(listed(&mut s), ["a.md", "b.log"]);
+    f.write("d/.gitignore", "*.log\n");
+    f.write("d/c.md", "c");
+    assert_eq!(listed(&mut s), ["a.md", "c.md"]);
+    let e = s.err("resources/read", json!({"uri": f.uri("d/b.log")}));
+    assert_eq!(e["code"], -32002);
+    std::fs::remove_file(f.path("d/.gitignore")).unwrap();
+    s.ok("resources/read", json!({"uri": f.uri("d/b.log")}));
+}

@@ -7,5 +7,7 @@ mod cli;
 mod files;
 mod git;
 mod manifest_errors;
+mod prompts;
 mod protocol;
+mod tools;
 mod watch;

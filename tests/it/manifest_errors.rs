@@ -224,3 +224,18 @@ impl KeepStdin for std::process::Child {
         out
     }
 }
+
+#[test]
+fn problems_of_every_phase_in_different_entries_are_reported_in_one_run() {
+    assert_eq!(
+        diagnose(
+            "[server]\npage_size = \"x\"\n[files.docs]\nroot = \"docs\"\ninclude = [\"[a-\"]\n[files.other]\nroot = \"docs\"\ngitignore = 3\n[tools.t]\ncommand = [\"ls\"]\ntimeout = \"5x\"\n"
+        ),
+        [
+            "bad.toml:2:13: `server.page_size` must be an integer, found a string",
+            "bad.toml:5:12: invalid glob `[a-`: unclosed character class; missing ']'",
+            "bad.toml:8:13: `files.other.gitignore` must be true or false, found an integer",
+            "bad.toml:11:11: unknown duration unit `x` in `5x`; use ms, s, m or h",
+        ]
+    );
+}

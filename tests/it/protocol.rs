@@ -117,6 +117,10 @@ fn stateless_era_discover_and_requests_carry_result_type_and_cache_hints() {
         "{list}"
     );
     assert_eq!(list["resources"][0]["name"], "a.md");
+    assert_eq!(
+        list["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "proto"
+    );
 
     let uri = f.uri("docs/a.md");
     let read = s.modern("resources/read", json!({"uri": uri}));
@@ -252,4 +256,60 @@ fn notifications_get_no_answer() {
     s.send(&json!({"jsonrpc": "2.0", "method": "notifications/whatever"}));
     assert_eq!(s.ok("ping", json!({})), json!({}));
     assert!(s.quiet_for(Duration::from_millis(200)).is_none());
+}
+
+#[test]
+fn thousands_of_pipelined_requests_are_all_answered() {
+    let f = fixture();
+    let mut s = f.serve().started();
+    let uri = f.uri("docs/a.md");
+    let mut batch = String::new();
+    for i in 0..3000 {
+        let msg = if i % 3 == 0 {
+            json!({"jsonrpc": "2.0", "id": format!("p{i}"), "method": "resources/read", "params": {"uri": uri}})
+        } else {
+            json!({"jsonrpc": "2.0", "id": format!("p{i}"), "method": "ping"})
+        };
+        batch.push_str(&msg.to_string());
+        batch.push('\n');
+        // Cancelling requests that may or may not be answered yet must not leak capacity.
+        if i % 7 == 0 {
+            let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": format!("p{i}")}});
+            batch.push_str(&cancel.to_string());
+            batch.push('\n');
+        }
+    }
+    s.send_raw(batch.trim_end());
+    let mut answered = 0;
+    for i in 0..3000 {
+        if i % 7 == 0 {
+            continue;
+        }
+        let r = s.response(&json!(format!("p{i}")));
+        assert!(r.get("result").is_some(), "{r}");
+        answered += 1;
+    }
+    assert_eq!(answered, 3000 - 3000_usize.div_ceil(7));
+    assert_eq!(s.ok("ping", json!({})), json!({}));
+}
+
+#[test]
+fn a_slow_tool_does_not_delay_a_ping() {
+    let f = Fixture::new();
+    f.manifest("[tools.slow]\nrun = 'sleep 2; echo done'\n");
+    let mut s = f.serve().started();
+    s.send(
+        &json!({"jsonrpc": "2.0", "id": "slow", "method": "tools/call",
+        "params": {"name": "slow", "arguments": {}}}),
+    );
+    let started = std::time::Instant::now();
+    assert_eq!(s.ok("ping", json!({})), json!({}));
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(1), "ping took {took:?}");
+    let slow = s.response(&json!("slow"));
+    assert_eq!(slow["result"]["content"][0]["text"], "done\n", "{slow}");
+    assert!(
+        started.elapsed() >= Duration::from_secs(2),
+        "the tool really ran while the ping was answered"
+    );
 }

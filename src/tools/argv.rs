@@ -1,0 +1,389 @@
+//! `{name}` placeholders: the brace rules, and a `command` array turned into argv for given
+//! values. Pure. Tools, `command` templates and prompt messages share these rules.
+//!
+//! # Brace rules
+//!
+//! `{name}` (a letter or `_`, then letters, digits and `_`) is a placeholder; `{{` and `}}` are a
+//! literal `{` and `}`; any other brace (JSON text, `{}`, `{a,b}`, `{ x }`) is literal.
+//!
+//! # argv
+//!
+//! Each placeholder becomes part of exactly one argv element, whatever the value holds: values
+//! never pass through a shell or a splitter. An element (or a group of elements, written as a
+//! nested array) that names a parameter without a value is dropped as a whole. An array value
+//! repeats the element (or group) once per item, and drops it when the array is empty.
+
+use std::collections::HashMap;
+
+use crate::manifest::{ArgvItem, Loc, diag::did_you_mean};
+
+/// A piece of text: literal, or a placeholder naming a parameter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Piece {
+    Lit(String),
+    Var(String),
+}
+
+/// Splits `text` into literal text and placeholders by the brace rules.
+pub fn parse(text: &str) -> Vec<Piece> {
+    let mut pieces = Vec::new();
+    let mut lit = String::new();
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if let Some(after) = rest.strip_prefix("{{") {
+            lit.push('{');
+            rest = after;
+        } else if let Some(after) = rest.strip_prefix("}}") {
+            lit.push('}');
+            rest = after;
+        } else if let Some((name, after)) = placeholder(rest) {
+            if !lit.is_empty() {
+                pieces.push(Piece::Lit(std::mem::take(&mut lit)));
+            }
+            pieces.push(Piece::Var(name.to_owned()));
+            rest = after;
+        } else {
+            lit.push(c);
+            rest = &rest[c.len_utf8()..];
+        }
+    }
+    if !lit.is_empty() {
+        pieces.push(Piece::Lit(lit));
+    }
+    pieces
+}
+
+/// `{name}` at the start of `s`: the name and what follows the closing brace.
+fn placeholder(s: &str) -> Option<(&str, &str)> {
+    let body = s.strip_prefix('{')?;
+    let end = body.find('}')?;
+    let name = &body[..end];
+    let mut chars = name.chars();
+    let first = chars.next()?;
+    let ok = (first.is_ascii_alphabetic() || first == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    ok.then(|| (name, &body[end + 1..]))
+}
+
+/// The placeholders of `pieces`, in order.
+pub fn vars(pieces: &[Piece]) -> impl Iterator<Item = &str> {
+    pieces.iter().filter_map(|p| match p {
+        Piece::Var(v) => Some(v.as_str()),
+        Piece::Lit(_) => None,
+    })
+}
+
+/// Whether a declared name takes one value or a list (an array parameter).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    One,
+    Many,
+}
+
+/// The value of a parameter, already converted to text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Value {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl Value {
+    /// As one string: a list is one item a line (how `run` scripts receive arrays).
+    pub fn joined(&self) -> String {
+        match self {
+            Value::One(s) => s.clone(),
+            Value::Many(items) => items.join("\n"),
+        }
+    }
+}
+
+/// Checks each placeholder of `pieces` against `declared`; returns an error message per problem.
+pub fn check_names(pieces: &[Piece], declared: &[(String, Kind)], what: &str) -> Vec<String> {
+    let mut errors = Vec::new();
+    for var in vars(pieces) {
+        if !declared.iter().any(|(n, _)| n == var) {
+            let names = declared.iter().map(|(n, _)| n.as_str());
+            let hint = match did_you_mean(var, names) {
+                Some(m) => format!(", did you mean `{{{m}}}`?"),
+                None if declared.is_empty() => format!("; there are no {what}s"),
+                None => format!(
+                    "; the {what}s are: {}",
+                    declared
+                        .iter()
+                        .map(|(n, _)| format!("`{n}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            };
+            errors.push(format!(
+                "`{{{var}}}` names no declared {what}{hint} (write `{{{{` and `}}}}` for literal braces)"
+            ));
+        }
+    }
+    errors
+}
+
+/// A `command` array compiled against the names it may use.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Argv {
+    program: String,
+    items: Vec<Vec<Vec<Piece>>>,
+}
+
+impl Argv {
+    /// Compiles `argv` (program first) against `declared`. Errors carry the place of the element.
+    /// `what` names the declared things in messages ("parameter", "variable").
+    pub fn compile(
+        argv: &[ArgvItem],
+        declared: &[(String, Kind)],
+        what: &str,
+    ) -> Result<Argv, Vec<(Loc, String)>> {
+        let mut errors = Vec::new();
+        let mut program = String::new();
+        let mut items = Vec::new();
+        for (i, item) in argv.iter().enumerate() {
+            let (members, loc): (Vec<(&str, Loc)>, Loc) = match item {
+                ArgvItem::Arg(s, loc) => (vec![(s.as_str(), *loc)], *loc),
+                ArgvItem::Group(list, loc) => {
+                    (list.iter().map(|(s, l)| (s.as_str(), *l)).collect(), *loc)
+                }
+            };
+            let mut parsed = Vec::new();
+            for (text, at) in members {
+                let pieces = parse(text);
+                errors.extend(
+                    check_names(&pieces, declared, what)
+                        .into_iter()
+                        .map(|m| (at, m)),
+                );
+                parsed.push(pieces);
+            }
+            if i == 0 {
+                let pieces = parsed.pop().unwrap_or_default();
+                if vars(&pieces).next().is_some() {
+                    errors.push((
+                        loc,
+                        format!(
+                            "the program (the first element of `command`) cannot hold a `{{{what}}}`; name the program and pass values as arguments"
+                        ),
+                    ));
+                }
+                program = pieces
+                    .into_iter()
+                    .map(|p| match p {
+                        Piece::Lit(s) | Piece::Var(s) => s,
+                    })
+                    .collect();
+                continue;
+            }
+            let many: Vec<&str> = {
+                let mut names: Vec<&str> = parsed
+                    .iter()
+                    .flat_map(|p| vars(p))
+                    .filter(|v| declared.iter().any(|(n, k)| n == v && *k == Kind::Many))
+                    .collect();
+                names.sort_unstable();
+                names.dedup();
+                names
+            };
+            if many.len() > 1 {
+                errors.push((
+                    loc,
+                    format!(
+                        "one element (or group) of `command` can repeat over one array parameter, not {}: {}",
+                        many.len(),
+                        many.iter()
+                            .map(|n| format!("`{n}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ));
+            }
+            items.push(parsed);
+        }
+        if errors.is_empty() {
+            Ok(Argv { program, items })
+        } else {
+            Err(errors)
+        }
+    }
+
+    pub fn program(&self) -> &str {
+        &self.program
+    }
+
+    /// The arguments (after the program) for `values`; a name missing from `values` has no value.
+    pub fn args(&self, values: &HashMap<String, Value>) -> Vec<String> {
+        let mut out = Vec::new();
+        for members in &self.items {
+            let names: Vec<&str> = members.iter().flat_map(|p| vars(p)).collect();
+            if names.iter().any(|n| !values.contains_key(*n)) {
+                continue;
+            }
+            // A list repeats the element (or group) once per item; with no list, once.
+            let repeat = names
+                .iter()
+                .filter_map(|n| match values.get(*n) {
+                    Some(Value::Many(items)) => Some(items.len()),
+                    _ => None,
+                })
+                .min();
+            for index in 0..repeat.unwrap_or(1) {
+                for pieces in members {
+                    out.push(render(pieces, values, index));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Renders `pieces`; a list value contributes its item `index`. Every name must have a value.
+fn render(pieces: &[Piece], values: &HashMap<String, Value>, index: usize) -> String {
+    let mut s = String::new();
+    for p in pieces {
+        match p {
+            Piece::Lit(l) => s.push_str(l),
+            Piece::Var(v) => match values.get(v) {
+                Some(Value::One(x)) => s.push_str(x),
+                Some(Value::Many(items)) => s.push_str(items.get(index).map_or("", String::as_str)),
+                None => {}
+            },
+        }
+    }
+    s
+}
+
+/// Substitutes every placeholder of `pieces` with `lookup(name)` (pieces already checked).
+pub fn substitute(pieces: &[Piece], lookup: impl Fn(&str) -> String) -> String {
+    let mut s = String::new();
+    for p in pieces {
+        match p {
+            Piece::Lit(l) => s.push_str(l),
+            Piece::Var(v) => s.push_str(&lookup(v)),
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lit(s: &str) -> Piece {
+        Piece::Lit(s.into())
+    }
+    fn var(s: &str) -> Piece {
+        Piece::Var(s.into())
+    }
+
+    #[test]
+    fn brace_rules() {
+        assert_eq!(parse("a{b}c"), [lit("a"), var("b"), lit("c")]);
+        assert_eq!(parse("{{b}}"), [lit("{b}")]);
+        assert_eq!(parse("{{{b}}}"), [lit("{"), var("b"), lit("}")]);
+        assert_eq!(parse(r#"{"a": 1}"#), [lit(r#"{"a": 1}"#)]);
+        assert_eq!(parse("{}"), [lit("{}")]);
+        assert_eq!(
+            parse("{a,b} { x } {a-b} {9a}"),
+            [lit("{a,b} { x } {a-b} {9a}")]
+        );
+        assert_eq!(parse("${HOME}/x"), [lit("$"), var("HOME"), lit("/x")]);
+        assert_eq!(parse("{_a1}{b}"), [var("_a1"), var("b")]);
+        assert_eq!(parse("é{x}ü}"), [lit("é"), var("x"), lit("ü}")]);
+        assert_eq!(parse("{unclosed"), [lit("{unclosed")]);
+        assert_eq!(parse(""), []);
+    }
+
+    #[test]
+    fn unknown_names_get_a_suggestion() {
+        let declared = vec![("pattern".to_owned(), Kind::One)];
+        let errs = check_names(&parse("{patern}"), &declared, "parameter");
+        assert_eq!(
+            errs,
+            [
+                "`{patern}` names no declared parameter, did you mean `{pattern}`? (write `{{` and `}}` for literal braces)"
+            ]
+        );
+        assert!(check_names(&parse("{{patern}}"), &declared, "parameter").is_empty());
+    }
+
+    fn item(s: &str) -> ArgvItem {
+        ArgvItem::Arg(s.into(), Loc::default())
+    }
+    fn group(list: &[&str]) -> ArgvItem {
+        ArgvItem::Group(
+            list.iter()
+                .map(|s| (s.to_string(), Loc::default()))
+                .collect(),
+            Loc::default(),
+        )
+    }
+
+    #[test]
+    fn optional_elements_and_groups_are_dropped_and_lists_repeat() {
+        let declared = vec![
+            ("pattern".to_owned(), Kind::One),
+            ("max".to_owned(), Kind::One),
+            ("globs".to_owned(), Kind::Many),
+        ];
+        let argv = Argv::compile(
+            &[
+                item("rg"),
+                group(&["--max-count", "{max}"]),
+                item("--glob={globs}"),
+                group(&["-g", "{globs}"]),
+                item("--"),
+                item("{pattern}"),
+            ],
+            &declared,
+            "parameter",
+        )
+        .unwrap();
+        assert_eq!(argv.program(), "rg");
+        let mut values = HashMap::new();
+        values.insert("pattern".to_owned(), Value::One("a b; $(id)".into()));
+        assert_eq!(argv.args(&values), ["--", "a b; $(id)"]);
+        values.insert("max".to_owned(), Value::One("3".into()));
+        values.insert(
+            "globs".to_owned(),
+            Value::Many(vec!["*.rs".into(), "*.md".into()]),
+        );
+        assert_eq!(
+            argv.args(&values),
+            [
+                "--max-count",
+                "3",
+                "--glob=*.rs",
+                "--glob=*.md",
+                "-g",
+                "*.rs",
+                "-g",
+                "*.md",
+                "--",
+                "a b; $(id)"
+            ]
+        );
+        values.insert("globs".to_owned(), Value::Many(vec![]));
+        assert_eq!(argv.args(&values), ["--max-count", "3", "--", "a b; $(id)"]);
+    }
+
+    #[test]
+    fn compile_errors() {
+        let declared = vec![("a".to_owned(), Kind::Many), ("b".to_owned(), Kind::Many)];
+        let errs = Argv::compile(
+            &[item("{a}"), item("{a}{b}"), item("{c}")],
+            &declared,
+            "parameter",
+        )
+        .unwrap_err();
+        let msgs: Vec<&str> = errs.iter().map(|(_, m)| m.as_str()).collect();
+        assert_eq!(msgs.len(), 3, "{msgs:?}");
+        assert!(msgs[0].starts_with("the program"), "{msgs:?}");
+        assert!(msgs[1].contains("one array parameter, not 2"), "{msgs:?}");
+        assert!(
+            msgs[2].contains("`{c}` names no declared parameter"),
+            "{msgs:?}"
+        );
+    }
+}
