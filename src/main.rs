@@ -67,7 +67,11 @@ enum Command {
 fn main() -> ExitCode {
     let args = Args::parse();
     init_logging();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    // One async thread routes requests; everything that blocks or takes CPU runs elsewhere
+    // (stdin/stdout threads parse and serialize, `spawn_blocking` for files, git and SQLite,
+    // sqlx's worker threads, child processes). Measured: one thread answers pipelined pings
+    // ~1.3x faster than two workers handing tasks to each other, with less memory.
+    let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use crate::manifest::{Diagnostics, Manifest, Role};
 use crate::prompts::{PromptDef, PromptInfo, Rendered};
 use crate::providers::files::{ChangeEffect, FilesSource};
+use crate::providers::git::GitSource;
 use crate::providers::sqlite::SqliteSource;
 use crate::providers::template::TemplateSource;
 use crate::providers::{Body, Completion, Contents, RequestError, ResourceInfo, TemplateInfo};
@@ -23,6 +24,7 @@ pub enum Source {
     Files(Arc<FilesSource>),
     Sqlite(Arc<SqliteSource>),
     Template(Arc<TemplateSource>),
+    Git(Arc<GitSource>),
 }
 
 /// Everything one manifest serves.
@@ -68,6 +70,11 @@ impl Registry {
                 sources.push(Source::Sqlite(src));
             }
         }
+        for def in &manifest.git {
+            if let Some(src) = GitSource::build(def, &mut diags) {
+                sources.push(Source::Git(Arc::new(src)));
+            }
+        }
         for def in &manifest.templates {
             if let Some(t) = TemplateSource::build(def, &databases, &mut diags).await {
                 sources.push(Source::Template(Arc::new(t)));
@@ -83,16 +90,6 @@ impl Registry {
             .iter()
             .filter_map(|p| PromptDef::build(p, &mut diags))
             .collect();
-        let pending: [(&str, Vec<crate::manifest::Loc>); 1] =
-            [("git", manifest.git.iter().map(|s| s.loc).collect())];
-        for (section, locs) in pending {
-            for loc in locs {
-                diags.push(
-                    loc,
-                    format!("[{section}.*] is not supported yet by this version of mcp-manifest"),
-                );
-            }
-        }
         if diags.is_empty() {
             Ok(Registry {
                 manifest,
@@ -121,6 +118,7 @@ impl Registry {
                     }
                 }
                 Source::Sqlite(_) | Source::Template(_) => {}
+                Source::Git(g) => g.watch_dirs_blocking(&mut dirs),
             }
         }
         dirs
@@ -138,6 +136,7 @@ impl Registry {
         for source in &self.sources {
             let e = match source {
                 Source::Files(f) => f.apply_changes_blocking(changes),
+                Source::Git(g) => g.apply_changes(changes),
                 // A database's tables can change too, but telling needs a query: the list is
                 // re-read on the next resources/list either way.
                 Source::Sqlite(_) | Source::Template(_) => ChangeEffect::default(),
@@ -154,6 +153,7 @@ impl Registry {
             Source::Files(f) => f.watch && f.affected_by(uri, paths),
             Source::Sqlite(db) => db.watch && db.owns(uri) && db.changed_by(paths),
             Source::Template(_) => false,
+            Source::Git(g) => g.watch && g.affected_by(uri, paths),
         })
     }
 
@@ -172,6 +172,7 @@ impl Registry {
                 }
                 Source::Sqlite(db) => out.extend(db.list().await?),
                 Source::Template(t) => out.extend(t.list()),
+                Source::Git(g) => out.extend(g.list()),
             }
         }
         Ok(out)
@@ -184,6 +185,7 @@ impl Registry {
                 Source::Files(f) => out.extend(f.templates()),
                 Source::Sqlite(db) => out.extend(db.templates()),
                 Source::Template(t) => out.extend(t.templates()),
+                Source::Git(g) => out.extend(g.templates()),
             }
         }
         out
@@ -202,6 +204,11 @@ impl Registry {
                 Source::Files(_) => continue,
                 Source::Sqlite(db) if db.owns(uri) => db.read(uri).await,
                 Source::Sqlite(_) => continue,
+                Source::Git(g) if g.owns(uri) => {
+                    let (g, u) = (g.clone(), uri.to_owned());
+                    blocking(move || g.read_blocking(&u)).await?
+                }
+                Source::Git(_) => continue,
                 Source::Template(t) => t.read(uri).await,
             };
             match result {
@@ -236,6 +243,15 @@ impl Registry {
                     return t.complete(var, value, context).await;
                 }
                 Source::Template(_) => {}
+                Source::Git(g) if g.has_template(template) => {
+                    let (g, var, value) = (g.clone(), var.to_owned(), value.to_owned());
+                    let (template, context) = (template.to_owned(), context.clone());
+                    return blocking(move || {
+                        g.complete_blocking(&template, &var, &value, &context)
+                    })
+                    .await?;
+                }
+                Source::Git(_) => {}
             }
         }
         Err(RequestError::InvalidParams(format!(

@@ -2,6 +2,7 @@
 //! Nothing here knows MCP: `server.rs` converts these types to the wire.
 
 pub mod files;
+pub mod git;
 pub mod sql;
 pub mod sqlite;
 pub mod template;

@@ -5,6 +5,7 @@ mod support;
 
 mod cli;
 mod files;
+mod git;
 mod manifest_errors;
 mod prompts;
 mod protocol;

@@ -313,3 +313,41 @@ fn a_slow_tool_does_not_delay_a_ping() {
         "the tool really ran while the ping was answered"
     );
 }
+
+#[test]
+fn every_request_sent_before_eof_is_answered_before_exit() {
+    use std::io::Write;
+    let f = fixture();
+    let mut input = String::new();
+    input.push_str(
+        &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "it", "version": "1"}}}).to_string(),
+    );
+    input.push('\n');
+    for i in 1..=5000 {
+        input.push_str(&json!({"jsonrpc": "2.0", "id": i, "method": "ping"}).to_string());
+        input.push('\n');
+    }
+    let mut child = std::process::Command::new(crate::support::BIN)
+        .arg("serve")
+        .current_dir(f.root())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let writer = std::thread::spawn(move || {
+        stdin.write_all(input.as_bytes()).expect("write");
+        // Dropping stdin here is the EOF.
+    });
+    let out = child.wait_with_output().expect("output");
+    writer.join().expect("writer");
+    let text = String::from_utf8(out.stdout).expect("UTF-8");
+    let ids: std::collections::HashSet<i64> = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("JSON line"))
+        .filter_map(|v| v["id"].as_i64())
+        .collect();
+    assert_eq!(ids.len(), 5001, "every request answered once");
+    assert_eq!(out.status.code(), Some(0));
+}

@@ -17,25 +17,23 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use rmcp::model::{
-    Annotations, CallToolRequestParams, CallToolResponse, CallToolResult, ClientNotification,
-    ClientRequest, CompleteRequestParams, CompleteResult, CompletionInfo, ContentBlock, ErrorData,
-    GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, JsonRpcMessage,
-    JsonRpcRequest, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, MetaObject,
-    PaginatedRequestParams, ProgressNotificationParam, Prompt, PromptArgument, PromptMessage,
-    PromptsCapability, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, Reference, RequestId, Resource, ResourceContents, ResourceTemplate,
-    ResourceUpdatedNotificationParam, ResourcesCapability, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool, ToolAnnotations,
-    ToolsCapability, UnsubscribeRequestParams,
+    Annotations, CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams,
+    CompleteResult, CompletionInfo, ContentBlock, ErrorData, GetPromptRequestParams,
+    GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
+    LoggingMessageNotificationParam, MetaObject, PaginatedRequestParams, ProgressNotificationParam,
+    Prompt, PromptArgument, PromptMessage, PromptsCapability, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Reference, Resource,
+    ResourceContents, ResourceTemplate, ResourceUpdatedNotificationParam, ResourcesCapability,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
+    SubscriptionFilter, Tool, ToolAnnotations, ToolsCapability, UnsubscribeRequestParams,
 };
 use rmcp::service::{
-    NotificationContext, Peer, RequestContext, RoleServer, RxJsonRpcMessage, SubscriptionContext,
-    SubscriptionSink, TxJsonRpcMessage,
+    NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext, SubscriptionSink,
 };
 use rmcp::{ServerHandler, ServiceExt};
 use serde_json::Value;
-use std::io::{BufRead, Read, Write};
+use std::io::{Read, Write};
 use tokio_util::sync::CancellationToken;
 
 use crate::manifest::Role;
@@ -44,6 +42,9 @@ use crate::providers::{Body, Completion, Contents, RequestError, ResourceInfo};
 use crate::registry::{PromptContent, Registry, blocking, paginate};
 use crate::tools::{CallContext, Progress, ToolContent, ToolInfo, ToolResult};
 use crate::watch::{DEBOUNCE, Watcher};
+
+mod transport;
+use transport::{LineTransport, Output};
 
 /// The `ServerHandler`: a registry (swapped when the manifest is edited), the info derived from
 /// it, and who wants to hear about changes.
@@ -661,12 +662,16 @@ where
     // However serving ends, no child outlives it: every process group a tool started is killed.
     let _children = KillChildrenOnExit;
     let eof = CancellationToken::new();
-    let transport = LineTransport::new(input, output, eof.clone());
+    let output = Output::start(output);
+    let transport = LineTransport::new(input, &output, eof.clone());
     let handler = Handler::new(registry, eof.clone());
     let running = match handler.serve(transport).await {
         Ok(r) => r,
         // The client went away before it started a session: a clean exit.
-        Err(_) if eof.is_cancelled() => return Ok(()),
+        Err(_) if eof.is_cancelled() => {
+            output.finish(Duration::from_millis(200)).await;
+            return Ok(());
+        }
         Err(e) => return Err(anyhow::anyhow!("the MCP session did not start: {e}")),
     };
     let service_ct = running.cancellation_token();
@@ -685,6 +690,8 @@ where
         _ = terminate_signal() => service_ct.cancel(),
     }
     watching.abort();
+    // Everything answered is written before we return (the process exits right after).
+    output.finish(Duration::from_millis(200)).await;
     Ok(())
 }
 
@@ -804,315 +811,4 @@ async fn terminate_signal() {
 #[cfg(not(unix))]
 async fn terminate_signal() {
     std::future::pending().await
-}
-
-/// The largest incoming line (one JSON-RPC message) we buffer; longer lines are dropped.
-const MAX_LINE: usize = 16 * 1024 * 1024;
-
-/// Newline-delimited JSON-RPC over byte streams. Written here rather than taken from rmcp because
-/// rmcp drops unparsable lines silently; JSON-RPC wants `-32700` with `id: null` for those, and
-/// a request whose params do not fit its method should get `-32602` with its id.
-///
-/// Reading and writing each run on a dedicated thread (tokio's stdin/stdout hop through the
-/// blocking pool for every call): the reader splits lines and hands them over a bounded channel,
-/// so `receive` is cancellation-safe; the writer drains its queue into one buffered write and
-/// flushes only when the queue is empty, so pipelined answers share system calls.
-///
-/// At most `MAX_IN_FLIGHT` requests are handed to rmcp before their answers go out: a client
-/// that pipelines thousands of requests waits on the pipe instead of growing our memory.
-struct LineTransport {
-    lines: tokio::sync::mpsc::Receiver<Vec<u8>>,
-    queue: std::collections::VecDeque<RxJsonRpcMessage<RoleServer>>,
-    out: std::sync::mpsc::Sender<Vec<u8>>,
-    eof: CancellationToken,
-    in_flight: Arc<InFlight>,
-}
-
-/// Requests handed to rmcp and not answered yet (answered, cancelled, or dropped by rmcp).
-#[derive(Default)]
-struct InFlight {
-    ids: Mutex<HashSet<RequestId>>,
-    freed: tokio::sync::Notify,
-}
-
-const MAX_IN_FLIGHT: usize = 256;
-
-impl InFlight {
-    fn done(&self, id: &RequestId) {
-        if lock(&self.ids).remove(id) {
-            self.freed.notify_one();
-        }
-    }
-}
-
-impl LineTransport {
-    fn new<R, W>(read: R, write: W, eof: CancellationToken) -> Self
-    where
-        R: Read + Send + 'static,
-        W: Write + Send + 'static,
-    {
-        let (line_tx, lines) = tokio::sync::mpsc::channel(256);
-        std::thread::Builder::new()
-            .name("stdin".into())
-            .spawn(move || read_lines(read, line_tx))
-            .expect("spawning the stdin thread");
-        let (out, out_rx) = std::sync::mpsc::channel::<Vec<u8>>();
-        std::thread::Builder::new()
-            .name("stdout".into())
-            .spawn(move || write_lines(write, out_rx))
-            .expect("spawning the stdout thread");
-        LineTransport {
-            lines,
-            queue: Default::default(),
-            out,
-            eof,
-            in_flight: Arc::default(),
-        }
-    }
-
-    fn reply_raw(&self, line: String) {
-        let _ = self.out.send(line.into_bytes());
-    }
-
-    fn handle_line(&mut self, raw: Vec<u8>) {
-        let mut text: &[u8] = &raw;
-        while let Some((last, rest)) = text.split_last() {
-            if matches!(last, b'\n' | b'\r' | b' ' | b'\t') {
-                text = rest;
-            } else {
-                break;
-            }
-        }
-        let text = text
-            .strip_prefix(b"\xEF\xBB\xBF".as_slice())
-            .unwrap_or(text);
-        if text.iter().all(u8::is_ascii_whitespace) {
-            return;
-        }
-        match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(text) {
-            Ok(msg) => self.accept(msg),
-            Err(e) if e.is_syntax() || e.is_eof() => self.reply_raw(error_line(
-                &Value::Null,
-                -32700,
-                &format!("Parse error: {e}"),
-            )),
-            Err(e) => self.invalid(text, &e),
-        }
-    }
-
-    /// Queues a parsed message. rmcp reads a standard method whose params do not fit as a
-    /// custom request (and would answer -32601); those get -32602 Invalid params here.
-    fn accept(&mut self, msg: RxJsonRpcMessage<RoleServer>) {
-        if let JsonRpcMessage::Request(JsonRpcRequest {
-            id,
-            request: ClientRequest::CustomRequest(custom),
-            ..
-        }) = &msg
-            && STANDARD_METHODS.contains(&custom.method.as_str())
-        {
-            let id = serde_json::to_value(id).unwrap_or(Value::Null);
-            let message = format!("Invalid params for `{}`", custom.method);
-            return self.reply_raw(error_line(&id, -32602, &message));
-        }
-        self.queue.push_back(msg);
-    }
-
-    /// Valid JSON that is not a message we accept: a batch (2025-03-26), a request whose params
-    /// do not fit (-32602 with its id), or something else (-32600).
-    fn invalid(&mut self, text: &[u8], e: &serde_json::Error) {
-        let Ok(value) = serde_json::from_slice::<Value>(text) else {
-            return self.reply_raw(error_line(&Value::Null, -32700, "Parse error"));
-        };
-        if let Value::Array(items) = value {
-            if items.is_empty() {
-                return self.reply_raw(error_line(
-                    &Value::Null,
-                    -32600,
-                    "Invalid Request: empty batch",
-                ));
-            }
-            for item in items {
-                match serde_json::from_value::<RxJsonRpcMessage<RoleServer>>(item.clone()) {
-                    Ok(msg) => self.accept(msg),
-                    Err(e) => {
-                        let bytes = item.to_string();
-                        self.invalid(bytes.as_bytes(), &e)
-                    }
-                }
-            }
-            return;
-        }
-        let id = value.get("id").cloned().unwrap_or(Value::Null);
-        let has_method = value.get("method").and_then(Value::as_str).is_some();
-        let is_request = has_method && matches!(id, Value::String(_) | Value::Number(_));
-        if is_request && value.get("jsonrpc").and_then(Value::as_str) == Some("2.0") {
-            self.reply_raw(error_line(&id, -32602, &format!("Invalid params: {e}")));
-        } else if has_method && id.is_null() && value.get("id").is_none() {
-            // A notification we cannot read: notifications never get an answer.
-            tracing::debug!("ignored a malformed notification: {e}");
-        } else {
-            let id = if matches!(id, Value::String(_) | Value::Number(_)) {
-                id
-            } else {
-                Value::Null
-            };
-            self.reply_raw(error_line(&id, -32600, &format!("Invalid Request: {e}")));
-        }
-    }
-}
-
-/// Requests the protocol defines (either era).
-const STANDARD_METHODS: &[&str] = &[
-    "initialize",
-    "ping",
-    "server/discover",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-    "resources/subscribe",
-    "resources/unsubscribe",
-    "subscriptions/listen",
-    "tools/list",
-    "tools/call",
-    "prompts/list",
-    "prompts/get",
-    "completion/complete",
-    "logging/setLevel",
-];
-
-fn error_line(id: &Value, code: i64, message: &str) -> String {
-    let mut s = serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "error": { "code": code, "message": message }
-    })
-    .to_string();
-    s.push('\n');
-    s
-}
-
-/// The reader thread: splits input into lines (at most `MAX_LINE` bytes each).
-fn read_lines<R: Read>(read: R, tx: tokio::sync::mpsc::Sender<Vec<u8>>) {
-    let mut reader = std::io::BufReader::with_capacity(64 * 1024, read);
-    let mut line = Vec::new();
-    let mut discarding = false;
-    loop {
-        let (used, done) = {
-            let buf = match reader.fill_buf() {
-                Ok(b) => b,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    tracing::error!("reading stdin failed: {e}");
-                    return;
-                }
-            };
-            if buf.is_empty() {
-                return;
-            }
-            let nl = buf.iter().position(|b| *b == b'\n');
-            let take = nl.map_or(buf.len(), |i| i + 1);
-            if discarding {
-                discarding = nl.is_none();
-            } else if line.len() + take > MAX_LINE {
-                tracing::error!("dropped an incoming message longer than {MAX_LINE} bytes");
-                line.clear();
-                discarding = nl.is_none();
-            } else {
-                line.extend_from_slice(&buf[..take]);
-            }
-            (take, nl.is_some() && !line.is_empty())
-        };
-        reader.consume(used);
-        if done && tx.blocking_send(std::mem::take(&mut line)).is_err() {
-            return;
-        }
-    }
-}
-
-/// The writer thread: writes whole messages, batching what is queued, flushing when idle.
-fn write_lines<W: Write>(write: W, rx: std::sync::mpsc::Receiver<Vec<u8>>) {
-    let mut w = std::io::BufWriter::with_capacity(64 * 1024, write);
-    while let Ok(first) = rx.recv() {
-        if w.write_all(&first).is_err() {
-            return;
-        }
-        while let Ok(more) = rx.try_recv() {
-            if w.write_all(&more).is_err() {
-                return;
-            }
-        }
-        if w.flush().is_err() {
-            return;
-        }
-    }
-}
-
-impl rmcp::transport::Transport<RoleServer> for LineTransport {
-    type Error = std::io::Error;
-
-    fn send(
-        &mut self,
-        item: TxJsonRpcMessage<RoleServer>,
-    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        let out = self.out.clone();
-        let answered = match &item {
-            JsonRpcMessage::Response(r) => Some(r.id.clone()),
-            JsonRpcMessage::Error(e) => e.id.clone(),
-            _ => None,
-        };
-        if let Some(id) = answered {
-            self.in_flight.done(&id);
-        }
-        async move {
-            let mut bytes = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
-            bytes.push(b'\n');
-            out.send(bytes)
-                .map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "stdout closed"))
-        }
-    }
-
-    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
-        loop {
-            // Peek, wait for room, then pop: a cancelled `receive` must not lose the message.
-            if let Some(front) = self.queue.front() {
-                match front {
-                    JsonRpcMessage::Request(r) => {
-                        let id = r.id.clone();
-                        loop {
-                            let freed = self.in_flight.freed.notified();
-                            {
-                                let mut ids = lock(&self.in_flight.ids);
-                                if ids.len() < MAX_IN_FLIGHT {
-                                    ids.insert(id);
-                                    break;
-                                }
-                            }
-                            freed.await;
-                        }
-                    }
-                    JsonRpcMessage::Notification(n) => {
-                        if let ClientNotification::CancelledNotification(c) = &n.notification
-                            && let Some(id) = &c.params.request_id
-                        {
-                            // rmcp drops the answer of a cancelled request.
-                            self.in_flight.done(id);
-                        }
-                    }
-                    _ => {}
-                }
-                return self.queue.pop_front();
-            }
-            match self.lines.recv().await {
-                Some(line) => self.handle_line(line),
-                None => {
-                    self.eof.cancel();
-                    return None;
-                }
-            }
-        }
-    }
-
-    async fn close(&mut self) -> Result<(), Self::Error> {
-        Ok(())
-    }
 }

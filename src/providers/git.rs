@@ -1,0 +1,1350 @@
+//! `[git.NAME]`: a git repository served as `git://NAME/...` resources — `log`, `status`,
+//! `branches`, `diff` — and the templates `commit/{rev}` and `blob/{rev}/{+path}`, with completion
+//! of `rev` (branches, tags) and `path` (tracked paths at a revision).
+//!
+//! The repository is found once, in `GitSource::build` (discovering upward from `path`); requests
+//! run on blocking threads, each with a `git2::Repository` handle of its own (handles are not
+//! `Sync`) taken from a small pool, opened on first use (see `GitSource::with_repo`). Listing the
+//! fixed resources opens nothing.
+//!
+//! Output formats are fixed here and documented in README.md; where git has a porcelain format
+//! (`status --porcelain`, `branch -a`, `diff HEAD`) the text follows it, so tests compare with the
+//! git CLI.
+
+use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use git2::{
+    BranchType, Commit, Delta, Diff, DiffFindOptions, DiffFormat, DiffOptions, ErrorCode,
+    ObjectType, Repository, Status, StatusOptions, Tree,
+};
+
+use super::files::{ChangeEffect, mime_for};
+use super::{Body, Completion, Contents, RequestError, ResourceInfo, TemplateInfo, decode_percent};
+use crate::manifest::{self, Diagnostics, expand::format_size};
+use crate::uri::UriTemplate;
+
+/// Diffs (`diff`, the patch of `commit/{rev}`) longer than this are cut, with a line saying so.
+pub const DIFF_CAP: usize = 1024 * 1024;
+
+/// Blobs larger than this are refused with an error naming both sizes (a cut file would be a
+/// wrong file).
+pub const BLOB_CAP: u64 = 10 * 1024 * 1024;
+
+const TEXT: &str = "text/plain";
+
+/// What kind of repository state a changed path belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Touched {
+    /// HEAD, a ref or packed-refs: what every revision means.
+    Refs,
+    /// The index or a work tree file: what `status` and `diff` compare.
+    IndexOrWorkTree,
+}
+
+/// The four fixed resources, in listing order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fixed {
+    Log,
+    Status,
+    Branches,
+    Diff,
+}
+
+impl Fixed {
+    const ALL: [Fixed; 4] = [Fixed::Log, Fixed::Status, Fixed::Branches, Fixed::Diff];
+
+    fn segment(self) -> &'static str {
+        match self {
+            Fixed::Log => "log",
+            Fixed::Status => "status",
+            Fixed::Branches => "branches",
+            Fixed::Diff => "diff",
+        }
+    }
+
+    /// Status and diff compare with a work tree; a bare repository has none.
+    fn needs_work_tree(self) -> bool {
+        matches!(self, Fixed::Status | Fixed::Diff)
+    }
+}
+
+/// The live git source.
+#[derive(Debug)]
+pub struct GitSource {
+    pub name: String,
+    /// `git://NAME/`.
+    prefix: String,
+    /// The repository's git dir (`.git`, or the bare repository itself); what requests open.
+    git_dir: PathBuf,
+    /// Where refs and packed-refs live (differs from `git_dir` in a linked work tree).
+    common_dir: PathBuf,
+    /// The work tree; `None` for a bare repository.
+    work_tree: Option<PathBuf>,
+    log_limit: usize,
+    pub watch: bool,
+    description: Option<String>,
+    /// `git://NAME/commit/{rev}`.
+    commit_template: UriTemplate,
+    /// `git://NAME/blob/{rev}/{+path}`.
+    blob_template: UriTemplate,
+    /// Open repositories between requests (see `with_repo`); empty until the first request.
+    pool: Pool,
+}
+
+/// The most open repositories a source keeps between requests.
+const POOL_MAX: usize = 4;
+
+#[derive(Default)]
+struct Pool(Mutex<Vec<Repository>>);
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kept = self.0.lock().map_or(0, |p| p.len());
+        write!(f, "Pool({kept} open)")
+    }
+}
+
+impl GitSource {
+    /// Builds the source from its checked entry: `path` must be in a repository (a work tree, a
+    /// folder inside one, or a bare repository). Problems are reported at `path`.
+    pub fn build(def: &manifest::Git, diags: &mut Diagnostics) -> Option<GitSource> {
+        let shown = def.path.display();
+        if !def.path.exists() {
+            diags.push(
+                def.path_loc,
+                format!(
+                    "[git.{}] path `{shown}` does not exist; it should be a git work tree or a bare repository",
+                    def.name
+                ),
+            );
+            return None;
+        }
+        // Discovery starts at a folder; a file inside a work tree counts as its folder.
+        let start = if def.path.is_file() {
+            def.path.parent().unwrap_or(&def.path)
+        } else {
+            &def.path
+        };
+        let repo = match Repository::discover(start) {
+            Ok(r) => r,
+            Err(e) if e.code() == ErrorCode::NotFound => {
+                diags.push(
+                    def.path_loc,
+                    format!(
+                        "[git.{}] path `{shown}` is not inside a git repository (run `git init` there, or point `path` at a repository)",
+                        def.name
+                    ),
+                );
+                return None;
+            }
+            Err(e) => {
+                diags.push(
+                    def.path_loc,
+                    format!(
+                        "[git.{}] the repository at `{shown}` cannot be opened: {}",
+                        def.name,
+                        e.message()
+                    ),
+                );
+                return None;
+            }
+        };
+        let templates = (
+            UriTemplate::parse(&format!("git://{}/commit/{{rev}}", def.name)),
+            UriTemplate::parse(&format!("git://{}/blob/{{rev}}/{{+path}}", def.name)),
+        );
+        let (Ok(commit_template), Ok(blob_template)) = templates else {
+            // Names match `[a-z][a-z0-9_-]*`, so both templates are always valid.
+            diags.push(
+                def.loc,
+                format!("[git.{}] has a name no URI can hold", def.name),
+            );
+            return None;
+        };
+        // Canonical, like the paths in change events.
+        let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        Some(GitSource {
+            name: def.name.clone(),
+            prefix: format!("git://{}/", def.name),
+            git_dir: canonical(repo.path()),
+            common_dir: canonical(repo.commondir()),
+            work_tree: repo.workdir().map(canonical),
+            log_limit: usize::try_from(def.log_limit).unwrap_or(usize::MAX),
+            watch: def.watch,
+            description: def.description.clone(),
+            commit_template,
+            blob_template,
+            pool: Pool::default(),
+        })
+    }
+
+    fn fixed(&self) -> impl Iterator<Item = Fixed> + '_ {
+        Fixed::ALL
+            .into_iter()
+            .filter(|f| !f.needs_work_tree() || self.work_tree.is_some())
+    }
+
+    /// The URIs of the fixed resources (`log`, `status`, `branches`, `diff`; no `status` and
+    /// `diff` for a bare repository).
+    pub fn uris(&self) -> Vec<String> {
+        self.fixed()
+            .map(|f| format!("{}{}", self.prefix, f.segment()))
+            .collect()
+    }
+
+    /// What a watcher should watch: in the git dir `HEAD`, `index`, `refs` and `packed-refs`
+    /// (some may not exist yet), and the work tree (absent for a bare repository).
+    pub fn watch_paths(&self) -> Vec<PathBuf> {
+        let mut out = vec![
+            self.git_dir.join("HEAD"),
+            self.git_dir.join("index"),
+            self.common_dir.join("refs"),
+            self.common_dir.join("packed-refs"),
+        ];
+        out.extend(self.work_tree.clone());
+        out
+    }
+
+    /// Adds the folders a watcher must watch (each non-recursively): the git dir (`HEAD`,
+    /// `index`), the common dir (`packed-refs`), every folder under `refs/`, and the work tree's
+    /// folders that `.gitignore` does not hide. Blocking (walks the work tree).
+    pub fn watch_dirs_blocking(&self, out: &mut HashSet<PathBuf>) {
+        if !self.watch {
+            return;
+        }
+        out.insert(self.git_dir.clone());
+        out.insert(self.common_dir.clone());
+        let refs = self.common_dir.join("refs");
+        let walk = ignore::WalkBuilder::new(&refs)
+            .standard_filters(false)
+            .build();
+        out.extend(dirs_of(walk));
+        if let Some(work_tree) = &self.work_tree {
+            let git_dir = self.git_dir.clone();
+            let walk = ignore::WalkBuilder::new(work_tree)
+                .hidden(false)
+                .filter_entry(move |e| e.file_name() != ".git" && e.path() != git_dir)
+                .build();
+            out.extend(dirs_of(walk));
+        }
+    }
+
+    /// What a changed path means here; `None` for paths that change nothing we serve (objects,
+    /// logs and lock files in the git dir, paths elsewhere).
+    fn touched(&self, path: &Path) -> Option<Touched> {
+        let refs = self.common_dir.join("refs");
+        if path == self.git_dir.join("HEAD")
+            || path == self.common_dir.join("packed-refs")
+            || path.starts_with(&refs)
+        {
+            return Some(Touched::Refs);
+        }
+        if path == self.git_dir.join("index") {
+            return Some(Touched::IndexOrWorkTree);
+        }
+        if path.starts_with(&self.git_dir) || path.starts_with(&self.common_dir) {
+            return None;
+        }
+        match &self.work_tree {
+            Some(w) if path.starts_with(w) => Some(Touched::IndexOrWorkTree),
+            _ => None,
+        }
+    }
+
+    /// Whether any of the changed `paths` changes what `uri` reads as: a moved HEAD or ref
+    /// changes every `git://NAME/` URI (a rev like `HEAD` may now mean another commit); the
+    /// index and the work tree change only `status` and `diff`.
+    pub fn affected_by(&self, uri: &str, paths: &[&Path]) -> bool {
+        let Some(rest) = uri.strip_prefix(&self.prefix) else {
+            return false;
+        };
+        let compares_work_tree = matches!(rest, "status" | "diff");
+        paths.iter().any(|p| match self.touched(p) {
+            Some(Touched::Refs) => true,
+            Some(Touched::IndexOrWorkTree) => compares_work_tree,
+            None => false,
+        })
+    }
+
+    /// A batch of changes never changes the resource list (it is fixed); a folder created in
+    /// `refs/` or the work tree must be watched too.
+    pub fn apply_changes(&self, changes: &[crate::watch::Change]) -> ChangeEffect {
+        let rewatch = self.watch
+            && changes.iter().any(|c| {
+                c.kind == crate::watch::ChangeKind::Created
+                    && c.path.is_dir()
+                    && self.touched(&c.path).is_some()
+            });
+        ChangeEffect {
+            list_changed: false,
+            rewatch,
+        }
+    }
+
+    /// Whether `uri` belongs to this source (it may still be "not found").
+    pub fn owns(&self, uri: &str) -> bool {
+        uri.starts_with(&self.prefix)
+    }
+
+    fn describe(&self, what: &str) -> String {
+        match &self.description {
+            Some(d) => format!("{d}: {what}"),
+            None => format!("{what} ([git.{}])", self.name),
+        }
+    }
+
+    /// The fixed resources. Opens nothing.
+    pub fn list(&self) -> Vec<ResourceInfo> {
+        self.fixed()
+            .map(|f| {
+                let what = match f {
+                    Fixed::Log => format!(
+                        "the last {} commits, newest first: short hash, date, author, summary",
+                        self.log_limit
+                    ),
+                    Fixed::Status => "changed paths with porcelain status codes".to_owned(),
+                    Fixed::Branches => "branches, the current one marked *".to_owned(),
+                    Fixed::Diff => "unified diff of the working tree against HEAD".to_owned(),
+                };
+                let mut r = ResourceInfo::new(
+                    format!("{}{}", self.prefix, f.segment()),
+                    format!("{}/{}", self.name, f.segment()),
+                );
+                r.description = Some(self.describe(&what));
+                r.mime_type = Some(TEXT.to_owned());
+                r
+            })
+            .collect()
+    }
+
+    pub fn commit_template(&self) -> String {
+        self.commit_template.as_str().to_owned()
+    }
+
+    pub fn blob_template(&self) -> String {
+        self.blob_template.as_str().to_owned()
+    }
+
+    pub fn templates(&self) -> Vec<TemplateInfo> {
+        vec![
+            TemplateInfo {
+                uri_template: self.commit_template(),
+                name: format!("{}/commit", self.name),
+                description: Some(self.describe(
+                    "one commit by revision (hash, branch, tag, HEAD~2, …): hash, author, date, message and patch",
+                )),
+                mime_type: Some(TEXT.to_owned()),
+            },
+            TemplateInfo {
+                uri_template: self.blob_template(),
+                name: format!("{}/blob", self.name),
+                description: Some(
+                    self.describe("a file as it was at a revision (text, or base64 for binary)"),
+                ),
+                mime_type: None,
+            },
+        ]
+    }
+
+    /// Reads one resource (blocking: call from a blocking thread).
+    pub fn read_blocking(&self, uri: &str) -> Result<Contents, RequestError> {
+        let not_found = || RequestError::NotFound(uri.to_owned());
+        let rest = uri.strip_prefix(&self.prefix).ok_or_else(not_found)?;
+        if let Some(f) = self.fixed().find(|f| f.segment() == rest) {
+            let text = self.with_repo(|repo| match f {
+                Fixed::Log => self.log(repo),
+                Fixed::Status => self.status(repo),
+                Fixed::Branches => self.branches(repo),
+                Fixed::Diff => self.work_tree_diff(repo),
+            })?;
+            return Ok(text_contents(uri, text));
+        }
+        if let Some(rev) = self.match_commit(uri) {
+            let text = self.with_repo(|repo| self.show_commit(repo, &rev))?;
+            return Ok(text_contents(uri, text));
+        }
+        if let Some((rev, path)) = self.match_blob(uri) {
+            return self.with_repo(|repo| self.blob(repo, uri, &rev, &path));
+        }
+        Err(not_found())
+    }
+
+    /// Whether `template` is one of this source's two URI templates.
+    pub fn has_template(&self, template: &str) -> bool {
+        template == self.commit_template.as_str() || template == self.blob_template.as_str()
+    }
+
+    /// Completes `rev` (branches, tags, `HEAD`) of either template, or `path` of the blob
+    /// template (files tracked at `context["rev"]`, or at HEAD). Blocking.
+    pub fn complete_blocking(
+        &self,
+        template: &str,
+        var: &str,
+        prefix: &str,
+        context: &HashMap<String, String>,
+    ) -> Result<Completion, RequestError> {
+        let path_var = template == self.blob_template.as_str() && var == "path";
+        if var != "rev" && !path_var {
+            return Ok(Completion::default());
+        }
+        self.with_repo(|repo| match var {
+            "rev" => Ok(Completion::from_candidates(rev_names(repo), prefix)),
+            _ => {
+                let rev = context.get("rev").map_or("HEAD", String::as_str);
+                let Ok(tree) = repo.revparse_single(rev).and_then(|o| o.peel_to_tree()) else {
+                    // A rev still being typed, or an unborn HEAD: nothing to offer yet.
+                    return Ok(Completion::default());
+                };
+                Ok(Completion::from_candidates(
+                    tracked_paths(repo, &tree, prefix),
+                    prefix,
+                ))
+            }
+        })
+    }
+
+    /// Runs `f` with an open repository: one from the pool, or a newly opened one, put back in
+    /// the pool afterwards.
+    ///
+    /// Why a pool: libgit2 shares an opened pack (its index checked, its file mapped) between the
+    /// `Repository` handles that use it and closes it with the last one, so a handle opened per
+    /// request re-reads every pack index — most of the time of a blob read on a large
+    /// repository. A kept handle stays current: refs and HEAD are read from disk on each lookup,
+    /// the index and config files are reloaded when they change on disk, and an object missing
+    /// from the known packs makes libgit2 look for new ones. Handles are not `Sync`, so each
+    /// request takes one for itself; at most `POOL_MAX` are kept.
+    fn with_repo<T>(
+        &self,
+        f: impl FnOnce(&Repository) -> Result<T, RequestError>,
+    ) -> Result<T, RequestError> {
+        let kept = self.pool.0.lock().ok().and_then(|mut p| p.pop());
+        let repo = match kept {
+            Some(r) => r,
+            None => self.open()?,
+        };
+        let out = f(&repo);
+        if let Ok(mut p) = self.pool.0.lock()
+            && p.len() < POOL_MAX
+        {
+            p.push(repo);
+        }
+        out
+    }
+
+    fn open(&self) -> Result<Repository, RequestError> {
+        Repository::open(&self.git_dir).map_err(|e| {
+            RequestError::Internal(format!(
+                "[git.{}] the repository at `{}` cannot be opened: {}",
+                self.name,
+                self.git_dir.display(),
+                e.message()
+            ))
+        })
+    }
+
+    fn internal(&self, e: &git2::Error) -> RequestError {
+        RequestError::Internal(format!("[git.{}] {}", self.name, e.message()))
+    }
+
+    // ---- URI matching -------------------------------------------------------------------------
+
+    /// `git://NAME/commit/{rev}` → the decoded rev. Besides what the template matches (a rev
+    /// expanded by RFC 6570, `^` as `%5E`, `/` as `%2F`), everything after `commit/` is taken
+    /// as the rev, so hand-written URIs like `git://NAME/commit/HEAD^` or `.../feature/x` work.
+    fn match_commit(&self, uri: &str) -> Option<String> {
+        if let Some(vars) = self.commit_template.matches(uri) {
+            let rev = vars.get("rev")?.as_str()?;
+            return (!rev.is_empty()).then(|| rev.to_owned());
+        }
+        let raw = uri.strip_prefix(&self.prefix)?.strip_prefix("commit/")?;
+        decode_percent(raw).filter(|rev| !rev.is_empty())
+    }
+
+    /// `git://NAME/blob/{rev}/{+path}` → the decoded rev and path. A hand-written rev with
+    /// characters RFC 6570 would encode (`HEAD^`) is accepted up to the first `/`.
+    fn match_blob(&self, uri: &str) -> Option<(String, String)> {
+        if let Some(vars) = self.blob_template.matches(uri) {
+            let rev = vars.get("rev")?.as_str()?.to_owned();
+            let path = vars.get("path")?.as_str()?.to_owned();
+            return (!rev.is_empty()).then_some((rev, path));
+        }
+        let raw = uri.strip_prefix(&self.prefix)?.strip_prefix("blob/")?;
+        let (rev, path) = raw.split_once('/')?;
+        let rev = decode_percent(rev).filter(|r| !r.is_empty())?;
+        Some((rev, decode_percent(path)?))
+    }
+
+    // ---- the fixed resources ------------------------------------------------------------------
+
+    /// `log`: one commit a line, newest first: short hash, date (ISO 8601, the author's offset),
+    /// author name and summary, separated by tabs. An unborn HEAD has an empty log.
+    ///
+    /// The order is git's default (`git log` without options): a queue of commits by committer
+    /// date, HEAD first, each popped commit adding its parents; equal dates leave in the order
+    /// they came in. Only the commits shown (and their parents) are loaded, so the cost does not
+    /// grow with the length of the history.
+    fn log(&self, repo: &Repository) -> Result<String, RequestError> {
+        let Some(head) = head_commit(repo).map_err(|e| self.internal(&e))? else {
+            return Ok(String::new());
+        };
+        let abbrev = Abbrev::of(repo);
+        let mut queue = BinaryHeap::new();
+        let mut seen = HashSet::new();
+        let mut seq = 0u64;
+        seen.insert(head.id());
+        queue.push(Queued::new(head, &mut seq));
+        let mut out = String::new();
+        let mut shown = 0;
+        while shown < self.log_limit {
+            let Some(Queued { commit, .. }) = queue.pop() else {
+                break;
+            };
+            for parent_id in commit.parent_ids() {
+                if seen.insert(parent_id) {
+                    // A parent missing from a shallow clone ends that line of history.
+                    if let Ok(parent) = repo.find_commit(parent_id) {
+                        queue.push(Queued::new(parent, &mut seq));
+                    }
+                }
+            }
+            let author = commit.author();
+            let _ = writeln!(
+                out,
+                "{}\t{}\t{}\t{}",
+                abbrev.short(commit.as_object()),
+                iso_date(author.when()),
+                String::from_utf8_lossy(author.name_bytes()),
+                String::from_utf8_lossy(commit.summary_bytes().unwrap_or_default()),
+            );
+            shown += 1;
+        }
+        Ok(out)
+    }
+
+    /// `status`: `git status --porcelain` (v1): two status letters, a space, the path (quoted
+    /// like git when it holds spaces, quotes, backslashes, control characters or non-UTF-8
+    /// bytes); `R  old -> new` for a staged rename; tracked changes first, then untracked paths,
+    /// an untracked folder as one `?? dir/`. Unmerged paths get git's codes (`UU`, `AA`, …).
+    fn status(&self, repo: &Repository) -> Result<String, RequestError> {
+        let mut opts = StatusOptions::new();
+        opts.include_untracked(true)
+            .recurse_untracked_dirs(false)
+            .include_ignored(false)
+            .renames_head_to_index(true)
+            .sort_case_sensitively(true);
+        let statuses = repo
+            .statuses(Some(&mut opts))
+            .map_err(|e| self.internal(&e))?;
+        let conflicts = if statuses
+            .iter()
+            .any(|s| s.status().contains(Status::CONFLICTED))
+        {
+            conflict_codes(repo).map_err(|e| self.internal(&e))?
+        } else {
+            HashMap::new()
+        };
+        // git lists tracked changes first, then untracked paths, each group by path.
+        let mut out = String::new();
+        let mut untracked = String::new();
+        for entry in statuses.iter() {
+            let s = entry.status();
+            if s.contains(Status::IGNORED) {
+                continue;
+            }
+            let path = entry.path_bytes();
+            let code = if s.contains(Status::CONFLICTED) {
+                conflicts.get(path).copied().unwrap_or("UU").to_owned()
+            } else if s.contains(Status::WT_NEW) && !s.intersects(index_bits()) {
+                let _ = writeln!(untracked, "?? {}", quote_path(path));
+                continue;
+            } else {
+                format!("{}{}", index_letter(s), work_tree_letter(s))
+            };
+            let renamed = entry
+                .head_to_index()
+                .filter(|_| s.contains(Status::INDEX_RENAMED));
+            match renamed {
+                Some(d) => {
+                    let old = d.old_file().path_bytes().unwrap_or(path);
+                    let new = d.new_file().path_bytes().unwrap_or(path);
+                    let _ = writeln!(out, "{code} {} -> {}", quote_path(old), quote_path(new));
+                }
+                None => {
+                    let _ = writeln!(out, "{code} {}", quote_path(path));
+                }
+            }
+        }
+        out.push_str(&untracked);
+        Ok(out)
+    }
+
+    /// `branches`: like `git branch -a`: local branches, then remote-tracking ones as
+    /// `remotes/<remote>/<name>`, each after two columns holding `* ` for the current branch
+    /// (`+ ` for one checked out in another work tree); a detached HEAD is the first line,
+    /// `* (HEAD detached at <short hash>)`.
+    fn branches(&self, repo: &Repository) -> Result<String, RequestError> {
+        let mut local = Vec::new();
+        let mut remote = Vec::new();
+        let elsewhere = self.checked_out_elsewhere(repo);
+        let branches = repo.branches(None).map_err(|e| self.internal(&e))?;
+        for item in branches {
+            let (branch, kind) = item.map_err(|e| self.internal(&e))?;
+            let name =
+                String::from_utf8_lossy(branch.name_bytes().unwrap_or_default()).into_owned();
+            let reference = branch.get();
+            match kind {
+                BranchType::Local => {
+                    let mark = if branch.is_head() {
+                        '*'
+                    } else if reference
+                        .name_bytes()
+                        .strip_prefix(b"refs/heads/")
+                        .is_some_and(|n| elsewhere.iter().any(|e| e == n))
+                    {
+                        '+'
+                    } else {
+                        ' '
+                    };
+                    local.push((name, mark));
+                }
+                BranchType::Remote => {
+                    let line = match reference.symbolic_target_bytes() {
+                        Some(t) => {
+                            let t = String::from_utf8_lossy(t);
+                            let short = t.strip_prefix("refs/remotes/").unwrap_or(&t);
+                            format!("remotes/{name} -> {short}")
+                        }
+                        None => format!("remotes/{name}"),
+                    };
+                    remote.push(line);
+                }
+            }
+        }
+        local.sort();
+        remote.sort();
+        let mut out = String::new();
+        if repo.head_detached().unwrap_or(false)
+            && let Ok(Some(head)) = head_commit(repo)
+        {
+            let short = Abbrev::of(repo).short(head.as_object());
+            let _ = writeln!(out, "* (HEAD detached at {short})");
+        }
+        for (name, mark) in local {
+            let _ = writeln!(out, "{mark} {name}");
+        }
+        for line in remote {
+            let _ = writeln!(out, "  {line}");
+        }
+        Ok(out)
+    }
+
+    /// Branches (names under `refs/heads/`) checked out in the repository's other work trees:
+    /// the main one (unless the repository is bare) and the linked ones, read from their `HEAD`
+    /// files.
+    fn checked_out_elsewhere(&self, repo: &Repository) -> Vec<Vec<u8>> {
+        let linked = self.common_dir.join("worktrees");
+        let mut heads = Vec::new();
+        if let Ok(entries) = std::fs::read_dir(&linked) {
+            heads.extend(entries.flatten().map(|e| e.path().join("HEAD")));
+        }
+        let bare = repo
+            .config()
+            .and_then(|c| c.get_bool("core.bare"))
+            .unwrap_or(false);
+        if self.common_dir != self.git_dir && !bare {
+            heads.push(self.common_dir.join("HEAD"));
+        }
+        let own = self.git_dir.join("HEAD");
+        heads
+            .into_iter()
+            .filter(|h| *h != own)
+            .filter_map(|h| std::fs::read(h).ok())
+            .filter_map(|text| {
+                let name = text.strip_prefix(b"ref: refs/heads/")?;
+                Some(name.trim_ascii_end().to_vec())
+            })
+            .collect()
+    }
+
+    /// `diff`: `git diff HEAD` — staged and unstaged changes of tracked files against HEAD (an
+    /// unborn HEAD compares with the empty tree), renames detected, cut at `DIFF_CAP`.
+    fn work_tree_diff(&self, repo: &Repository) -> Result<String, RequestError> {
+        let head_tree = match head_commit(repo).map_err(|e| self.internal(&e))? {
+            Some(c) => Some(c.tree().map_err(|e| self.internal(&e))?),
+            None => None,
+        };
+        let mut diff = repo
+            .diff_tree_to_workdir_with_index(head_tree.as_ref(), Some(&mut DiffOptions::new()))
+            .map_err(|e| self.internal(&e))?;
+        let conflicted: Vec<Vec<u8>> = diff
+            .deltas()
+            .filter(|d| d.status() == Delta::Conflicted)
+            .filter_map(|d| d.new_file().path_bytes().map(<[u8]>::to_vec))
+            .collect();
+        if conflicted.is_empty() {
+            return self.patch_text(&mut diff);
+        }
+        // During a merge in conflict the index holds no content for unmerged paths, so libgit2
+        // has nothing to compare; git compares HEAD with the work tree file (conflict markers
+        // and all). Do the same for those paths, and interleave them in path order.
+        self.find_renames(&mut diff)?;
+        let mut opts = DiffOptions::new();
+        opts.disable_pathspec_match(true);
+        for p in &conflicted {
+            opts.pathspec(p.as_slice());
+        }
+        let unmerged = repo
+            .diff_tree_to_workdir(head_tree.as_ref(), Some(&mut opts))
+            .map_err(|e| self.internal(&e))?;
+        let mut order: Vec<(&[u8], &Diff, usize)> = Vec::new();
+        for (d, skip_conflicted) in [(&diff, true), (&unmerged, false)] {
+            for (i, delta) in d.deltas().enumerate() {
+                if skip_conflicted && delta.status() == Delta::Conflicted {
+                    continue;
+                }
+                let path = delta.new_file().path_bytes();
+                let path = path.or(delta.old_file().path_bytes()).unwrap_or_default();
+                order.push((path, d, i));
+            }
+        }
+        order.sort_by(|a, b| a.0.cmp(b.0));
+        let mut w = PatchWriter::default();
+        for (_, d, i) in order {
+            let Some(mut patch) = git2::Patch::from_diff(d, i).map_err(|e| self.internal(&e))?
+            else {
+                continue;
+            };
+            let printed = patch.print(&mut |_, _, line| w.line(&line));
+            if w.cut {
+                break;
+            }
+            printed.map_err(|e| self.internal(&e))?;
+        }
+        Ok(w.finish(&self.name))
+    }
+
+    // ---- the templates ------------------------------------------------------------------------
+
+    fn resolve<'r>(
+        &self,
+        repo: &'r Repository,
+        rev: &str,
+    ) -> Result<git2::Object<'r>, RequestError> {
+        if rev.is_empty() {
+            return Err(RequestError::InvalidParams(format!(
+                "empty revision in [git.{}]",
+                self.name
+            )));
+        }
+        repo.revparse_single(rev).map_err(|e| {
+            RequestError::InvalidParams(format!(
+                "unknown revision `{rev}` in [git.{}]: {}",
+                self.name,
+                e.message()
+            ))
+        })
+    }
+
+    /// `commit/{rev}`: like `git show --format=medium`, with ISO dates; a merge's patch is
+    /// against its first parent, a root commit's against the empty tree.
+    fn show_commit(&self, repo: &Repository, rev: &str) -> Result<String, RequestError> {
+        let obj = self.resolve(repo, rev)?;
+        let commit = obj.peel_to_commit().map_err(|_| {
+            RequestError::InvalidParams(format!(
+                "revision `{rev}` in [git.{}] is a {}, not a commit",
+                self.name,
+                obj.kind().map_or("object", |k| k.str())
+            ))
+        })?;
+        let abbrev = Abbrev::of(repo);
+        let mut out = format!("commit {}\n", commit.id());
+        let parents: Vec<Commit> = commit.parents().collect();
+        if parents.len() > 1 {
+            let shorts: Vec<String> = parents
+                .iter()
+                .map(|p| abbrev.short(p.as_object()))
+                .collect();
+            let _ = writeln!(out, "Merge: {}", shorts.join(" "));
+        }
+        let author = commit.author();
+        let _ = writeln!(
+            out,
+            "Author: {} <{}>",
+            String::from_utf8_lossy(author.name_bytes()),
+            String::from_utf8_lossy(author.email_bytes())
+        );
+        let _ = writeln!(out, "Date:   {}\n", iso_date(author.when()));
+        let message = String::from_utf8_lossy(commit.message_bytes());
+        for line in message.trim_end().lines() {
+            if line.trim().is_empty() {
+                out.push('\n');
+            } else {
+                let _ = writeln!(out, "    {line}");
+            }
+        }
+        out.push('\n');
+        if let Some(first) = parents.first()
+            && parents.len() > 1
+        {
+            let _ = writeln!(
+                out,
+                "Diff against the first parent {}:\n",
+                abbrev.short(first.as_object())
+            );
+        }
+        let old_tree: Option<Tree> = match parents.first() {
+            Some(p) => Some(p.tree().map_err(|e| self.internal(&e))?),
+            None => None,
+        };
+        let new_tree = commit.tree().map_err(|e| self.internal(&e))?;
+        let mut diff = repo
+            .diff_tree_to_tree(
+                old_tree.as_ref(),
+                Some(&new_tree),
+                Some(&mut DiffOptions::new()),
+            )
+            .map_err(|e| self.internal(&e))?;
+        out.push_str(&self.patch_text(&mut diff)?);
+        Ok(out)
+    }
+
+    /// `blob/{rev}/{+path}`: the file's bytes at `rev` (text, or bytes sent as base64), its MIME
+    /// type from the path. Folders, submodules and missing paths are "not found".
+    fn blob(
+        &self,
+        repo: &Repository,
+        uri: &str,
+        rev: &str,
+        path: &str,
+    ) -> Result<Contents, RequestError> {
+        let not_found = || RequestError::NotFound(uri.to_owned());
+        let obj = self.resolve(repo, rev)?;
+        let tree = obj.peel_to_tree().map_err(|_| {
+            RequestError::InvalidParams(format!(
+                "revision `{rev}` in [git.{}] is a {}, not a commit or tree",
+                self.name,
+                obj.kind().map_or("object", |k| k.str())
+            ))
+        })?;
+        if path.is_empty()
+            || path
+                .split('/')
+                .any(|s| s.is_empty() || s == "." || s == "..")
+        {
+            return Err(not_found());
+        }
+        let entry = tree.get_path(Path::new(path)).map_err(|_| not_found())?;
+        if entry.kind() != Some(ObjectType::Blob) {
+            return Err(not_found());
+        }
+        let odb = repo.odb().map_err(|e| self.internal(&e))?;
+        let (size, _) = odb.read_header(entry.id()).map_err(|_| not_found())?;
+        let size = size as u64;
+        if size > BLOB_CAP {
+            return Err(RequestError::Refused(format!(
+                "{uri} is {}, larger than the {} cap on git blobs",
+                format_size(size),
+                format_size(BLOB_CAP)
+            )));
+        }
+        let blob = repo.find_blob(entry.id()).map_err(|_| not_found())?;
+        let body = Body::from_bytes(blob.content().to_vec());
+        let is_text = matches!(body, Body::Text(_));
+        Ok(Contents {
+            uri: uri.to_owned(),
+            mime_type: Some(mime_for(Path::new(path), || is_text)),
+            body,
+        })
+    }
+
+    /// A diff as unified patch text (renames detected), cut at `DIFF_CAP`.
+    fn patch_text(&self, diff: &mut Diff) -> Result<String, RequestError> {
+        self.find_renames(diff)?;
+        let mut w = PatchWriter::default();
+        let printed = diff.print(DiffFormat::Patch, |_, _, line| w.line(&line));
+        if let Err(e) = printed
+            && !w.cut
+        {
+            return Err(self.internal(&e));
+        }
+        Ok(w.finish(&self.name))
+    }
+
+    fn find_renames(&self, diff: &mut Diff) -> Result<(), RequestError> {
+        diff.find_similar(Some(DiffFindOptions::new().renames(true)))
+            .map_err(|e| self.internal(&e))
+    }
+}
+
+/// Collects patch lines up to `DIFF_CAP`, remembering whether anything was left out.
+#[derive(Default)]
+struct PatchWriter {
+    bytes: Vec<u8>,
+    cut: bool,
+}
+
+impl PatchWriter {
+    /// Adds one line (with its `+`, `-` or ` ` origin); `false` once the cap is reached, which
+    /// stops libgit2's printing.
+    fn line(&mut self, line: &git2::DiffLine) -> bool {
+        let origin = line.origin();
+        let marked = matches!(origin, '+' | '-' | ' ');
+        if self.bytes.len() + usize::from(marked) + line.content().len() > DIFF_CAP {
+            self.cut = true;
+            return false;
+        }
+        if marked {
+            self.bytes.push(origin as u8);
+        }
+        self.bytes.extend_from_slice(line.content());
+        true
+    }
+
+    /// The text (bytes that are not UTF-8 replaced), ending with a line naming the cap when cut.
+    fn finish(self, source: &str) -> String {
+        let mut text = String::from_utf8_lossy(&self.bytes).into_owned();
+        if self.cut {
+            if !text.is_empty() && !text.ends_with('\n') {
+                text.push('\n');
+            }
+            let _ = writeln!(
+                text,
+                "[diff cut: it is longer than the {} cap of [git.{source}]]",
+                format_size(DIFF_CAP as u64)
+            );
+        }
+        text
+    }
+}
+
+/// The folders a walk visits.
+fn dirs_of(walk: ignore::Walk) -> impl Iterator<Item = PathBuf> {
+    walk.flatten()
+        .filter(|e| e.file_type().is_some_and(|t| t.is_dir()))
+        .map(ignore::DirEntry::into_path)
+}
+
+fn text_contents(uri: &str, text: String) -> Contents {
+    Contents {
+        uri: uri.to_owned(),
+        mime_type: Some(TEXT.to_owned()),
+        body: Body::Text(text),
+    }
+}
+
+/// A commit waiting in the log queue: newest committer date first, then first in, first out.
+struct Queued<'r> {
+    time: i64,
+    seq: u64,
+    commit: Commit<'r>,
+}
+
+impl<'r> Queued<'r> {
+    fn new(commit: Commit<'r>, seq: &mut u64) -> Queued<'r> {
+        *seq += 1;
+        Queued {
+            time: commit.time().seconds(),
+            seq: *seq,
+            commit,
+        }
+    }
+
+    fn key(&self) -> (i64, std::cmp::Reverse<u64>) {
+        (self.time, std::cmp::Reverse(self.seq))
+    }
+}
+
+impl PartialEq for Queued<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for Queued<'_> {}
+
+impl PartialOrd for Queued<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Queued<'_> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key().cmp(&other.key())
+    }
+}
+
+/// The commit HEAD points at; `None` for an unborn HEAD (a new, empty repository).
+fn head_commit(repo: &Repository) -> Result<Option<Commit<'_>>, git2::Error> {
+    match repo.head() {
+        Ok(r) => r.peel_to_commit().map(Some),
+        Err(e) if matches!(e.code(), ErrorCode::UnbornBranch | ErrorCode::NotFound) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// How git abbreviates hashes in this repository: the shortest prefix of at least `min` hex
+/// digits that names one object.
+struct Abbrev<'r> {
+    min: usize,
+    odb: Option<git2::Odb<'r>>,
+}
+
+impl<'r> Abbrev<'r> {
+    /// `min` is `core.abbrev` when it is a number (`no` means full hashes); otherwise git's
+    /// "auto" length, which grows with the repository: half the bits of the number of packed
+    /// objects, rounded up, at least 7. (libgit2's own `short_id` knows neither "auto" nor a
+    /// `core.abbrev` changed after the repository was opened.)
+    fn of(repo: &'r Repository) -> Abbrev<'r> {
+        let configured = repo.config().and_then(|c| c.get_string("core.abbrev")).ok();
+        let auto = || {
+            let count = packed_object_count(&repo.commondir().join("objects/pack"));
+            let bits = (u64::BITS - count.leading_zeros()) as usize;
+            bits.div_ceil(2).max(7)
+        };
+        let min = match configured.as_deref().map(str::trim) {
+            Some(v) if v.eq_ignore_ascii_case("no") => 40,
+            Some(v) => v
+                .parse::<usize>()
+                .map_or_else(|_| auto(), |n| n.clamp(4, 40)),
+            None => auto(),
+        };
+        Abbrev {
+            min,
+            odb: repo.odb().ok(),
+        }
+    }
+
+    /// The abbreviation of `obj`, or its full hash.
+    fn short(&self, obj: &git2::Object) -> String {
+        let hex = obj.id().to_string();
+        let Some(odb) = &self.odb else {
+            return hex;
+        };
+        for len in self.min..hex.len() {
+            let Ok(prefix) = git2::Oid::from_str(&hex[..len]) else {
+                break;
+            };
+            match odb.exists_prefix(prefix, len) {
+                Ok(_) => return hex[..len].to_owned(),
+                Err(e) if e.code() == ErrorCode::Ambiguous => continue,
+                Err(_) => break,
+            }
+        }
+        hex
+    }
+}
+
+/// The number of objects in a repository's packs, from the header of each pack index (what git
+/// counts for its "auto" abbreviation length; loose objects are not counted).
+fn packed_object_count(pack_dir: &Path) -> u64 {
+    use std::io::Read as _;
+    let Ok(entries) = std::fs::read_dir(pack_dir) else {
+        return 0;
+    };
+    let mut total = 0u64;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().is_none_or(|e| e != "idx") {
+            continue;
+        }
+        // Version 2 starts with a magic number and a version; version 1 with the fan-out table,
+        // whose last entry is the number of objects.
+        let mut head = [0u8; 8 + 256 * 4];
+        let Ok(mut f) = std::fs::File::open(&path) else {
+            continue;
+        };
+        if f.read_exact(&mut head).is_err() {
+            continue;
+        }
+        let fanout_at = if head[..4] == *b"\xfftOc" { 8 } else { 0 };
+        let last = fanout_at + 255 * 4;
+        let mut n = [0u8; 4];
+        n.copy_from_slice(&head[last..last + 4]);
+        total += u64::from(u32::from_be_bytes(n));
+    }
+    total
+}
+
+/// `2025-01-02T10:00:00+01:00`, in the signature's own offset, `Z` for UTC (what
+/// `git log --format=%aI` shows).
+fn iso_date(t: git2::Time) -> String {
+    let offset = chrono::FixedOffset::east_opt(t.offset_minutes() * 60)
+        .or_else(|| chrono::FixedOffset::east_opt(0));
+    match (chrono::DateTime::from_timestamp(t.seconds(), 0), offset) {
+        // Current git writes a zero offset as `Z`; so do we.
+        (Some(utc), Some(off)) if off.local_minus_utc() == 0 => {
+            utc.format("%Y-%m-%dT%H:%M:%SZ").to_string()
+        }
+        (Some(utc), Some(off)) => utc
+            .with_timezone(&off)
+            .format("%Y-%m-%dT%H:%M:%S%:z")
+            .to_string(),
+        _ => format!("@{}", t.seconds()),
+    }
+}
+
+fn index_bits() -> Status {
+    Status::INDEX_NEW
+        | Status::INDEX_MODIFIED
+        | Status::INDEX_DELETED
+        | Status::INDEX_RENAMED
+        | Status::INDEX_TYPECHANGE
+}
+
+fn index_letter(s: Status) -> char {
+    if s.contains(Status::INDEX_NEW) {
+        'A'
+    } else if s.contains(Status::INDEX_MODIFIED) {
+        'M'
+    } else if s.contains(Status::INDEX_DELETED) {
+        'D'
+    } else if s.contains(Status::INDEX_RENAMED) {
+        'R'
+    } else if s.contains(Status::INDEX_TYPECHANGE) {
+        'T'
+    } else {
+        ' '
+    }
+}
+
+fn work_tree_letter(s: Status) -> char {
+    if s.contains(Status::WT_MODIFIED) {
+        'M'
+    } else if s.contains(Status::WT_DELETED) {
+        'D'
+    } else if s.contains(Status::WT_TYPECHANGE) {
+        'T'
+    } else if s.contains(Status::WT_RENAMED) {
+        'R'
+    } else {
+        ' '
+    }
+}
+
+/// The porcelain codes of unmerged paths (`UU`, `AA`, `DU`, …), from the index's conflict stages.
+fn conflict_codes(repo: &Repository) -> Result<HashMap<Vec<u8>, &'static str>, git2::Error> {
+    let index = repo.index()?;
+    let mut out = HashMap::new();
+    for c in index.conflicts()? {
+        let c = c?;
+        let code = match (c.ancestor.is_some(), c.our.is_some(), c.their.is_some()) {
+            (true, true, true) => "UU",
+            (false, true, true) => "AA",
+            (true, true, false) => "UD",
+            (true, false, true) => "DU",
+            (false, true, false) => "AU",
+            (false, false, true) => "UA",
+            (true, false, false) => "DD",
+            (false, false, false) => continue,
+        };
+        let path = [&c.our, &c.their, &c.ancestor]
+            .into_iter()
+            .flatten()
+            .next()
+            .map(|e| e.path.clone())
+            .unwrap_or_default();
+        out.insert(path, code);
+    }
+    Ok(out)
+}
+
+/// A path as `git status --porcelain` writes it: as is, or in double quotes with C escapes when
+/// it holds a space, `"`, `\`, a control character or bytes that are not UTF-8 (octal escapes).
+/// Other non-ASCII text stays readable (as with `core.quotePath=false`).
+fn quote_path(path: &[u8]) -> String {
+    let plain = std::str::from_utf8(path).ok().filter(|s| {
+        !s.chars()
+            .any(|c| c == ' ' || c == '"' || c == '\\' || c.is_control())
+    });
+    if let Some(s) = plain {
+        return s.to_owned();
+    }
+    let mut out = String::from("\"");
+    for chunk in path.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\t' => out.push_str("\\t"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                c if c.is_control() && c.is_ascii() => {
+                    let _ = write!(out, "\\{:03o}", c as u8);
+                }
+                c => out.push(c),
+            }
+        }
+        for b in chunk.invalid() {
+            let _ = write!(out, "\\{b:03o}");
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Branch names (local and remote-tracking), tag names and `HEAD` when it resolves.
+fn rev_names(repo: &Repository) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Ok(Some(_)) = head_commit(repo) {
+        out.push("HEAD".to_owned());
+    }
+    if let Ok(branches) = repo.branches(None) {
+        for (branch, _) in branches.flatten() {
+            if let Ok(Some(name)) = branch.name() {
+                out.push(name.to_owned());
+            }
+        }
+    }
+    if let Ok(tags) = repo.tag_names(None) {
+        out.extend(tags.iter().flatten().flatten().map(str::to_owned));
+    }
+    out
+}
+
+/// Paths of files (blobs, symlinks) tracked in `tree` that may start with `prefix`: only the
+/// folders on the way to `prefix` are entered, so completing deep in a large tree stays cheap.
+/// Submodules (gitlinks) and names that are not UTF-8 are skipped: no blob URI can read them.
+fn tracked_paths(repo: &Repository, tree: &Tree, prefix: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack: Vec<(String, Tree)> = vec![(String::new(), tree.clone())];
+    while let Some((dir, tree)) = stack.pop() {
+        for entry in tree.iter() {
+            let Ok(name) = std::str::from_utf8(entry.name_bytes()) else {
+                continue;
+            };
+            let full = format!("{dir}{name}");
+            match entry.kind() {
+                Some(ObjectType::Blob) if full.starts_with(prefix) => out.push(full),
+                Some(ObjectType::Tree) => {
+                    let folder = format!("{full}/");
+                    let on_the_way = folder.starts_with(prefix) || prefix.starts_with(&folder);
+                    if on_the_way && let Ok(sub) = repo.find_tree(entry.id()) {
+                        stack.push((folder, sub));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quotes_paths_like_git_porcelain() {
+        assert_eq!(quote_path(b"src/main.rs"), "src/main.rs");
+        assert_eq!(quote_path("é.txt".as_bytes()), "é.txt");
+        assert_eq!(quote_path(b"a b"), "\"a b\"");
+        assert_eq!(quote_path(b"q\"\\"), "\"q\\\"\\\\\"");
+        assert_eq!(quote_path(b"t\tn\n"), "\"t\\tn\\n\"");
+        assert_eq!(quote_path(b"bad\xffname"), "\"bad\\377name\"");
+    }
+
+    #[test]
+    fn iso_dates_keep_the_signature_offset() {
+        assert_eq!(
+            iso_date(git2::Time::new(1_700_000_000, 60)),
+            "2023-11-14T23:13:20+01:00"
+        );
+        assert_eq!(
+            iso_date(git2::Time::new(0, -330)),
+            "1969-12-31T18:30:00-05:30"
+        );
+    }
+
+    fn source(path: &Path, diags: &mut Diagnostics) -> Option<GitSource> {
+        let loc = manifest::Loc { line: 1, col: 1 };
+        let def = manifest::Git {
+            name: "r".into(),
+            loc,
+            path: path.to_path_buf(),
+            path_loc: loc,
+            log_limit: 50,
+            watch: true,
+            description: None,
+        };
+        GitSource::build(&def, diags)
+    }
+
+    #[test]
+    fn watch_paths_and_uris_for_a_work_tree_and_a_bare_repository() {
+        let tmp = tempfile::tempdir().unwrap();
+        let top = tmp.path().canonicalize().unwrap();
+        Repository::init(top.join("work")).unwrap();
+        std::fs::create_dir(top.join("work/sub")).unwrap();
+        Repository::init_bare(top.join("bare.git")).unwrap();
+        let mut diags = Diagnostics::new("m.toml");
+
+        let work = source(&top.join("work/sub"), &mut diags).unwrap();
+        assert_eq!(
+            work.uris(),
+            [
+                "git://r/log",
+                "git://r/status",
+                "git://r/branches",
+                "git://r/diff"
+            ]
+        );
+        let git = top.join("work/.git");
+        assert_eq!(
+            work.watch_paths(),
+            [
+                git.join("HEAD"),
+                git.join("index"),
+                git.join("refs"),
+                git.join("packed-refs"),
+                top.join("work/"),
+            ]
+        );
+
+        let bare = source(&top.join("bare.git"), &mut diags).unwrap();
+        assert_eq!(bare.uris(), ["git://r/log", "git://r/branches"]);
+        assert_eq!(bare.watch_paths().len(), 4);
+        assert!(bare.watch_paths()[0].ends_with("bare.git/HEAD"));
+        assert!(diags.is_empty());
+
+        assert!(source(&top, &mut diags).is_none());
+        assert_eq!(diags.items.len(), 1);
+    }
+
+    #[test]
+    fn template_and_hand_written_uris_give_rev_and_path() {
+        let tmp = tempfile::tempdir().unwrap();
+        Repository::init(tmp.path()).unwrap();
+        let mut diags = Diagnostics::new("m.toml");
+        let g = source(tmp.path(), &mut diags).unwrap();
+        let commit = |u: &str| g.match_commit(u);
+        assert_eq!(commit("git://r/commit/HEAD~2").as_deref(), Some("HEAD~2"));
+        assert_eq!(commit("git://r/commit/HEAD%5E2").as_deref(), Some("HEAD^2"));
+        assert_eq!(commit("git://r/commit/HEAD^2").as_deref(), Some("HEAD^2"));
+        assert_eq!(
+            commit("git://r/commit/feature%2Fx").as_deref(),
+            Some("feature/x")
+        );
+        assert_eq!(
+            commit("git://r/commit/feature/x").as_deref(),
+            Some("feature/x")
+        );
+        assert_eq!(commit("git://r/commit/"), None);
+        assert_eq!(commit("git://r/commit/bad%zz"), None);
+        assert_eq!(commit("git://other/commit/HEAD"), None);
+        let blob = |u: &str| g.match_blob(u);
+        let pair = |r: &str, p: &str| Some((r.to_owned(), p.to_owned()));
+        assert_eq!(blob("git://r/blob/v1.0/a/b.txt"), pair("v1.0", "a/b.txt"));
+        assert_eq!(
+            blob("git://r/blob/topic%2Fx/a%20b/%231%3F.md"),
+            pair("topic/x", "a b/#1?.md")
+        );
+        assert_eq!(blob("git://r/blob/HEAD^/a.txt"), pair("HEAD^", "a.txt"));
+        assert_eq!(blob("git://r/blob/HEAD"), None);
+        assert_eq!(blob("git://r/blob//a.txt"), None);
+        assert_eq!(blob("git://r/blob/HEAD/%FF"), None);
+    }
+}
