@@ -172,7 +172,7 @@ impl SqliteSource {
             watch: def.watch,
             description: def.description.clone(),
             queries,
-            pool: Pool::new(&path, def.timeout),
+            pool: Pool::new(&path, def.timeout, def.row_limit),
             path,
         })
     }

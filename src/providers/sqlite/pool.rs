@@ -14,6 +14,9 @@ use crate::providers::RequestError;
 
 /// Connections one source keeps open at most (reads beyond that wait their turn).
 const MAX_CONNECTIONS: usize = 4;
+/// Bounds of the rows a connection's thread may hand over ahead of the task reading them.
+const MIN_ROW_BUFFER: usize = 50;
+const MAX_ROW_BUFFER: usize = 10_000;
 /// SQLite virtual-machine steps between two checks of a query's deadline.
 const PROGRESS_STEPS: i32 = 1000;
 
@@ -60,10 +63,15 @@ struct Conn {
 type FileId = (u64, u64);
 
 impl Pool {
-    pub(super) fn new(path: &Path, timeout: Duration) -> Pool {
+    pub(super) fn new(path: &Path, timeout: Duration, row_limit: u64) -> Pool {
+        // Room for a whole answer (`row_limit` rows and the one that says there are more), so
+        // the connection's thread never waits for this task while it hands rows over.
+        let rows = usize::try_from(row_limit.saturating_add(2))
+            .unwrap_or(MAX_ROW_BUFFER)
+            .clamp(MIN_ROW_BUFFER, MAX_ROW_BUFFER);
         Pool {
             timeout,
-            options: options(path),
+            options: options(path).row_buffer_size(rows),
             path: path.to_path_buf(),
             idle: std::sync::Mutex::new(Vec::new()),
             permits: tokio::sync::Semaphore::new(MAX_CONNECTIONS),
