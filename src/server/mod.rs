@@ -499,7 +499,14 @@ impl ServerHandler for Handler {
         cx: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let registry = self.registry();
-        let found = registry.read(&params.uri).await.map_err(error)?;
+        // A cancelled read stops here: dropping it kills a command template's process group
+        // (rmcp sends no answer for a cancelled request).
+        let found = tokio::select! {
+            found = registry.read(&params.uri) => found.map_err(error)?,
+            _ = cx.ct.cancelled() => {
+                return Err(ErrorData::internal_error("the request was cancelled", None));
+            }
+        };
         let mut result = ReadResourceResult::new(found.into_iter().map(contents).collect());
         result.meta = server_meta(self, &cx);
         Ok(result.into())

@@ -499,3 +499,32 @@ mime_type = "text/x-report"
     assert_eq!(templates[0]["uriTemplate"], "echo://{word}{?flag}");
     assert_eq!(templates[0]["mimeType"], "text/plain");
 }
+
+#[test]
+fn a_cancelled_command_template_read_kills_its_process() {
+    use crate::tools::{alive, read_pid, wait_gone};
+    let f = Fixture::new();
+    f.manifest(
+        "[templates.slow]\nuri = \"slow://{n}\"\ncommand = [\"sh\", \"-c\", \"echo $$ > pid.txt; exec sleep 100\", \"{n}\"]\ntimeout = \"60s\"\n",
+    );
+    let mut s = f.serve().started();
+    s.send(&json!({"jsonrpc": "2.0", "id": "r", "method": "resources/read", "params": {"uri": "slow://x"}}));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !f.path("pid.txt").exists()
+        || std::fs::read_to_string(f.path("pid.txt"))
+            .unwrap_or_default()
+            .trim()
+            .is_empty()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the command never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let pid = read_pid(&f, "pid.txt");
+    assert!(alive(pid));
+    s.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "r"}}));
+    wait_gone(pid, "the cancelled template's process");
+    assert_eq!(s.ok("ping", json!({})), json!({}));
+}

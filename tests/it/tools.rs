@@ -35,14 +35,14 @@ fn dumped(result: &Value) -> Vec<String> {
     parts
 }
 
-fn alive(pid: i32) -> bool {
+pub fn alive(pid: i32) -> bool {
     // SAFETY: kill with signal 0 only checks that the process exists.
     unsafe { libc::kill(pid, 0) == 0 }
 }
 
 /// Waits until `pid` no longer exists (the server reaps its children; orphaned grandchildren
 /// are reaped by init, which may take a moment).
-fn wait_gone(pid: i32, what: &str) {
+pub fn wait_gone(pid: i32, what: &str) {
     let deadline = Instant::now() + Duration::from_secs(10);
     while alive(pid) {
         assert!(
@@ -53,7 +53,7 @@ fn wait_gone(pid: i32, what: &str) {
     }
 }
 
-fn read_pid(f: &Fixture, rel: &str) -> i32 {
+pub fn read_pid(f: &Fixture, rel: &str) -> i32 {
     let text = std::fs::read_to_string(f.path(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"));
     text.trim().parse().unwrap_or_else(|e| panic!("{rel}: {e}"))
 }
