@@ -390,8 +390,8 @@ impl TemplateSource {
         let name = &self.name;
         let program = spec.program.clone();
         let (timeout, cap) = (spec.timeout, spec.max_output);
-        // Reads are not cancelled one by one: the process ends with its timeout, or is killed
-        // with its group when this future is dropped (or the server stops).
+        // A cancelled read drops this future (see `server::Handler::read_resource`), which
+        // kills the process group; otherwise it ends with its timeout or the server.
         let outcome = process::run(spec, tokio_util::sync::CancellationToken::new(), None)
             .await
             .map_err(|e| {
