@@ -117,3 +117,24 @@ fn no_manifest_is_a_clear_error() {
         stderr(&out)
     );
 }
+
+#[test]
+fn every_example_manifest_checks() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let examples = std::fs::read_dir(root.join("examples")).expect("examples/");
+    let mut checked = 0;
+    for entry in examples.flatten() {
+        let manifest = entry.path().join("mcp-server.toml");
+        if !manifest.exists() {
+            continue;
+        }
+        let out = std::process::Command::new(crate::support::BIN)
+            .arg("check")
+            .arg(&manifest)
+            .output()
+            .expect("run check");
+        assert_eq!(out.status.code(), Some(0), "{}: {}", manifest.display(), stderr(&out));
+        checked += 1;
+    }
+    assert!(checked >= 3, "examples/notes, shop and project");
+}
