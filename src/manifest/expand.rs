@@ -55,17 +55,22 @@ fn is_var_name(s: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
-/// `"500ms"`, `"30s"`, `"2m"`, `"1h"`; a bare number is not accepted, so the unit is always visible.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
+/// Splits `"1.5 MiB"` into its number and its unit (trimmed).
+fn number_and_unit(s: &str) -> Option<(f64, &str)> {
     let t = s.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let value: f64 = num
-        .parse()
-        .map_err(|_| format!("`{s}` is not a duration; write e.g. \"500ms\", \"30s\" or \"2m\""))?;
-    let secs = match unit.trim() {
+    Some((num.parse().ok()?, unit.trim()))
+}
+
+/// `"500ms"`, `"30s"`, `"2m"`, `"1h"`; a bare number is not accepted, so the unit is always visible.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let (value, unit) = number_and_unit(s).ok_or_else(|| {
+        format!("`{s}` is not a duration; write e.g. \"500ms\", \"30s\" or \"2m\"")
+    })?;
+    let secs = match unit {
         "ms" => value / 1000.0,
         "s" => value,
         "m" | "min" => value * 60.0,
@@ -89,15 +94,9 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 
 /// `"64KiB"`, `"1MiB"`, `"10MB"`, `"512B"` or a plain number of bytes.
 pub fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let value: f64 = num
-        .parse()
-        .map_err(|_| format!("`{s}` is not a size; write e.g. \"64KiB\" or \"1MiB\""))?;
-    let mult: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+    let (value, unit) = number_and_unit(s)
+        .ok_or_else(|| format!("`{s}` is not a size; write e.g. \"64KiB\" or \"1MiB\""))?;
+    let mult: f64 = match unit.to_ascii_lowercase().as_str() {
         "" | "b" => 1.0,
         "k" | "kib" => 1024.0,
         "kb" => 1000.0,

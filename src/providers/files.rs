@@ -378,7 +378,7 @@ impl FilesSource {
         if lower.contains("%2f") || lower.contains("%5c") || lower.contains("%00") {
             return None;
         }
-        let rel = super::decode_percent(encoded)?;
+        let rel = crate::uri::percent_decode(encoded)?;
         if rel.is_empty()
             || rel.contains('\0')
             || rel.contains('\\')
@@ -568,7 +568,7 @@ impl FilesSource {
             }
             self.root.clone()
         } else {
-            match rest.strip_prefix('/').and_then(super::decode_percent) {
+            match rest.strip_prefix('/').and_then(crate::uri::percent_decode) {
                 Some(rel) => self.root.join(rel),
                 None => return false,
             }

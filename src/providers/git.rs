@@ -22,9 +22,10 @@ use git2::{
 };
 
 use super::files::{ChangeEffect, mime_for};
-use super::{Body, Completion, Contents, RequestError, ResourceInfo, TemplateInfo, decode_percent};
+use super::{Body, Completion, Contents, RequestError, ResourceInfo, TemplateInfo};
 use crate::manifest::{self, Diagnostics, expand::format_size};
 use crate::uri::UriTemplate;
+use crate::uri::percent_decode as decode_percent;
 
 /// Diffs (`diff`, the patch of `commit/{rev}`) longer than this are cut, with a line saying so.
 pub const DIFF_CAP: usize = 1024 * 1024;

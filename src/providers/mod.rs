@@ -173,33 +173,13 @@ pub fn encode_component(text: &str) -> String {
     out
 }
 
-/// Decodes `%XX` escapes; `None` when an escape is malformed or the result is not UTF-8.
-pub fn decode_percent(s: &str) -> Option<String> {
-    if !s.contains('%') {
-        return Some(s.to_owned());
-    }
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = s.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn encodes_only_what_a_uri_path_cannot_hold() {
+        use crate::uri::percent_decode as decode_percent;
         assert_eq!(encode_path("/a/b-c_d.md"), "/a/b-c_d.md");
         assert_eq!(encode_path("/a b/#1?.md"), "/a%20b/%231%3F.md");
         assert_eq!(encode_path("/é%"), "/%C3%A9%25");

@@ -109,7 +109,7 @@ pub async fn run(
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    let mut child = cmd.spawn().map_err(|e| spawn_error(&spec, &e))?;
+    let mut child = Reaped(Some(cmd.spawn().map_err(|e| spawn_error(&spec, &e))?));
     let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) else {
         return Err(SpawnError::Other(
             spec.program.clone(),
@@ -217,6 +217,40 @@ pub async fn run(
         stderr_tail,
         elapsed: start.elapsed(),
     })
+}
+
+/// A child that is waited for even when `run` is dropped half-way (a cancelled read):
+/// `kill_on_drop` alone leaves the killed leader a zombie until tokio happens to reap orphans.
+struct Reaped(Option<tokio::process::Child>);
+
+impl std::ops::Deref for Reaped {
+    type Target = tokio::process::Child;
+    fn deref(&self) -> &Self::Target {
+        self.0.as_ref().expect("the child is present until drop")
+    }
+}
+
+impl std::ops::DerefMut for Reaped {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        self.0.as_mut().expect("the child is present until drop")
+    }
+}
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let Some(mut child) = self.0.take() else {
+            return;
+        };
+        if matches!(child.try_wait(), Ok(Some(_))) {
+            return;
+        }
+        let _ = child.start_kill();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = child.wait().await;
+            });
+        }
+    }
 }
 
 fn ending_of(s: ExitStatus) -> Ending {

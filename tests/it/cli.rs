@@ -133,7 +133,13 @@ fn every_example_manifest_checks() {
             .arg(&manifest)
             .output()
             .expect("run check");
-        assert_eq!(out.status.code(), Some(0), "{}: {}", manifest.display(), stderr(&out));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}: {}",
+            manifest.display(),
+            stderr(&out)
+        );
         checked += 1;
     }
     assert!(checked >= 3, "examples/notes, shop and project");

@@ -7,23 +7,7 @@ use crate::support::{Fixture, stderr, stdout};
 fn diagnose(text: &str) -> Vec<String> {
     let f = Fixture::new();
     f.write("docs/a.md", "# a\n");
-    f.write("bad.toml", text);
-    let out = f.run(&["check", "bad.toml"]);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "check should fail: {}",
-        stdout(&out)
-    );
-    assert!(stdout(&out).is_empty(), "errors go to stderr only");
-    let err = stderr(&out);
-    let mut lines: Vec<String> = err.lines().map(str::to_owned).collect();
-    let summary = lines.pop().expect("a summary line");
-    assert!(
-        summary.starts_with("bad.toml: ") && summary.ends_with("found"),
-        "{summary}"
-    );
-    lines
+    f.diagnose(text)
 }
 
 #[test]

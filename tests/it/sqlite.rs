@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use sqlx::{AssertSqlSafe, ConnectOptions as _, Connection as _, Executor as _};
 
-use crate::support::{Fixture, Server, list_all, stderr, stdout};
+use crate::support::{Fixture, Server, list_all, stderr};
 
 /// Creates (or extends) the database at `path` by running `sql` (any number of statements).
 pub fn make_db(path: &Path, sql: &str) {
@@ -578,27 +578,11 @@ sql = "WITH d(id) AS (SELECT :id) DELETE FROM t WHERE id IN (SELECT id FROM d)"
     assert!(!g.path("other.db").exists() && !g.path("copy.db").exists());
 }
 
-/// Runs `check` on `text` in `f` and returns the diagnostics (stderr lines without the summary).
-fn diagnose(f: &Fixture, text: &str) -> Vec<String> {
-    f.write("bad.toml", text);
-    let out = f.run(&["check", "bad.toml"]);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "check should fail: {}",
-        stdout(&out)
-    );
-    let mut lines: Vec<String> = stderr(&out).lines().map(str::to_owned).collect();
-    lines.pop();
-    lines
-}
-
 #[test]
 fn build_time_sql_errors_have_exact_places() {
     let f = Fixture::new();
     shop(&f);
-    let lines = diagnose(
-        &f,
+    let lines = f.diagnose(
         r#"[sqlite.shop]
 path = "shop.db"
 

@@ -70,6 +70,27 @@ impl Fixture {
             .expect("run mcp-manifest")
     }
 
+    /// Runs `check` on `text` (written as `bad.toml` in the fixture), which must fail, and returns
+    /// its diagnostics: stderr lines without the closing summary. Nothing may go to stdout.
+    pub fn diagnose(&self, text: &str) -> Vec<String> {
+        self.write("bad.toml", text);
+        let out = self.run(&["check", "bad.toml"]);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "check should fail: {}",
+            stdout(&out)
+        );
+        assert!(stdout(&out).is_empty(), "errors go to stderr only");
+        let mut lines: Vec<String> = stderr(&out).lines().map(str::to_owned).collect();
+        let summary = lines.pop().expect("a summary line");
+        assert!(
+            summary.starts_with("bad.toml: ") && summary.ends_with("found"),
+            "{summary}"
+        );
+        lines
+    }
+
     /// Starts `mcp-manifest serve` on the fixture's manifest.
     pub fn serve(&self) -> Server {
         Server::start(&self.path("mcp-server.toml"), &self.root())

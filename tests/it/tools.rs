@@ -650,18 +650,7 @@ run = 'echo broken >&2; exit 4'
 
 /// Runs `check` on `text` written as bad.toml and returns the diagnostic lines.
 fn diagnose(text: &str) -> Vec<String> {
-    let f = Fixture::new();
-    f.write("bad.toml", text);
-    let out = f.run(&["check", "bad.toml"]);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "check should fail: {}",
-        stdout(&out)
-    );
-    let mut lines: Vec<String> = stderr(&out).lines().map(str::to_owned).collect();
-    lines.pop();
-    lines
+    Fixture::new().diagnose(text)
 }
 
 #[test]
