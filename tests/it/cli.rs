@@ -144,3 +144,32 @@ fn every_example_manifest_checks() {
     }
     assert!(checked >= 3, "examples/notes, shop and project");
 }
+
+#[test]
+fn serve_on_a_terminal_says_what_it_serves_on_stderr() {
+    use std::io::{BufRead, BufReader};
+    let f = fixture();
+    // `script` (util-linux) runs the server on a pseudo-terminal, as a person at a shell would.
+    let command = format!(
+        "{} serve {}",
+        crate::support::BIN,
+        f.path("mcp-server.toml").display()
+    );
+    let mut child = std::process::Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("script(1) from util-linux");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut first)
+        .expect("a line");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        first.contains("serving `demo`") && first.contains("waiting for an MCP client"),
+        "{first:?}"
+    );
+}
