@@ -8,7 +8,7 @@ use std::sync::Arc;
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use crate::manifest::{Diagnostics, Manifest, Role};
+use crate::manifest::{Diagnostics, Loc, Manifest, Role};
 use crate::prompts::{PromptDef, PromptInfo, Rendered};
 use crate::providers::files::{ChangeEffect, FilesSource};
 use crate::providers::git::GitSource;
@@ -56,10 +56,11 @@ impl Registry {
     /// diagnostics with the manifest's line and column, all at once.
     pub async fn build(manifest: Manifest) -> Result<Registry, Diagnostics> {
         let mut diags = Diagnostics::new(manifest.file.clone());
-        let mut sources = Vec::new();
+        // Built kind by kind (templates need the databases), then put back in file order.
+        let mut placed: Vec<(Loc, Source)> = Vec::new();
         for def in &manifest.files {
             if let Some(src) = FilesSource::build(def, &mut diags) {
-                sources.push(Source::Files(Arc::new(src)));
+                placed.push((def.loc, Source::Files(Arc::new(src))));
             }
         }
         let mut databases = Vec::new();
@@ -67,19 +68,21 @@ impl Registry {
             if let Some(src) = SqliteSource::build(def, &mut diags).await {
                 let src = Arc::new(src);
                 databases.push(src.clone());
-                sources.push(Source::Sqlite(src));
+                placed.push((def.loc, Source::Sqlite(src)));
             }
         }
         for def in &manifest.git {
             if let Some(src) = GitSource::build(def, &mut diags) {
-                sources.push(Source::Git(Arc::new(src)));
+                placed.push((def.loc, Source::Git(Arc::new(src))));
             }
         }
         for def in &manifest.templates {
             if let Some(t) = TemplateSource::build(def, &databases, &mut diags).await {
-                sources.push(Source::Template(Arc::new(t)));
+                placed.push((def.loc, Source::Template(Arc::new(t))));
             }
         }
+        placed.sort_by_key(|(loc, _)| (loc.line, loc.col));
+        let sources = placed.into_iter().map(|(_, s)| s).collect();
         let tools = manifest
             .tools
             .iter()
@@ -195,7 +198,10 @@ impl Registry {
     /// before user templates (which come last); the first answer that is not "not found" wins.
     pub async fn read(&self, uri: &str) -> Result<Vec<Contents>, RequestError> {
         let mut refused = None;
-        for source in &self.sources {
+        // Sources with fixed URIs first, then templates (both in manifest order).
+        let is_template = |s: &&Source| matches!(s, Source::Template(_));
+        let fixed = self.sources.iter().filter(|s| !is_template(s));
+        for source in fixed.chain(self.sources.iter().filter(is_template)) {
             let result = match source {
                 Source::Files(f) if f.owns(uri) => {
                     let (f, u) = (f.clone(), uri.to_owned());

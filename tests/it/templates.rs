@@ -528,3 +528,53 @@ fn a_cancelled_command_template_read_kills_its_process() {
     wait_gone(pid, "the cancelled template's process");
     assert_eq!(s.ok("ping", json!({})), json!({}));
 }
+
+#[test]
+fn listing_follows_the_file_across_sections_and_fixed_uris_still_win_reads() {
+    let f = Fixture::new();
+    make_db(&f.path("shop.db"), "CREATE TABLE t (x INTEGER);");
+    f.write("docs/a.md", "a");
+    f.write("plain.txt", "plain");
+    f.manifest(
+        r#"
+[templates.shadow]
+uri = "sqlite://shop/{what}"
+sqlite = "shop"
+sql = "SELECT :what AS what"
+
+[templates.plain]
+uri = "plain://it"
+file = "plain.txt"
+
+[files.docs]
+root = "docs"
+
+[sqlite.shop]
+path = "shop.db"
+"#,
+    );
+    let mut s = f.serve().started();
+    let (all, _) = list_all(&mut s, "resources/list", "resources");
+    let uris: Vec<&str> = all.iter().filter_map(|r| r["uri"].as_str()).collect();
+    assert_eq!(
+        uris,
+        [
+            "plain://it".to_owned(),
+            f.uri("docs/a.md"),
+            "sqlite://shop/schema".to_owned(),
+            "sqlite://shop/tables/t".to_owned()
+        ]
+    );
+    // The template comes first in the file, but a URI the sqlite source serves is its own.
+    let schema = s.ok("resources/read", json!({"uri": "sqlite://shop/schema"}));
+    assert!(
+        schema["contents"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("CREATE TABLE t")
+    );
+    assert_eq!(
+        read_json(&mut s, "sqlite://shop/other")["rows"],
+        json!([{"what": "other"}])
+    );
+}
