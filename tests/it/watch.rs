@@ -16,6 +16,16 @@ fn updated_for(uri: String) -> impl Fn(&Value) -> bool {
     }
 }
 
+/// Fails if an update notification arrives within half a second.
+fn assert_no_update(s: &mut Server) {
+    let got = s.quiet_for(Duration::from_millis(500));
+    assert!(
+        got.as_ref()
+            .is_none_or(|v| !is_method(v, "notifications/resources/updated")),
+        "{got:?}"
+    );
+}
+
 /// Waits until the watcher has settled after start-up (its first scan runs in the background).
 fn settle(s: &mut Server) {
     s.ok("ping", json!({}));
@@ -33,8 +43,6 @@ fn fixture() -> Fixture {
 fn a_subscribed_file_that_changes_is_reported_and_unsubscribe_stops_it() {
     let f = fixture();
     let mut s = f.serve().started();
-    let caps = s.ok("ping", json!({}));
-    assert_eq!(caps, json!({}));
     let uri = f.uri("docs/a.md");
     s.ok("resources/subscribe", json!({"uri": uri}));
     settle(&mut s);
@@ -50,22 +58,16 @@ fn a_subscribed_file_that_changes_is_reported_and_unsubscribe_stops_it() {
 
     s.ok("resources/unsubscribe", json!({"uri": uri}));
     f.write("docs/a.md", "four");
-    let got = s.quiet_for(Duration::from_millis(500));
-    assert!(
-        got.as_ref()
-            .is_none_or(|v| !is_method(v, "notifications/resources/updated")),
-        "{got:?}"
-    );
+    assert_no_update(&mut s);
 }
 
 #[test]
 fn adding_and_removing_files_sends_list_changed() {
     let f = fixture();
-    let mut s = f.serve().started();
+    let mut s = f.serve();
     let r = s.initialize("2025-11-25");
     assert_eq!(r["capabilities"]["resources"]["listChanged"], true);
     assert_eq!(r["capabilities"]["resources"]["subscribe"], true);
-    let mut s = f.serve().started();
     settle(&mut s);
     f.write("docs/b.md", "new");
     s.wait_for(|v| is_method(v, "notifications/resources/list_changed"));
@@ -129,12 +131,7 @@ fn stateless_listen_streams_acknowledge_and_tag_notifications() {
     s.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "listen-1"}}));
     std::thread::sleep(Duration::from_millis(200));
     f.write("docs/a.md", "again");
-    let got = s.quiet_for(Duration::from_millis(500));
-    assert!(
-        got.as_ref()
-            .is_none_or(|v| !is_method(v, "notifications/resources/updated")),
-        "{got:?}"
-    );
+    assert_no_update(&mut s);
 }
 
 #[test]
