@@ -655,6 +655,9 @@ impl ServerHandler for Handler {
     }
 }
 
+/// How long answers still being computed may take after stdin closes.
+const EOF_GRACE: Duration = Duration::from_millis(650);
+
 /// Serves `registry` on stdin/stdout until stdin closes (or SIGTERM), then returns within ~1 s.
 pub async fn serve_stdio(registry: Registry) -> anyhow::Result<()> {
     serve(registry, std::io::stdin(), std::io::stdout()).await
@@ -687,11 +690,14 @@ where
     tokio::select! {
         _ = &mut waiting => {}
         _ = eof.cancelled() => {
-            // The client is gone, so nobody waits for a running tool: its processes go now
-            // (and its call ends). Other answers being computed get a moment to go out.
-            crate::tools::kill_all();
-            if tokio::time::timeout(Duration::from_millis(800), &mut waiting).await.is_err() {
-                service_ct.cancel();
+            // Closing stdin may be a half-close (`echo ... | mcp-manifest` still reads the
+            // answers): what is running gets a moment to finish. Then every tool's process
+            // group goes, and we stop, within the 1 s a client allows.
+            if tokio::time::timeout(EOF_GRACE, &mut waiting).await.is_err() {
+                crate::tools::kill_all();
+                if tokio::time::timeout(Duration::from_millis(100), &mut waiting).await.is_err() {
+                    service_ct.cancel();
+                }
             }
         }
         _ = terminate_signal() => service_ct.cancel(),

@@ -351,3 +351,43 @@ fn every_request_sent_before_eof_is_answered_before_exit() {
     assert_eq!(ids.len(), 5001, "every request answered once");
     assert_eq!(out.status.code(), Some(0));
 }
+
+#[test]
+fn a_quick_tool_called_just_before_eof_still_answers() {
+    use std::io::Write;
+    let f = Fixture::new();
+    f.manifest("[tools.hi]\nrun = 'sleep 0.2; echo hi'\n");
+    let input = [
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "it", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "hi", "arguments": {}}}),
+    ]
+    .iter()
+    .map(|m| format!("{m}\n"))
+    .collect::<String>();
+    let mut child = std::process::Command::new(crate::support::BIN)
+        .arg("serve")
+        .current_dir(f.root())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(input.as_bytes()).expect("write");
+    drop(stdin);
+    let started = std::time::Instant::now();
+    let out = child.wait_with_output().expect("output");
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+    let answer = String::from_utf8(out.stdout)
+        .expect("UTF-8")
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("JSON"))
+        .find(|v| v["id"] == 1)
+        .expect("the tool's answer");
+    assert_eq!(answer["result"]["content"][0]["text"], "hi\n", "{answer}");
+    assert_eq!(answer["result"]["isError"], false);
+}
