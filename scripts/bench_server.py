@@ -101,21 +101,7 @@ def sequential(binary, manifest, method, params, n=2000):
 
 
 def sequential_reads(binary, manifest, uri, n=2000):
-    p = start(binary, manifest)
-    Client(p).send(line(INIT))
-    Client(p).recv()
-    Client(p).send(line({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-    times = []
-    for i in range(n):
-        req = line({"jsonrpc": "2.0", "id": i + 1, "method": "resources/read", "params": {"uri": uri}})
-        t0 = time.perf_counter()
-        Client(p).send(req)
-        resp = Client(p).recv()
-        times.append(time.perf_counter() - t0)
-        assert b'"text"' in resp, resp
-    p.stdin.close()
-    p.wait()
-    return times
+    return sequential(binary, manifest, "resources/read", {"uri": uri}, n)
 
 
 def pipelined_pings(binary, manifest, n=20000):

@@ -316,7 +316,6 @@ fn a_slow_tool_does_not_delay_a_ping() {
 
 #[test]
 fn every_request_sent_before_eof_is_answered_before_exit() {
-    use std::io::Write;
     let f = fixture();
     let mut input = String::new();
     input.push_str(
@@ -327,21 +326,7 @@ fn every_request_sent_before_eof_is_answered_before_exit() {
         input.push_str(&json!({"jsonrpc": "2.0", "id": i, "method": "ping"}).to_string());
         input.push('\n');
     }
-    let mut child = std::process::Command::new(crate::support::BIN)
-        .arg("serve")
-        .current_dir(f.root())
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let writer = std::thread::spawn(move || {
-        stdin.write_all(input.as_bytes()).expect("write");
-        // Dropping stdin here is the EOF.
-    });
-    let out = child.wait_with_output().expect("output");
-    writer.join().expect("writer");
+    let (out, _) = f.serve_input(&input);
     let text = String::from_utf8(out.stdout).expect("UTF-8");
     let ids: std::collections::HashSet<i64> = text
         .lines()
@@ -354,7 +339,6 @@ fn every_request_sent_before_eof_is_answered_before_exit() {
 
 #[test]
 fn a_quick_tool_called_just_before_eof_still_answers() {
-    use std::io::Write;
     let f = Fixture::new();
     f.manifest("[tools.hi]\nrun = 'sleep 0.2; echo hi'\n");
     let input = [
@@ -364,24 +348,8 @@ fn a_quick_tool_called_just_before_eof_still_answers() {
     .iter()
     .map(|m| format!("{m}\n"))
     .collect::<String>();
-    let mut child = std::process::Command::new(crate::support::BIN)
-        .arg("serve")
-        .current_dir(f.root())
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let mut stdin = child.stdin.take().expect("stdin");
-    stdin.write_all(input.as_bytes()).expect("write");
-    drop(stdin);
-    let started = std::time::Instant::now();
-    let out = child.wait_with_output().expect("output");
-    assert!(
-        started.elapsed() < Duration::from_secs(1),
-        "{:?}",
-        started.elapsed()
-    );
+    let (out, after_eof) = f.serve_input(&input);
+    assert!(after_eof < Duration::from_secs(1), "{after_eof:?}");
     let answer = String::from_utf8(out.stdout)
         .expect("UTF-8")
         .lines()

@@ -91,6 +91,29 @@ impl Fixture {
         lines
     }
 
+    /// Runs `serve` with `input` written to its stdin, which is then closed (as `echo … |`
+    /// would), and returns its output and how long it ran after the input was closed.
+    pub fn serve_input(&self, input: &str) -> (Output, Duration) {
+        let mut child = Command::new(BIN)
+            .arg("serve")
+            .current_dir(self.root())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn mcp-manifest serve");
+        let mut stdin = child.stdin.take().expect("stdin");
+        let input = input.to_owned();
+        // Written from a thread: the answers fill stdout while the input is still going in.
+        let writer = std::thread::spawn(move || {
+            stdin.write_all(input.as_bytes()).expect("write");
+            Instant::now()
+        });
+        let out = child.wait_with_output().expect("output");
+        let closed = writer.join().expect("writer");
+        (out, closed.elapsed())
+    }
+
     /// Starts `mcp-manifest serve` on the fixture's manifest.
     pub fn serve(&self) -> Server {
         Server::start(&self.path("mcp-server.toml"), &self.root())
