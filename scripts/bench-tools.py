@@ -20,6 +20,8 @@ import sys
 import tempfile
 import time
 
+from mcp_bench import Server, pct
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_BINARY = os.path.join(HERE, "..", "target", "release", "mcp-manifest")
 
@@ -33,38 +35,9 @@ command = ["true"]
 """
 
 
-class Server:
-    def __init__(self, binary, manifest):
-        self.proc = subprocess.Popen(
-            [binary, "serve", manifest],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
-        self.next_id = 0
-
-    def request(self, method, params):
-        self.next_id += 1
-        msg = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
-        self.proc.stdin.write((json.dumps(msg) + "\n").encode())
-        self.proc.stdin.flush()
-        while True:
-            line = self.proc.stdout.readline()
-            if not line:
-                sys.exit("the server closed stdout")
-            answer = json.loads(line)
-            if answer.get("id") == self.next_id:
-                return answer
-
-    def close(self):
-        self.proc.stdin.close()
-        self.proc.wait(timeout=5)
-
-
 def time_server_call(server):
-    start = time.perf_counter()
-    answer = server.request("tools/call", {"name": "nothing", "arguments": {}})
-    took = time.perf_counter() - start
+    took, raw = server.timed("tools/call", {"name": "nothing", "arguments": {}})
+    answer = json.loads(raw)
     if answer.get("result", {}).get("isError") is not False:
         sys.exit(f"the tool call failed: {answer}")
     return took
@@ -91,11 +64,6 @@ def time_posix_spawn(devnull):
     return time.perf_counter() - start
 
 
-def pct(values, p):
-    values = sorted(values)
-    return values[min(len(values) - 1, int(len(values) * p))]
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--binary", default=DEFAULT_BINARY)
@@ -110,12 +78,6 @@ def main():
         with open(manifest, "w") as f:
             f.write(MANIFEST)
         server = Server(args.binary, manifest)
-        server.request(
-            "initialize",
-            {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}},
-        )
-        server.proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
-        server.proc.stdin.flush()
 
         devnull = os.open(os.devnull, os.O_RDWR)
         for _ in range(50):  # warm-up

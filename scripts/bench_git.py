@@ -17,11 +17,12 @@ Usage: cargo build --release && python3 scripts/bench_git.py [--bin target/relea
 """
 
 import argparse
-import json
 import os
 import subprocess
 import tempfile
 import time
+
+from mcp_bench import Server, pct
 
 ENV = dict(
     os.environ,
@@ -32,22 +33,6 @@ ENV = dict(
     GIT_COMMITTER_NAME="Bench",
     GIT_COMMITTER_EMAIL="bench@example.com",
 )
-
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "bench", "version": "1"},
-    },
-}
-
-
-def line(msg):
-    return (json.dumps(msg) + "\n").encode()
-
 
 def git(repo, *args):
     return subprocess.run(
@@ -88,43 +73,15 @@ def build_repo(d, commits):
     return repo
 
 
-def start(binary, manifest):
-    p = subprocess.Popen(
-        [binary, "serve", manifest],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        # Buffered: readline() on an unbuffered pipe reads one byte per system call, which on an
-        # 8 KiB answer costs the client more than the server spends on the request.
-        bufsize=-1,
-    )
-    send(p, INIT)
-    p.stdout.readline()
-    send(p, {"jsonrpc": "2.0", "method": "notifications/initialized"})
-    return p
+def read(server, uri):
+    return server.request("resources/read", {"uri": uri})["result"]["contents"][0]["text"]
 
 
-def send(p, msg):
-    p.stdin.write(line(msg))
-    p.stdin.flush()
-
-
-def read(p, req_id, uri):
-    send(p, {"jsonrpc": "2.0", "id": req_id, "method": "resources/read", "params": {"uri": uri}})
-    return json.loads(p.stdout.readline())["result"]["contents"][0]["text"]
-
-
-def server_reads(p, uri, n, next_id):
+def server_reads(server, uri, n):
     times = []
-    for i in range(n):
-        req = line(
-            {"jsonrpc": "2.0", "id": next_id + i, "method": "resources/read", "params": {"uri": uri}}
-        )
-        t0 = time.perf_counter()
-        p.stdin.write(req)
-        p.stdin.flush()
-        resp = p.stdout.readline()
-        times.append(time.perf_counter() - t0)
+    for _ in range(n):
+        took, resp = server.timed("resources/read", {"uri": uri})
+        times.append(took)
         assert b'"text"' in resp, resp[:300]
     return times
 
@@ -136,11 +93,6 @@ def cli_runs(repo, argv, n):
         subprocess.run(argv, cwd=repo, env=ENV, check=True, stdout=subprocess.PIPE)
         times.append(time.perf_counter() - t0)
     return times
-
-
-def pct(xs, q):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
 def main():
@@ -166,36 +118,29 @@ def main():
     log_uri = "git://bench/log"
     blob_uri = f"git://bench/blob/{rev}/{path}"
 
-    p = start(binary, manifest)
+    p = Server(binary, manifest)
     # Same answers first: the server's log starts with the CLI's short hashes; the blob matches.
-    text = read(p, 1, log_uri)
+    text = read(p, log_uri)
     ours = [l.split("\t")[0] for l in text.splitlines()]
     theirs = [l.split(" ")[0] for l in git(repo, "log", "-n", "50", "--oneline").splitlines()]
     assert ours == theirs, (ours[:3], theirs[:3])
-    assert read(p, 2, blob_uri) == git(repo, "show", f"{rev}:{path}")
+    assert read(p, blob_uri) == git(repo, "show", f"{rev}:{path}")
 
     series = {k: [] for k in ("log", "blob", "git log", "git show")}
-    next_id = 10
     for _ in range(args.rounds):
-        series["log"] += server_reads(p, log_uri, args.per_round, next_id)
-        next_id += args.per_round
+        series["log"] += server_reads(p, log_uri, args.per_round)
         series["git log"] += cli_runs(repo, ["git", "log", "-n", "50", "--oneline"], args.per_round)
-        series["blob"] += server_reads(p, blob_uri, args.per_round, next_id)
-        next_id += args.per_round
+        series["blob"] += server_reads(p, blob_uri, args.per_round)
         series["git show"] += cli_runs(repo, ["git", "show", f"{rev}:{path}"], args.per_round)
-    p.stdin.close()
-    p.wait()
+    p.close()
 
     # The first read of a fresh server opens the repository (nothing is opened at start-up).
     first = {"log": [], "blob": []}
     for _ in range(20):
         for what, uri in (("log", log_uri), ("blob", blob_uri)):
-            q = start(binary, manifest)
-            t0 = time.perf_counter()
-            read(q, 1, uri)
-            first[what].append(time.perf_counter() - t0)
-            q.stdin.close()
-            q.wait()
+            q = Server(binary, manifest)
+            first[what].append(q.timed("resources/read", {"uri": uri})[0])
+            q.close()
 
     n = args.rounds * args.per_round
     print(f"{n} samples each, interleaved in {args.rounds} rounds; times in ms")

@@ -10,41 +10,14 @@ Usage: cargo build --release && python3 scripts/bench_server.py [--bin target/re
 """
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import tempfile
 import time
 
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "bench", "version": "1"},
-    },
-}
+from mcp_bench import INIT_PARAMS, Server, line, pct
 
-
-def line(msg):
-    return (json.dumps(msg) + "\n").encode()
-
-
-class Client:
-    """Buffered pipes: an unbuffered reader would make one system call per byte of answer."""
-
-    def __init__(self, proc):
-        self.proc = proc
-
-    def send(self, data):
-        self.proc.stdin.write(data)
-        self.proc.stdin.flush()
-
-    def recv(self):
-        return self.proc.stdout.readline()
+INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT_PARAMS}
 
 
 def fixture():
@@ -60,43 +33,26 @@ def fixture():
     return d
 
 
-def start(binary, manifest):
-    return subprocess.Popen(
-        [binary, "serve", manifest],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
-
-
 def cold_start(binary, manifest, runs=20):
     times = []
     for _ in range(runs):
         t0 = time.perf_counter()
-        p = start(binary, manifest)
-        Client(p).send(line(INIT))
-        Client(p).recv()
+        server = Server(binary, manifest, initialize=False)
+        server.send(INIT)
+        server.readline()
         times.append(time.perf_counter() - t0)
-        p.stdin.close()
-        p.wait()
+        server.close()
     return times
 
 
 def sequential(binary, manifest, method, params, n=2000):
-    p = start(binary, manifest)
-    Client(p).send(line(INIT))
-    Client(p).recv()
-    Client(p).send(line({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    server = Server(binary, manifest)
     times = []
-    for i in range(n):
-        req = line({"jsonrpc": "2.0", "id": i + 1, "method": method, "params": params})
-        t0 = time.perf_counter()
-        Client(p).send(req)
-        resp = Client(p).recv()
-        times.append(time.perf_counter() - t0)
+    for _ in range(n):
+        took, resp = server.timed(method, params)
+        times.append(took)
         assert b'"error"' not in resp, resp
-    p.stdin.close()
-    p.wait()
+    server.close()
     return times
 
 
@@ -105,33 +61,23 @@ def sequential_reads(binary, manifest, uri, n=2000):
 
 
 def pipelined_pings(binary, manifest, n=20000):
-    p = start(binary, manifest)
-    Client(p).send(line(INIT))
-    Client(p).recv()
-    Client(p).send(line({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    server = Server(binary, manifest)
     payload = b"".join(line({"jsonrpc": "2.0", "id": i + 1, "method": "ping"}) for i in range(n))
     import threading
 
     t0 = time.perf_counter()
-    writer = threading.Thread(target=lambda: Client(p).send(payload))
+    writer = threading.Thread(target=lambda: server.write(payload))
     writer.start()
     got = 0
     while got < n:
-        if not Client(p).recv():
-            break
+        server.readline()
         got += 1
     elapsed = time.perf_counter() - t0
     writer.join()
-    with open(f"/proc/{p.pid}/status") as f:
+    with open(f"/proc/{server.proc.pid}/status") as f:
         hwm = next(l for l in f if l.startswith("VmHWM")).split()[1]
-    p.stdin.close()
-    p.wait()
+    server.close()
     return got, elapsed, int(hwm)
-
-
-def pct(xs, q):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
 def main():

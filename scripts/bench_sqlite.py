@@ -24,6 +24,8 @@ import subprocess
 import tempfile
 import time
 
+from mcp_bench import Server, pct
+
 TABLE_SQL = "SELECT * FROM items LIMIT 101"
 QUERY_SQL = "SELECT id, name, price, qty FROM items WHERE id = :id"
 
@@ -49,10 +51,6 @@ def fixture():
     return d, db
 
 
-def line(msg):
-    return (json.dumps(msg) + "\n").encode()
-
-
 def send(p, data):
     """Writes and flushes: stdin is buffered, stdout is read through a buffer (readline on an
     unbuffered pipe would cost one system call per byte)."""
@@ -61,32 +59,14 @@ def send(p, data):
 
 
 def server_reads(binary, manifest, uris):
-    p = subprocess.Popen(
-        [binary, "serve", manifest],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
-    init = {
-        "jsonrpc": "2.0",
-        "id": 0,
-        "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}},
-    }
-    send(p, line(init))
-    p.stdout.readline()
-    send(p, line({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    server = Server(binary, manifest)
     times = []
-    for i, uri in enumerate(uris):
-        req = line({"jsonrpc": "2.0", "id": i + 1, "method": "resources/read", "params": {"uri": uri}})
-        t0 = time.perf_counter()
-        send(p, req)
-        resp = p.stdout.readline()
-        times.append(time.perf_counter() - t0)
+    for uri in uris:
+        took, resp = server.timed("resources/read", {"uri": uri})
+        times.append(took)
         if b'"result"' not in resp or b'rows' not in resp:
             raise SystemExit(f"unexpected answer for {uri}: {resp[:300]!r}")
-    p.stdin.close()
-    p.wait()
+    server.close()
     return times
 
 
@@ -131,11 +111,6 @@ def python_reads(db, n):
         query.append(time.perf_counter() - t0)
     con.close()
     return table, query
-
-
-def pct(xs, q):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
 def report(label, xs):
