@@ -353,10 +353,6 @@ impl Registry {
         self.manifest.server.resource_tools || !self.tools.is_empty()
     }
 
-    pub fn has_tool(&self, name: &str) -> bool {
-        self.tools().iter().any(|t| t.name == name)
-    }
-
     /// Runs one tool. An unknown tool is an error (`-32602`); everything else is a result.
     pub async fn call_tool(
         &self,

@@ -71,6 +71,8 @@ struct Shared {
 struct Snapshot {
     registry: Arc<Registry>,
     info: ServerConfig,
+    /// `_meta` with `io.modelcontextprotocol/serverInfo`, which stateless-era results carry.
+    server_meta: MetaObject,
 }
 
 impl Snapshot {
@@ -102,7 +104,17 @@ impl Snapshot {
         if let Some(text) = &m.server.instructions {
             info = info.with_instructions(text);
         }
-        Snapshot { registry, info }
+        let mut server_meta = MetaObject::new();
+        if let Ok(value) = serde_json::to_value(&info.server_info) {
+            server_meta
+                .0
+                .insert("io.modelcontextprotocol/serverInfo".to_owned(), value);
+        }
+        Snapshot {
+            registry,
+            info,
+            server_meta,
+        }
     }
 }
 
@@ -229,14 +241,36 @@ impl Handler {
     }
 }
 
-/// `_meta` with `io.modelcontextprotocol/serverInfo`, which stateless-era results carry.
-fn server_meta(handler: &Handler, cx: &RequestContext<RoleServer>) -> Option<MetaObject> {
-    cx.meta.protocol_version()?;
-    let info = serde_json::to_value(&handler.snapshot().info.server_info).ok()?;
-    let mut meta = MetaObject::new();
-    meta.0
-        .insert("io.modelcontextprotocol/serverInfo".to_owned(), info);
-    Some(meta)
+/// The serverInfo `_meta` for a stateless-era request (those carry their version in `_meta`).
+fn server_meta(snapshot: &Snapshot, cx: &RequestContext<RoleServer>) -> Option<MetaObject> {
+    cx.meta
+        .protocol_version()
+        .map(|_| snapshot.server_meta.clone())
+}
+
+/// One page of a `*/list` answer.
+struct Page<U> {
+    items: Vec<U>,
+    next: Option<String>,
+    meta: Option<MetaObject>,
+}
+
+/// One page of `all` (after the request's cursor), mapped to MCP items, with the next cursor and
+/// the result `_meta`.
+fn one_page<T, U>(
+    snapshot: &Snapshot,
+    cx: &RequestContext<RoleServer>,
+    params: &Option<PaginatedRequestParams>,
+    all: &[T],
+    map: impl Fn(&T) -> U,
+) -> Result<Page<U>, ErrorData> {
+    let cursor = params.as_ref().and_then(|p| p.cursor.as_deref());
+    let (items, next) = paginate(all, cursor, snapshot.registry.page_size()).map_err(error)?;
+    Ok(Page {
+        items: items.iter().map(map).collect(),
+        next,
+        meta: server_meta(snapshot, cx),
+    })
 }
 
 /// Which `*/list_changed` notifications to send.
@@ -258,10 +292,6 @@ fn error(e: RequestError) -> ErrorData {
         }
         RequestError::Internal(m) => ErrorData::internal_error(m, None),
     }
-}
-
-fn cursor(params: &Option<PaginatedRequestParams>) -> Option<&str> {
-    params.as_ref().and_then(|p| p.cursor.as_deref())
 }
 
 fn rfc3339(t: std::time::SystemTime) -> String {
@@ -461,12 +491,12 @@ impl ServerHandler for Handler {
         params: Option<PaginatedRequestParams>,
         cx: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let registry = self.registry();
-        let all = registry.list_resources().await.map_err(error)?;
-        let (page, next) = paginate(&all, cursor(&params), registry.page_size()).map_err(error)?;
-        let mut result = ListResourcesResult::with_all_items(page.iter().map(resource).collect());
-        result.next_cursor = next;
-        result.meta = server_meta(self, &cx);
+        let snap = self.snapshot();
+        let all = snap.registry.list_resources().await.map_err(error)?;
+        let page = one_page(&snap, &cx, &params, &all, resource)?;
+        let mut result = ListResourcesResult::with_all_items(page.items);
+        result.next_cursor = page.next;
+        result.meta = page.meta;
         Ok(result)
     }
 
@@ -475,21 +505,17 @@ impl ServerHandler for Handler {
         params: Option<PaginatedRequestParams>,
         cx: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        let registry = self.registry();
-        let all = registry.templates();
-        let (page, next) = paginate(&all, cursor(&params), registry.page_size()).map_err(error)?;
-        let items = page
-            .iter()
-            .map(|t| {
-                let mut rt = ResourceTemplate::new(&t.uri_template, &t.name);
-                rt.description = t.description.clone();
-                rt.mime_type = t.mime_type.clone();
-                rt
-            })
-            .collect();
-        let mut result = ListResourceTemplatesResult::with_all_items(items);
-        result.next_cursor = next;
-        result.meta = server_meta(self, &cx);
+        let snap = self.snapshot();
+        let all = snap.registry.templates();
+        let page = one_page(&snap, &cx, &params, &all, |t| {
+            let mut rt = ResourceTemplate::new(&t.uri_template, &t.name);
+            rt.description = t.description.clone();
+            rt.mime_type = t.mime_type.clone();
+            rt
+        })?;
+        let mut result = ListResourceTemplatesResult::with_all_items(page.items);
+        result.next_cursor = page.next;
+        result.meta = page.meta;
         Ok(result)
     }
 
@@ -498,7 +524,8 @@ impl ServerHandler for Handler {
         params: ReadResourceRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let registry = self.registry();
+        let snap = self.snapshot();
+        let registry = &snap.registry;
         // A cancelled read stops here: dropping it kills a command template's process group
         // (rmcp sends no answer for a cancelled request).
         let found = tokio::select! {
@@ -508,7 +535,7 @@ impl ServerHandler for Handler {
             }
         };
         let mut result = ReadResourceResult::new(found.into_iter().map(contents).collect());
-        result.meta = server_meta(self, &cx);
+        result.meta = server_meta(&snap, &cx);
         Ok(result.into())
     }
 
@@ -517,12 +544,13 @@ impl ServerHandler for Handler {
         params: CompleteRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        let registry = self.registry();
-        if !registry.has_completions() {
+        let snap = self.snapshot();
+        if snap.info.capabilities.completions.is_none() {
             return Err(ErrorData::method_not_found::<
                 rmcp::model::CompleteRequestMethod,
             >());
         }
+        let registry = &snap.registry;
         let context: HashMap<String, String> =
             params.context.and_then(|c| c.arguments).unwrap_or_default();
         let arg = &params.argument;
@@ -542,7 +570,7 @@ impl ServerHandler for Handler {
             )),
         };
         let mut result = answer.map(completion).map_err(error)?;
-        result.meta = server_meta(self, &cx);
+        result.meta = server_meta(&snap, &cx);
         Ok(result)
     }
 
@@ -551,17 +579,16 @@ impl ServerHandler for Handler {
         params: Option<PaginatedRequestParams>,
         cx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let registry = self.registry();
-        let all = registry.tools();
-        if all.is_empty() {
+        let snap = self.snapshot();
+        if snap.info.capabilities.tools.is_none() {
             return Err(ErrorData::method_not_found::<
                 rmcp::model::ListToolsRequestMethod,
             >());
         }
-        let (page, next) = paginate(&all, cursor(&params), registry.page_size()).map_err(error)?;
-        let mut result = ListToolsResult::with_all_items(page.iter().map(tool).collect());
-        result.next_cursor = next;
-        result.meta = server_meta(self, &cx);
+        let page = one_page(&snap, &cx, &params, &snap.registry.tools(), tool)?;
+        let mut result = ListToolsResult::with_all_items(page.items);
+        result.next_cursor = page.next;
+        result.meta = page.meta;
         Ok(result)
     }
 
@@ -570,12 +597,13 @@ impl ServerHandler for Handler {
         params: CallToolRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let registry = self.registry();
-        if !registry.has_tools() {
+        let snap = self.snapshot();
+        if snap.info.capabilities.tools.is_none() {
             return Err(ErrorData::method_not_found::<
                 rmcp::model::CallToolRequestMethod,
             >());
         }
+        let registry = &snap.registry;
         let args = params.arguments.unwrap_or_default();
         // rmcp cancels `cx.ct` on `notifications/cancelled` for this request (and when the
         // session ends); the tool kills its process group then.
@@ -597,7 +625,7 @@ impl ServerHandler for Handler {
             }
         }
         let mut result = tool_result(result.map_err(error)?);
-        result.meta = server_meta(self, &cx);
+        result.meta = server_meta(&snap, &cx);
         Ok(result.into())
     }
 
@@ -606,17 +634,16 @@ impl ServerHandler for Handler {
         params: Option<PaginatedRequestParams>,
         cx: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        let registry = self.registry();
-        if registry.prompts.is_empty() {
+        let snap = self.snapshot();
+        if snap.info.capabilities.prompts.is_none() {
             return Err(ErrorData::method_not_found::<
                 rmcp::model::ListPromptsRequestMethod,
             >());
         }
-        let all = registry.prompt_infos();
-        let (page, next) = paginate(&all, cursor(&params), registry.page_size()).map_err(error)?;
-        let mut result = ListPromptsResult::with_all_items(page.iter().map(prompt).collect());
-        result.next_cursor = next;
-        result.meta = server_meta(self, &cx);
+        let page = one_page(&snap, &cx, &params, &snap.registry.prompt_infos(), prompt)?;
+        let mut result = ListPromptsResult::with_all_items(page.items);
+        result.next_cursor = page.next;
+        result.meta = page.meta;
         Ok(result)
     }
 
@@ -625,12 +652,13 @@ impl ServerHandler for Handler {
         params: GetPromptRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let registry = self.registry();
-        if registry.prompts.is_empty() {
+        let snap = self.snapshot();
+        if snap.info.capabilities.prompts.is_none() {
             return Err(ErrorData::method_not_found::<
                 rmcp::model::GetPromptRequestMethod,
             >());
         }
+        let registry = &snap.registry;
         let args = params.arguments.unwrap_or_default();
         let rendered = registry
             .get_prompt(&params.name, &args)
@@ -650,7 +678,7 @@ impl ServerHandler for Handler {
         if let Some(d) = rendered.description {
             result = result.with_description(d);
         }
-        result.meta = server_meta(self, &cx);
+        result.meta = server_meta(&snap, &cx);
         Ok(result.into())
     }
 }
