@@ -117,10 +117,12 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     Ok(bytes.round() as u64)
 }
 
-/// A duration as a person writes it, for messages: "30s", "500ms", "2m".
+/// A duration as a person writes it, for messages: "30s", "500ms", "2m", "1h".
 pub fn format_duration(d: Duration) -> String {
     let ms = d.as_millis();
-    if ms.is_multiple_of(60_000) && ms >= 60_000 {
+    if ms.is_multiple_of(3_600_000) && ms >= 3_600_000 {
+        format!("{}h", ms / 3_600_000)
+    } else if ms.is_multiple_of(60_000) && ms >= 60_000 {
         format!("{}m", ms / 60_000)
     } else if ms.is_multiple_of(1000) {
         format!("{}s", ms / 1000)
@@ -129,7 +131,7 @@ pub fn format_duration(d: Duration) -> String {
     }
 }
 
-/// A size as a person writes it, for messages: "1 MiB", "64 KiB", "12 B".
+/// A size as a person writes it, for messages: "1 MiB", "64 KiB", "1.5 KiB", "12 bytes".
 pub fn format_size(n: u64) -> String {
     const UNITS: [(&str, u64); 3] = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
     for (unit, size) in UNITS {
@@ -142,7 +144,7 @@ pub fn format_size(n: u64) -> String {
             };
         }
     }
-    format!("{n} B")
+    format!("{n} bytes")
 }
 
 #[cfg(test)]
@@ -206,6 +208,11 @@ mod tests {
         assert_eq!(parse_size("512"), Ok(512));
         assert!(parse_size("lots").is_err());
         assert_eq!(format_size(1 << 20), "1 MiB");
+        assert_eq!(format_size(64 * 1024), "64 KiB");
+        assert_eq!(format_size(1000), "1000 bytes");
         assert_eq!(format_duration(Duration::from_secs(30)), "30s");
+        assert_eq!(format_duration(Duration::from_millis(500)), "500ms");
+        assert_eq!(format_duration(Duration::from_secs(120)), "2m");
+        assert_eq!(format_duration(Duration::from_secs(3600)), "1h");
     }
 }

@@ -18,10 +18,11 @@ use super::files::mime_for;
 use super::sqlite::{Bound, SqliteSource, bound_text};
 use super::{Body, Completion, Contents, RequestError, ResourceInfo, TemplateInfo};
 use crate::manifest::{
-    self, Diagnostics, TemplateBackend, diag::did_you_mean, expand::format_size,
+    self, Diagnostics, TemplateBackend,
+    diag::did_you_mean,
+    expand::{format_duration, format_size},
 };
-use crate::tools::argv::{self, Argv, Kind};
-use crate::tools::command::{human_duration, human_size};
+use crate::tools::argv::{self, Argv, Kind, Piece};
 use crate::tools::process::{self, Ending, ProcessSpec};
 use crate::uri::{UriTemplate, VarValue, Vars};
 
@@ -39,7 +40,7 @@ pub struct TemplateSource {
 #[derive(Debug)]
 enum Backend {
     File {
-        parts: Vec<PathPart>,
+        parts: Vec<Piece>,
         /// Canonical folder every served path must stay inside.
         root: PathBuf,
     },
@@ -54,13 +55,6 @@ enum Backend {
         /// Everything but the arguments (`args` is filled per read).
         spec: ProcessSpec,
     },
-}
-
-/// A piece of a `file` path template.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum PathPart {
-    Literal(String),
-    Var(String),
 }
 
 impl TemplateSource {
@@ -117,8 +111,8 @@ impl TemplateSource {
                 let used: Vec<&str> = parts
                     .iter()
                     .filter_map(|p| match p {
-                        PathPart::Var(v) => Some(v.as_str()),
-                        PathPart::Literal(_) => None,
+                        Piece::Var(v) => Some(v.as_str()),
+                        Piece::Lit(_) => None,
                     })
                     .collect();
                 for v in &used {
@@ -149,8 +143,8 @@ impl TemplateSource {
                 let literal: String = parts
                     .iter()
                     .map(|p| match p {
-                        PathPart::Literal(l) => l.as_str(),
-                        PathPart::Var(_) => "x",
+                        Piece::Lit(l) => l.as_str(),
+                        Piece::Var(_) => "x",
                     })
                     .collect();
                 if Path::new(&literal).is_absolute()
@@ -311,7 +305,7 @@ impl TemplateSource {
             Backend::Sql { .. } => Some("application/json".into()),
             Backend::Command { .. } => Some("text/plain".into()),
             Backend::File { parts, .. } => match parts.last() {
-                Some(PathPart::Literal(tail)) if tail.contains('.') => {
+                Some(Piece::Lit(tail)) if tail.contains('.') => {
                     let m = mime_for(Path::new(&format!("x{tail}")), || false);
                     (m != "application/octet-stream").then_some(m)
                 }
@@ -343,8 +337,8 @@ impl TemplateSource {
                 let mut rel = String::new();
                 for p in parts {
                     match p {
-                        PathPart::Literal(l) => rel.push_str(l),
-                        PathPart::Var(v) => rel.push_str(&value(v)?.unwrap_or_default()),
+                        Piece::Lit(l) => rel.push_str(l),
+                        Piece::Var(v) => rel.push_str(&value(v)?.unwrap_or_default()),
                     }
                 }
                 let (root, mime) = (root.clone(), self.mime_type.clone());
@@ -428,11 +422,11 @@ impl TemplateSource {
             )))),
             Ending::TimedOut => Err(RequestError::Refused(format!(
                 "[templates.{name}] `{program}` timed out after {}; its processes were killed",
-                human_duration(timeout)
+                format_duration(timeout)
             ))),
             Ending::OutputCut => Err(RequestError::Refused(format!(
                 "[templates.{name}] `{program}` wrote more than {} (`max_output`); its processes were stopped",
-                human_size(cap)
+                format_size(cap)
             ))),
             Ending::Cancelled => Err(RequestError::Internal(format!(
                 "[templates.{name}] `{program}` was cancelled"
@@ -475,42 +469,15 @@ impl TemplateSource {
     }
 }
 
-/// `{name}` placeholders; `{{` and `}}` are literal braces, and braces that do not form
-/// `{name}` stay as written.
-fn parse_path_template(text: &str) -> Vec<PathPart> {
-    let mut parts = Vec::new();
-    let mut literal = String::new();
-    let mut rest = text;
-    while let Some(c) = rest.chars().next() {
-        if rest.starts_with("{{") || rest.starts_with("}}") {
-            literal.push(c);
-            rest = &rest[2..];
-            continue;
-        }
-        if c == '{'
-            && let Some(end) = rest.find('}')
-        {
-            let name = &rest[1..end];
-            let is_name = !name.is_empty()
-                && name
-                    .chars()
-                    .all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '.');
-            if is_name {
-                if !literal.is_empty() {
-                    parts.push(PathPart::Literal(std::mem::take(&mut literal)));
-                }
-                parts.push(PathPart::Var(name.to_owned()));
-                rest = &rest[end + 1..];
-                continue;
-            }
-        }
-        literal.push(c);
-        rest = &rest[c.len_utf8()..];
-    }
-    if !literal.is_empty() {
-        parts.push(PathPart::Literal(literal));
-    }
-    parts
+/// A `file` path template: `{var}` placeholders by the tools' brace rules, where a name is a
+/// URI template variable name (letters, digits, `_`, `.`).
+fn parse_path_template(text: &str) -> Vec<Piece> {
+    argv::parse_with(text, |name| {
+        !name.is_empty()
+            && name
+                .chars()
+                .all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '.')
+    })
 }
 
 /// The file `rel` under `root`, if it is one a `file` template may serve (blocking).
@@ -561,7 +528,7 @@ fn contained(root: &Path, rel: &str) -> Option<PathBuf> {
 /// and the literal text around `var` in that segment. `None` when `var` is not alone in the last
 /// segment or an earlier variable has no value in `context`.
 fn folder_of_last_segment(
-    parts: &[PathPart],
+    parts: &[Piece],
     var: &str,
     context: &std::collections::HashMap<String, String>,
 ) -> Option<(String, String, String)> {
@@ -569,12 +536,12 @@ fn folder_of_last_segment(
     let mut marker = None;
     for p in parts {
         match p {
-            PathPart::Literal(l) => path.push_str(l),
-            PathPart::Var(v) if v == var && marker.is_none() => {
+            Piece::Lit(l) => path.push_str(l),
+            Piece::Var(v) if v == var && marker.is_none() => {
                 marker = Some(path.len());
                 path.push('\u{0}');
             }
-            PathPart::Var(v) => {
+            Piece::Var(v) => {
                 let value = context.get(v)?;
                 if value.contains('/') {
                     return None;
@@ -638,11 +605,11 @@ fn list_folder(root: &Path, dir: &str, before: &str, after: &str) -> Vec<String>
 mod tests {
     use super::*;
 
-    fn lit(s: &str) -> PathPart {
-        PathPart::Literal(s.into())
+    fn lit(s: &str) -> Piece {
+        Piece::Lit(s.into())
     }
-    fn var(s: &str) -> PathPart {
-        PathPart::Var(s.into())
+    fn var(s: &str) -> Piece {
+        Piece::Var(s.into())
     }
 
     #[test]

@@ -24,8 +24,15 @@ pub enum Piece {
     Var(String),
 }
 
-/// Splits `text` into literal text and placeholders by the brace rules.
+/// Splits `text` into literal text and placeholders by the brace rules; a placeholder names a
+/// parameter (`[A-Za-z_][A-Za-z0-9_]*`).
 pub fn parse(text: &str) -> Vec<Piece> {
+    parse_with(text, is_param_name)
+}
+
+/// The brace rules with another notion of a name (URI template variables allow digits first
+/// and dots): `{name}` is a placeholder, `{{` / `}}` literal braces, any other brace literal.
+pub fn parse_with(text: &str, is_name: fn(&str) -> bool) -> Vec<Piece> {
     let mut pieces = Vec::new();
     let mut lit = String::new();
     let mut rest = text;
@@ -36,7 +43,7 @@ pub fn parse(text: &str) -> Vec<Piece> {
         } else if let Some(after) = rest.strip_prefix("}}") {
             lit.push('}');
             rest = after;
-        } else if let Some((name, after)) = placeholder(rest) {
+        } else if let Some((name, after)) = placeholder(rest, is_name) {
             if !lit.is_empty() {
                 pieces.push(Piece::Lit(std::mem::take(&mut lit)));
             }
@@ -54,15 +61,19 @@ pub fn parse(text: &str) -> Vec<Piece> {
 }
 
 /// `{name}` at the start of `s`: the name and what follows the closing brace.
-fn placeholder(s: &str) -> Option<(&str, &str)> {
+fn placeholder(s: &str, is_name: fn(&str) -> bool) -> Option<(&str, &str)> {
     let body = s.strip_prefix('{')?;
     let end = body.find('}')?;
     let name = &body[..end];
+    is_name(name).then(|| (name, &body[end + 1..]))
+}
+
+fn is_param_name(name: &str) -> bool {
     let mut chars = name.chars();
-    let first = chars.next()?;
-    let ok = (first.is_ascii_alphabetic() || first == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
-    ok.then(|| (name, &body[end + 1..]))
+    chars
+        .next()
+        .is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// The placeholders of `pieces`, in order.

@@ -6,6 +6,7 @@ use std::fmt;
 
 use serde_json::{Map, Value as Json};
 
+use crate::manifest::expand::{format_duration, format_size};
 use crate::manifest::{self, Diagnostics, Exec, OutputKind};
 use crate::tools::argv::{self, Argv, Piece};
 use crate::tools::params::Params;
@@ -186,13 +187,13 @@ impl ShellTool {
             }
             Ending::TimedOut => format!(
                 "tool `{name}` timed out after {}; its processes were killed",
-                human_duration(self.def.timeout)
+                format_duration(self.def.timeout)
             ),
             Ending::Cancelled => format!("tool `{name}` was cancelled; its processes were killed"),
             Ending::OutputCut => {
                 let marker = format!(
                     "[output cut: tool `{name}` wrote more than {} to stdout; the rest was dropped and its processes were stopped]",
-                    human_size(self.def.max_output)
+                    format_size(self.def.max_output)
                 );
                 let mut text = stdout;
                 if !text.is_empty() && !text.ends_with('\n') {
@@ -319,56 +320,15 @@ fn signal_name(sig: i32) -> &'static str {
     }
 }
 
-/// `30s`, `500ms`, `2m`, `1h`: the way durations are written in the manifest.
-pub fn human_duration(d: std::time::Duration) -> String {
-    let ms = d.as_millis();
-    if !ms.is_multiple_of(1000) {
-        return format!("{ms}ms");
-    }
-    let s = ms / 1000;
-    if s != 0 && s.is_multiple_of(3600) {
-        format!("{}h", s / 3600)
-    } else if s != 0 && s.is_multiple_of(60) {
-        format!("{}m", s / 60)
-    } else {
-        format!("{s}s")
-    }
-}
-
-/// `1 MiB`, `64 KiB`, `1000 bytes`.
-pub fn human_size(bytes: u64) -> String {
-    const KIB: u64 = 1024;
-    const MIB: u64 = 1024 * 1024;
-    if bytes >= MIB && bytes.is_multiple_of(MIB) {
-        format!("{} MiB", bytes / MIB)
-    } else if bytes >= KIB && bytes.is_multiple_of(KIB) {
-        format!("{} KiB", bytes / KIB)
-    } else {
-        format!("{bytes} bytes")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     #[test]
     fn text_drops_a_sequence_cut_at_the_end() {
         assert_eq!(text_of("aé".as_bytes()[..2].to_vec()), "a");
         assert_eq!(text_of(b"a\xffb".to_vec()), "a\u{fffd}b");
         assert_eq!(text_of("日本".as_bytes().to_vec()), "日本");
-    }
-
-    #[test]
-    fn humane_units() {
-        assert_eq!(human_duration(Duration::from_secs(30)), "30s");
-        assert_eq!(human_duration(Duration::from_millis(500)), "500ms");
-        assert_eq!(human_duration(Duration::from_secs(120)), "2m");
-        assert_eq!(human_duration(Duration::from_secs(3600)), "1h");
-        assert_eq!(human_size(1024 * 1024), "1 MiB");
-        assert_eq!(human_size(64 * 1024), "64 KiB");
-        assert_eq!(human_size(1000), "1000 bytes");
     }
 
     #[test]
