@@ -704,7 +704,7 @@ impl Checker<'_> {
                     pat,
                     format!(
                         "invalid `pattern` for `{name}`: {}",
-                        first_line(&e.to_string())
+                        last_line(&e.to_string())
                     ),
                 );
             }
@@ -1094,20 +1094,7 @@ pub fn type_phrase(ty: ParamType) -> &'static str {
     }
 }
 
-fn first_line(s: &str) -> &str {
+/// The last line of a multi-line error (regex errors end with the reason).
+fn last_line(s: &str) -> &str {
     s.lines().last().unwrap_or(s).trim()
-}
-
-impl Manifest {
-    /// The `name` of every section entry, for summaries.
-    pub fn summary_counts(&self) -> (usize, usize, usize, usize, usize, usize) {
-        (
-            self.files.len(),
-            self.sqlite.len(),
-            self.git.len(),
-            self.templates.len(),
-            self.tools.len(),
-            self.prompts.len(),
-        )
-    }
 }

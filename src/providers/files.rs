@@ -121,11 +121,6 @@ impl FilesSource {
         })
     }
 
-    /// The canonical root (a folder, or the one file served).
-    pub fn root(&self) -> &Path {
-        &self.root
-    }
-
     /// The URI template of this source, for folders.
     pub fn template_uri(&self) -> Option<String> {
         (!self.root_is_file).then(|| format!("{}/{{+path}}", self.root_uri))
@@ -438,15 +433,6 @@ impl FilesSource {
         }
         let entries = self.entries();
         Completion::from_candidates(entries.iter().map(|e| e.rel.as_str()), prefix)
-    }
-
-    /// The canonical path a change event refers to → the URI of the resource, if it is one.
-    pub fn uri_for_path(&self, path: &Path) -> Option<String> {
-        let rel = path.strip_prefix(&self.root).ok()?.to_str()?;
-        if self.root_is_file {
-            return rel.is_empty().then(|| self.root_uri.clone());
-        }
-        (!rel.is_empty()).then(|| self.uri_of(rel))
     }
 
     /// Whether a listed file lives at `path` (used to decide between updated and list_changed).

@@ -188,27 +188,6 @@ impl GitSource {
             .filter(|f| !f.needs_work_tree() || self.work_tree.is_some())
     }
 
-    /// The URIs of the fixed resources (`log`, `status`, `branches`, `diff`; no `status` and
-    /// `diff` for a bare repository).
-    pub fn uris(&self) -> Vec<String> {
-        self.fixed()
-            .map(|f| format!("{}{}", self.prefix, f.segment()))
-            .collect()
-    }
-
-    /// What a watcher should watch: in the git dir `HEAD`, `index`, `refs` and `packed-refs`
-    /// (some may not exist yet), and the work tree (absent for a bare repository).
-    pub fn watch_paths(&self) -> Vec<PathBuf> {
-        let mut out = vec![
-            self.git_dir.join("HEAD"),
-            self.git_dir.join("index"),
-            self.common_dir.join("refs"),
-            self.common_dir.join("packed-refs"),
-        ];
-        out.extend(self.work_tree.clone());
-        out
-    }
-
     /// Adds the folders a watcher must watch (each non-recursively): the git dir (`HEAD`,
     /// `index`), the common dir (`packed-refs`), every folder under `refs/`, and the work tree's
     /// folders that `.gitignore` does not hide. Blocking (walks the work tree).
@@ -1275,7 +1254,7 @@ mod tests {
     }
 
     #[test]
-    fn watch_paths_and_uris_for_a_work_tree_and_a_bare_repository() {
+    fn discovery_and_fixed_uris_for_a_work_tree_and_a_bare_repository() {
         let tmp = tempfile::tempdir().unwrap();
         let top = tmp.path().canonicalize().unwrap();
         Repository::init(top.join("work")).unwrap();
@@ -1284,8 +1263,9 @@ mod tests {
         let mut diags = Diagnostics::new("m.toml");
 
         let work = source(&top.join("work/sub"), &mut diags).unwrap();
+        let uris = |g: &GitSource| -> Vec<String> { g.list().into_iter().map(|r| r.uri).collect() };
         assert_eq!(
-            work.uris(),
+            uris(&work),
             [
                 "git://r/log",
                 "git://r/status",
@@ -1293,22 +1273,14 @@ mod tests {
                 "git://r/diff"
             ]
         );
-        let git = top.join("work/.git");
-        assert_eq!(
-            work.watch_paths(),
-            [
-                git.join("HEAD"),
-                git.join("index"),
-                git.join("refs"),
-                git.join("packed-refs"),
-                top.join("work/"),
-            ]
-        );
+        // Discovered upward from the subfolder: the repository's git dir and work tree.
+        assert_eq!(work.git_dir, top.join("work/.git"));
+        assert_eq!(work.work_tree, Some(top.join("work/")));
 
         let bare = source(&top.join("bare.git"), &mut diags).unwrap();
-        assert_eq!(bare.uris(), ["git://r/log", "git://r/branches"]);
-        assert_eq!(bare.watch_paths().len(), 4);
-        assert!(bare.watch_paths()[0].ends_with("bare.git/HEAD"));
+        assert_eq!(uris(&bare), ["git://r/log", "git://r/branches"]);
+        assert_eq!(bare.work_tree, None);
+        assert!(bare.git_dir.ends_with("bare.git"));
         assert!(diags.is_empty());
 
         assert!(source(&top, &mut diags).is_none());

@@ -127,44 +127,21 @@ impl Completion {
 /// Percent-encodes what may not stand raw in a URI path: space, `%`, `#`, `?`, quotes, brackets,
 /// control characters and non-ASCII. `/` and the other path characters stay as they are.
 pub fn encode_path(path: &str) -> String {
-    let mut out = String::with_capacity(path.len());
-    for b in path.bytes() {
-        let keep = b.is_ascii_alphanumeric()
-            || matches!(
-                b,
-                b'/' | b'-'
-                    | b'.'
-                    | b'_'
-                    | b'~'
-                    | b'!'
-                    | b'$'
-                    | b'&'
-                    | b'\''
-                    | b'('
-                    | b')'
-                    | b'*'
-                    | b'+'
-                    | b','
-                    | b';'
-                    | b'='
-                    | b':'
-                    | b'@'
-            );
-        if keep {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    encode(path, |b| {
+        b.is_ascii_alphanumeric() || b"/-._~!$&'()*+,;=:@".contains(&b)
+    })
 }
 
 /// Percent-encodes everything but RFC 3986's unreserved characters (`A-Z a-z 0-9 - . _ ~`), as
 /// RFC 6570 expands a simple `{var}`: one URI segment whatever the text holds.
 pub fn encode_component(text: &str) -> String {
+    encode(text, |b| b.is_ascii_alphanumeric() || b"-._~".contains(&b))
+}
+
+fn encode(text: &str, keep: fn(u8) -> bool) -> String {
     let mut out = String::with_capacity(text.len());
     for b in text.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+        if keep(b) {
             out.push(b as char);
         } else {
             out.push_str(&format!("%{b:02X}"));
