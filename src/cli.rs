@@ -19,13 +19,13 @@ const OK: i32 = 0;
 const FAILED: i32 = 1;
 
 /// Loads and checks the manifest and builds its registry; diagnostics name the file as given.
-pub async fn load(manifest: Option<&Path>) -> Result<Registry, Diagnostics> {
+pub(crate) async fn load(manifest: Option<&Path>) -> Result<Registry, Diagnostics> {
     let (path, display) = match manifest {
         Some(p) => (p.to_path_buf(), p.display().to_string()),
         None => (PathBuf::from(DEFAULT_MANIFEST), DEFAULT_MANIFEST.to_owned()),
     };
     let checked = manifest::load(&path, &display)?;
-    Registry::build(checked).await
+    Registry::build(checked, crate::process::Children::new()).await
 }
 
 fn report(diags: &Diagnostics) {

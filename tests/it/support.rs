@@ -329,3 +329,17 @@ pub fn list_all(server: &mut Server, method: &str, key: &str) -> (Vec<Value>, us
         assert!(pages < 10_000, "pagination does not end");
     }
 }
+
+/// Percent-encodes all but RFC 3986's unreserved characters (how a client puts a value in one URI
+/// segment or query value).
+pub fn encode_component(text: &str) -> String {
+    let mut out = String::new();
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}

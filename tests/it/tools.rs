@@ -286,7 +286,7 @@ params.name = { type = "string", pattern = "^[a-z]+$" }
         ),
         (
             json!({"name": "ok", "count": "5"}),
-            "argument `count` must be an integer, got a string",
+            "argument `count` must be an integer, got \"5\"",
         ),
         (
             json!({"name": "ok", "mode": "medium"}),
