@@ -1,6 +1,9 @@
 //! The command-line verbs: serve, check, schema, list, read, call. The only module besides
 //! `main.rs` that prints to stdout (and `serve` prints nothing there but protocol messages).
 
+// The command line prints its results and its errors: this module is where that happens.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
