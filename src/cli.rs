@@ -359,6 +359,44 @@ pub fn build_args(
     Ok(args)
 }
 
+/// `serve` on any byte streams until the input ends or `shutdown` completes: what the binary
+/// does on stdin/stdout, for running a server inside another program (the tests drive it this
+/// way). Returns the exit code `serve` would have.
+pub async fn serve_streams<R, W>(
+    manifest: &Path,
+    input: R,
+    output: W,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> i32
+where
+    R: std::io::Read + Send + 'static,
+    W: Write + Send + 'static,
+{
+    let registry = match load(Some(manifest)).await {
+        Ok(r) => r,
+        Err(d) => {
+            report(&d);
+            return FAILED;
+        }
+    };
+    match crate::server::serve(registry, input, output, shutdown).await {
+        Ok(()) => OK,
+        Err(e) => {
+            eprintln!("mcp-manifest: {e}");
+            FAILED
+        }
+    }
+}
+
+/// What `check` reports for `manifest`, as its `FILE:LINE:COL: message` lines (none when it is
+/// valid), without a process.
+pub async fn diagnostics(manifest: &Path) -> Vec<String> {
+    match load(Some(manifest)).await {
+        Ok(_) => Vec::new(),
+        Err(d) => d.to_string().lines().map(str::to_owned).collect(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
