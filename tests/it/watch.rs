@@ -195,3 +195,168 @@ fn editing_an_ignore_file_changes_the_list() {
     let e = s.err("resources/read", json!({"uri": f.uri("docs/b.log")}));
     assert_eq!(e["code"], -32002);
 }
+
+/// A subscription is answered only once its change can be seen: on a fresh server watching 200
+/// folders, a write made right after the answer is always announced.
+#[test]
+fn a_write_right_after_subscribing_is_announced() {
+    for round in 0..10 {
+        let f = fixture();
+        for i in 0..200 {
+            f.write(&format!("docs/d{i:03}/x.md"), "x");
+        }
+        let mut s = f.serve().started();
+        let uri = f.uri("docs/d199/x.md");
+        s.ok("resources/subscribe", json!({"uri": uri}));
+        f.write("docs/d199/x.md", format!("round {round}"));
+        s.wait_for(updated_for(uri));
+    }
+}
+
+/// Counts `updated` notifications for `uri` among everything received so far (the sentinel makes
+/// sure every notification of earlier changes has arrived).
+fn updates_so_far(s: &mut Server, f: &Fixture, uri: &str) -> usize {
+    let sentinel = f.uri("sentinel/s.md");
+    for round in 0..2 {
+        f.write("sentinel/s.md", format!("count {round}"));
+        s.wait_for(updated_for(sentinel.clone()));
+    }
+    s.pending()
+        .iter()
+        .filter(|v| updated_for(uri.to_owned())(v))
+        .count()
+}
+
+/// Writes `docs/a.md` 500 times over about a second; returns how long that took.
+fn burst(f: &Fixture) -> std::time::Duration {
+    let start = std::time::Instant::now();
+    for i in 0..500 {
+        f.write("docs/a.md", format!("write {i}"));
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    start.elapsed()
+}
+
+/// One URI gets at most one `updated` per window, and the last change of a burst is announced.
+#[test]
+fn a_burst_of_writes_gives_at_most_one_update_per_window() {
+    for (manifest_extra, window_ms) in [("", 50), ("[server]\ndebounce = \"200ms\"\n\n", 200)] {
+        let f = fixture();
+        f.manifest(&format!(
+            "{manifest_extra}[files.docs]\nroot = \"docs\"\n\n[files.sentinel]\nroot = \"sentinel\"\n"
+        ));
+        let mut s = f.serve().started();
+        let uri = f.uri("docs/a.md");
+        s.ok("resources/subscribe", json!({"uri": uri}));
+        watching(&mut s, &f);
+        let took = burst(&f);
+        let n = updates_so_far(&mut s, &f, &uri);
+        let windows = took.as_millis().div_ceil(window_ms) as usize;
+        assert!(
+            n >= 1 && n <= windows,
+            "{n} updates in {took:?} ({window_ms} ms windows)"
+        );
+        // The last one came after the last write: what it announces is the final text.
+        let r = s.ok("resources/read", json!({"uri": uri}));
+        assert_eq!(r["contents"][0]["text"], "write 499");
+    }
+}
+
+/// Listing a big tree causes no events of its own, so a file created right after is announced
+/// and listed (a flood of the walk's own events used to overflow the kernel queue).
+#[test]
+fn a_file_created_after_listing_a_big_tree_is_announced() {
+    let f = fixture();
+    for i in 0..10_000 {
+        f.mkdir(&format!("docs/t{:02}/d{i:05}", i % 50));
+    }
+    let mut s = f.serve().started();
+    watching(&mut s, &f);
+    let (before, _) = list_all(&mut s, "resources/list", "resources");
+    f.write("docs/t07/d00007/new.md", "new");
+    s.wait_for(|v| is_method(v, "notifications/resources/list_changed"));
+    let (after, _) = list_all(&mut s, "resources/list", "resources");
+    assert_eq!(after.len(), before.len() + 1);
+}
+
+/// A source's root folder going away (deleted or moved) empties its list: clients hear of it.
+#[test]
+fn a_deleted_or_moved_root_sends_list_changed() {
+    for how in ["delete", "move"] {
+        let f = fixture();
+        let mut s = f.serve().started();
+        watching(&mut s, &f);
+        assert_eq!(list_all(&mut s, "resources/list", "resources").0.len(), 2);
+        match how {
+            "delete" => std::fs::remove_dir_all(f.path("docs")).unwrap(),
+            _ => std::fs::rename(f.path("docs"), f.path("elsewhere")).unwrap(),
+        }
+        s.wait_for(|v| is_method(v, "notifications/resources/list_changed"));
+        assert_eq!(
+            list_all(&mut s, "resources/list", "resources").0.len(),
+            1,
+            "{how}"
+        );
+        // It coming back is seen too.
+        f.write("docs/back.md", "back");
+        s.wait_for(|v| is_method(v, "notifications/resources/list_changed"));
+        assert_eq!(list_all(&mut s, "resources/list", "resources").0.len(), 2);
+    }
+}
+
+/// Only what the server would read can be subscribed to: a hidden or ignored file, a missing
+/// table, or a URI of no source is "not found", in both eras.
+#[test]
+fn subscriptions_to_what_is_not_served_are_not_found() {
+    let f = fixture();
+    f.write("docs/.env", "SECRET=1");
+    f.write("docs/.gitignore", "*.log\n");
+    f.write("docs/x.log", "log");
+    let mut s = f.serve().started();
+    for uri in [
+        f.uri("docs/.env"),
+        f.uri("docs/x.log"),
+        f.uri("docs/missing.md"),
+        f.uri("docs/../mcp-server.toml"),
+        "nope://x".to_owned(),
+    ] {
+        let e = s.err("resources/subscribe", json!({"uri": uri}));
+        assert_eq!(e["code"], -32002, "{uri}: {e}");
+    }
+    watching(&mut s, &f);
+    // A hidden file's changes are never announced (nothing subscribed it).
+    f.write("docs/.env", "SECRET=2");
+    assert_no_update(&mut s, &f, &f.uri("docs/.env"));
+    let mut params = json!({"notifications": {"resourceSubscriptions": [f.uri("docs/.env")]}});
+    params["_meta"] = crate::support::modern_meta();
+    let r = s.call("subscriptions/listen", params);
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("not found"),
+        "{r}"
+    );
+}
+
+/// A manifest replaced by something that is not a regular file (a FIFO nobody writes) is an
+/// invalid edit: logged, and the previous manifest keeps serving; nothing hangs.
+#[test]
+fn a_manifest_replaced_by_a_fifo_is_an_invalid_edit() {
+    let f = fixture();
+    let mut s = f.serve().started();
+    watching(&mut s, &f);
+    let path = f.path("mcp-server.toml");
+    std::fs::remove_file(&path).unwrap();
+    let status = std::process::Command::new("mkfifo")
+        .arg(&path)
+        .status()
+        .expect("mkfifo");
+    assert!(status.success());
+    let msg = s.wait_for(|v| is_method(v, "notifications/message"));
+    let text = msg["params"]["data"].as_str().unwrap_or_default();
+    assert!(text.contains("not a regular file"), "{text}");
+    assert_eq!(s.ok("ping", json!({})), json!({}));
+    let r = s.ok("resources/read", json!({"uri": f.uri("docs/a.md")}));
+    assert_eq!(r["contents"][0]["text"], "one");
+}
