@@ -110,9 +110,12 @@ pub const TOOL_RESERVE: usize = 2 * MIB;
 /// Call it before producing a large answer. Returns at once for a request this transport did
 /// not hand over, or one already cancelled.
 pub async fn reserve(cx: &RequestContext<RoleServer>, bytes: usize) {
-    let Some(ticket) = cx.extensions.get::<Ticket>() else {
-        return;
-    };
+    if let Some(ticket) = cx.extensions.get::<Ticket>() {
+        reserve_with(ticket.clone(), bytes).await;
+    }
+}
+
+async fn reserve_with(ticket: Ticket, bytes: usize) {
     let waiting = {
         let mut st = ticket.session.lock();
         let st = &mut *st;
@@ -1057,6 +1060,12 @@ impl LineTransport {
             return Route::AsIs;
         };
         let mut st = self.session.lock();
+        if !st.records.contains_key(&internal) {
+            // Not a request we handed over (rmcp dropped the answer of a cancelled one):
+            // never written with an id the client did not choose.
+            tracing::debug!("dropped an answer for an unknown request {internal}");
+            return Route::Drop;
+        }
         if let Lifecycle::Before {
             pending: Some((pending, init)),
         } = st.lifecycle
@@ -1069,7 +1078,7 @@ impl LineTransport {
             };
         }
         match st.records.get_mut(&internal) {
-            None => Route::AsIs,
+            None => Route::Drop,
             Some(r) if r.state == RecState::Cancelled => {
                 st.records.remove(&internal);
                 Route::Drop

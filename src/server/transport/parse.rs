@@ -362,28 +362,29 @@ const ID_SCAN: usize = 64 * 1024;
 /// The id of a message that cannot be read whole (too long, or not a valid request), if it
 /// comes early: the object's members are read in order up to `id`, within the first 64 KiB.
 pub fn id_from_prefix(text: &[u8]) -> Option<ClientId> {
-    struct FindId;
-    impl<'de> Visitor<'de> for FindId {
-        type Value = Option<ClientId>;
+    /// Stops at `id`; serde_json then fails on the unread rest, so the id is kept aside.
+    struct FindId<'f>(&'f mut Option<ClientId>);
+    impl<'de> Visitor<'de> for FindId<'_> {
+        type Value = ();
         fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
             f.write_str("an object")
         }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
             while let Some(key) = map.next_key::<Cow<'de, str>>()? {
                 if key == "id" {
-                    let raw = map.next_value::<&'de RawValue>()?;
-                    return Ok(ClientId::new(raw));
+                    *self.0 = ClientId::new(map.next_value::<&'de RawValue>()?);
+                    return Ok(());
                 }
                 map.next_value::<IgnoredAny>()?;
             }
-            Ok(None)
+            Ok(())
         }
     }
     let head = &text[..text.len().min(ID_SCAN)];
     let mut de = serde_json::Deserializer::from_slice(head);
-    serde::Deserializer::deserialize_map(&mut de, FindId)
-        .ok()
-        .flatten()
+    let mut found = None;
+    let _ = serde::Deserializer::deserialize_map(&mut de, FindId(&mut found));
+    found
 }
 
 /// The JSON text of an error response.
