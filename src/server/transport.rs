@@ -87,8 +87,10 @@ pub const INPUT_CAP: usize = 4 * MIB;
 const MESSAGE_COST: usize = 1024;
 /// Bytes waiting for stdout beyond which nothing more is read or started.
 pub const OUTPUT_CAP: usize = 8 * MIB;
-/// Bytes reserved by answers being computed plus bytes waiting for stdout, at most.
-pub const BUDGET: usize = 32 * MIB;
+/// Bytes reserved by answers being computed plus bytes waiting for stdout, at most. With the
+/// process's own ~10 MiB this keeps a server under 64 MiB whatever the load (a debug build
+/// maps ~27 MiB of itself).
+pub const BUDGET: usize = 24 * MIB;
 /// Work requests handed to rmcp whose answers are not written yet, at most.
 pub const MAX_WORK: usize = 256;
 /// Control requests handed to rmcp whose answers are not written yet, at most.
@@ -102,8 +104,9 @@ pub const MAX_OPEN_BATCHES: usize = 2;
 /// What a `resources/read` (or a prompt embedding resources) reserves before it reads: a
 /// 1 MiB binary file is 1 MiB read, 1.33 MiB of base64 and as much serialized.
 pub const READ_RESERVE: usize = 3 * MIB;
-/// What a `tools/call` reserves before it runs (a tool's output is capped, 1 MiB by default).
-pub const TOOL_RESERVE: usize = 2 * MIB;
+/// What a `tools/call` reserves before it runs (a tool's output is capped, 1 MiB by default):
+/// 16 calls fit in the budget, as many as tool processes run at once.
+pub const TOOL_RESERVE: usize = BUDGET / 16;
 
 /// Reserves `bytes` of the session's answer budget for the request of `cx`, waiting (in order
 /// of asking) while the budget is spent; released when the request's answer has been written.
@@ -221,7 +224,19 @@ impl Session {
         let mut st = self.lock();
         let batch = st.next_batch;
         st.next_batch += 1;
-        st.batches.insert(batch, Batch::default());
+        // Every request is counted before any answer is added: the batch goes out once the
+        // last one is done.
+        let pending = parsed
+            .iter()
+            .filter(|(p, _)| matches!(p, Parsed::Request { .. }))
+            .count();
+        st.batches.insert(
+            batch,
+            Batch {
+                pending,
+                ..Batch::default()
+            },
+        );
         for (p, cost) in parsed {
             st.apply(p, Some(batch), cost, &self.writable);
         }
@@ -385,9 +400,6 @@ impl State {
                 id,
                 class,
             } => {
-                if let Some(b) = batch.and_then(|b| self.batches.get_mut(&b)) {
-                    b.pending += 1;
-                }
                 let work = class == Class::Work;
                 let item = Item::Request {
                     msg,
