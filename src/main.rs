@@ -67,6 +67,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    tune_allocator();
     let args = Args::parse();
     init_logging();
     // One async thread routes requests; everything that blocks or takes CPU runs elsewhere
@@ -103,6 +104,23 @@ fn main() -> ExitCode {
     // children were already killed by the verb that started them.
     std::process::exit(code)
 }
+
+/// Large answers (a 1 MiB file read is 1 MiB of bytes, then 1.33 MiB of base64, then as much
+/// serialized) are allocated and freed on several threads. With glibc's defaults each thread's
+/// arena keeps what it freed and peak RSS under load is about twice what is live (measured:
+/// 83 MiB against 31 MiB for 1 000 pipelined reads). So blocks of 128 KiB or more are mapped
+/// and unmapped on their own, in at most two arenas.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn tune_allocator() {
+    // SAFETY: mallopt(3) only sets allocator parameters; this runs before any other thread.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
+        libc::mallopt(libc::M_ARENA_MAX, 2);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn tune_allocator() {}
 
 /// Logs go to stderr only (stdout is the protocol). `MCP_MANIFEST_LOG` (or `RUST_LOG`) sets the
 /// filter; the default is warnings.

@@ -252,6 +252,7 @@ impl ServerHandler for Handler {
         params: ReadResourceRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
+        transport::reserve(&cx, transport::READ_RESERVE).await;
         let snap = self.shared.snapshot();
         let registry = &snap.registry;
         // A cancelled read stops here: dropping it kills a command template's process group
@@ -331,6 +332,7 @@ impl ServerHandler for Handler {
                 rmcp::model::CallToolRequestMethod,
             >());
         }
+        transport::reserve(&cx, transport::TOOL_RESERVE).await;
         let registry = &snap.registry;
         let args = params.arguments.unwrap_or_default();
         // rmcp cancels `cx.ct` on `notifications/cancelled` for this request (and when the
@@ -386,6 +388,8 @@ impl ServerHandler for Handler {
                 rmcp::model::GetPromptRequestMethod,
             >());
         }
+        // A prompt may embed resources.
+        transport::reserve(&cx, transport::READ_RESERVE).await;
         let registry = &snap.registry;
         let args = params.arguments.unwrap_or_default();
         let rendered = registry

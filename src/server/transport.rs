@@ -1,98 +1,883 @@
-//! Newline-delimited JSON-RPC over byte streams (stdin/stdout), under rmcp's `Transport`.
+//! Newline-delimited JSON-RPC over byte streams (stdin/stdout), under rmcp's `Transport`, with
+//! memory bounded by design whatever the client does.
 //!
-//! Written here rather than taken from rmcp because rmcp drops unparsable lines silently;
-//! JSON-RPC wants `-32700` with `id: null` for those, and a request whose params do not fit its
-//! method should get `-32602` with its id.
+//! Written here rather than taken from rmcp because the protocol needs more than framing:
+//! `-32700`/`-32600` for lines that are not messages, ids echoed exactly as written (integers
+//! of any size), JSON-RPC batches answered as one array line, notifications that never end the
+//! session, and backpressure instead of buffering.
 //!
-//! Reading and writing each run on a dedicated thread, which also parses (reader) and
-//! serializes (writer), so the async runtime only routes messages: tokio's stdin/stdout would
-//! hop through the blocking pool on every call. The reader hands parsed messages over a bounded
-//! channel, so `receive` is cancellation-safe; the writer drains its queue into one buffered
-//! write and flushes only when the queue is empty, so pipelined answers share system calls.
+//! # Threads
 //!
-//! At most `MAX_IN_FLIGHT` requests are handed to rmcp before their answers go out: a client
-//! that pipelines thousands of requests waits on the pipe instead of growing our memory.
+//! A reader thread splits stdin into lines (at most [`MAX_LINE`]; a longer one is answered with
+//! `-32600` and skipped), parses them (`parse`) and queues the messages; rmcp's loop takes them
+//! through [`LineTransport::receive`]. A writer thread writes what rmcp sends, in one buffered
+//! write per burst, flushing when idle. Answers are serialized by the send future (a large one
+//! on the blocking pool), so every byte waiting for stdout is counted exactly.
+//!
+//! # Ids
+//!
+//! rmcp never sees a client's id: each request gets an internal number, and its answer is
+//! written with the client's id as the client wrote it (`parse::ClientId`). So an id beyond 64
+//! bits comes back intact, two requests with the same id in flight are two requests (each
+//! answered, each holding its own slot), and `notifications/cancelled` is matched by value and
+//! reaches every request in flight with that id.
+//!
+//! # Bounds
+//!
+//! Requests are sorted into three classes:
+//! - *control* (`initialize`, `ping`, `server/discover`, `logging/setLevel`,
+//!   `resources/(un)subscribe`), notifications and the client's responses: never wait for a
+//!   work slot, so a cancellation or a ping is handled however busy the server is (at most
+//!   [`MAX_CONTROL`] control requests unwritten);
+//! - *listen* (`subscriptions/listen`): a stream that stays open; it holds no work slot (at most
+//!   [`MAX_LISTENS`] open);
+//! - *work*: everything else. At most [`MAX_WORK`] are handed to rmcp at once, whatever their
+//!   ids, and a slot is freed when the answer is *written* (or the request is cancelled), not
+//!   when it is produced.
+//!
+//! Memory is bounded at every stage:
+//! - input waiting for rmcp: at most [`INPUT_CAP`] bytes (a message costs its line plus 1 KiB);
+//!   beyond that the reader stops reading stdin: the client waits on the pipe;
+//! - output: when more than [`OUTPUT_CAP`] bytes wait for stdout (the client does not read),
+//!   the reader stops reading stdin, no work request is handed to rmcp, and notifications wait
+//!   (backpressure, not buffering). Control answers already taken still go out, which is
+//!   bounded by the input cap. Once the client reads, everything resumes;
+//! - answers being computed: a byte budget ([`BUDGET`]) shared by the session. A request that
+//!   may produce a large answer (a read, a tool call) calls [`reserve`] before it starts; the
+//!   reservation waits (in order) while reserved bytes plus bytes waiting for stdout exceed the
+//!   budget. When the answer is serialized its reservation becomes its exact size, and that is
+//!   released when the writer thread has written it;
+//! - a batch's answers wait until the whole batch is done: at most [`BATCH_ANSWER_CAP`] bytes
+//!   per batch (a member whose answer does not fit gets an error instead) and
+//!   [`MAX_OPEN_BATCHES`] batches under way.
+//!
+//! # Session start
+//!
+//! Before the session starts (rmcp waits for `initialize` or a first 2026-07-28 request and
+//! ends the session on anything else), notifications and responses are dropped here: a
+//! notification never ends the process. The transport sees the start: the answer to
+//! `initialize` was a result, or a request was handed over and rmcp asked for the next message
+//! without answering it (rmcp then runs it inside the session).
 
-use std::collections::HashSet;
+mod parse;
+
+use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, Read, Write};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
-use rmcp::model::{ClientNotification, ClientRequest, JsonRpcMessage, JsonRpcRequest, RequestId};
-use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
-use serde_json::Value;
+use rmcp::model::{
+    ClientRequest, GetExtensions, GetMeta, JsonRpcMessage, NumberOrString, ServerResult,
+};
+use rmcp::service::{RequestContext, RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
+use serde::Serialize;
+use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
-/// The largest incoming line (one JSON-RPC message) we buffer; longer lines are dropped.
-const MAX_LINE: usize = 16 * 1024 * 1024;
+use parse::{Class, ClientId, IdKey, Parsed, error_line};
 
-/// Requests handed to rmcp whose answers have not gone out yet, at most.
-const MAX_IN_FLIGHT: usize = 256;
+const MIB: usize = 1024 * 1024;
 
-/// What the writer thread writes.
-enum Outgoing {
-    Message(Box<TxJsonRpcMessage<RoleServer>>),
-    /// A line we wrote ourselves (errors for input rmcp never sees).
-    Raw(String),
+/// The largest incoming line (one JSON-RPC message or batch); a longer one gets `-32600`.
+pub const MAX_LINE: usize = 16 * MIB;
+/// Input parsed and waiting for rmcp, at most (each message counts its line + 1 KiB).
+pub const INPUT_CAP: usize = 4 * MIB;
+/// What one queued message costs beyond its text (its parsed form).
+const MESSAGE_COST: usize = 1024;
+/// Bytes waiting for stdout beyond which nothing more is read or started.
+pub const OUTPUT_CAP: usize = 8 * MIB;
+/// Bytes reserved by answers being computed plus bytes waiting for stdout, at most. With the
+/// process's own ~10 MiB this keeps a server under 64 MiB whatever the load (a debug build
+/// maps ~27 MiB of itself).
+pub const BUDGET: usize = 24 * MIB;
+/// Work requests handed to rmcp whose answers are not written yet, at most.
+pub const MAX_WORK: usize = 256;
+/// Control requests handed to rmcp whose answers are not written yet, at most.
+pub const MAX_CONTROL: usize = 1024;
+/// Open `subscriptions/listen` streams, at most.
+pub const MAX_LISTENS: usize = 1024;
+/// The largest answer line of a batch.
+pub const BATCH_ANSWER_CAP: usize = 16 * MIB;
+/// Batches with requests under way, at most.
+pub const MAX_OPEN_BATCHES: usize = 2;
+/// What a `resources/read` (or a prompt embedding resources) reserves before it reads: a
+/// 1 MiB binary file is 1 MiB read, 1.33 MiB of base64 and as much serialized.
+pub const READ_RESERVE: usize = 3 * MIB;
+/// What a `tools/call` reserves before it runs (a tool's output is capped, 1 MiB by default):
+/// 16 calls fit in the budget, as many as tool processes run at once.
+pub const TOOL_RESERVE: usize = BUDGET / 16;
+
+/// Reserves `bytes` of the session's answer budget for the request of `cx`, waiting (in order
+/// of asking) while the budget is spent; released when the request's answer has been written.
+/// Call it before producing a large answer. Returns at once for a request this transport did
+/// not hand over, or one already cancelled.
+pub async fn reserve(cx: &RequestContext<RoleServer>, bytes: usize) {
+    if let Some(ticket) = cx.extensions.get::<Ticket>() {
+        reserve_with(ticket.clone(), bytes).await;
+    }
 }
 
-/// The output side: a queue to the writer thread, and a way to wait until all is written.
+async fn reserve_with(ticket: Ticket, bytes: usize) {
+    let waiting = {
+        let mut st = ticket.session.lock();
+        let st = &mut *st;
+        let need = bytes.min(BUDGET);
+        let free = st.waiters.is_empty() && st.used() + need <= BUDGET;
+        match st.records.get_mut(&ticket.id) {
+            Some(r) if r.state == RecState::Running && free => {
+                r.held += need;
+                st.reserved += need;
+                return;
+            }
+            Some(r) if r.state == RecState::Running => {
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                st.waiters.push_back(Waiter {
+                    record: ticket.id,
+                    need,
+                    tx,
+                });
+                rx
+            }
+            _ => return,
+        }
+    };
+    // Granted, or dropped because the request ended: either way there is nothing left to wait.
+    let _ = waiting.await;
+}
+
+/// Put in each request's extensions: which session and which request, for [`reserve`].
+#[derive(Clone)]
+struct Ticket {
+    session: Arc<Session>,
+    id: u64,
+}
+
+/// The state shared by the reader thread, rmcp's loop, send futures and the writer thread.
+struct Session {
+    state: Mutex<State>,
+    /// Wakes `receive`: something to hand over, a slot freed, the end of input.
+    ready: tokio::sync::Notify,
+    /// Wakes the reader thread: room in the input or output queue.
+    room: Condvar,
+    /// Wakes the writer thread: something to write, or the end.
+    writable: Condvar,
+    /// Wakes notifications waiting for room in the output queue.
+    out_room: tokio::sync::Notify,
+    next_id: AtomicU64,
+}
+
+impl Session {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// After anything was released: wake whoever may go on.
+    fn wake(&self) {
+        self.ready.notify_one();
+        self.room.notify_all();
+        self.out_room.notify_waiters();
+    }
+
+    /// The reader waits here until there is room to read one more line.
+    fn wait_for_room(&self) {
+        let mut st = self.lock();
+        while !st.closed
+            && (st.input_bytes >= INPUT_CAP || (st.out_bytes >= OUTPUT_CAP && !st.out_closed))
+        {
+            st = self.room.wait(st).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// One line from the reader: parsed here (outside the lock), then queued or answered.
+    fn take_line(&self, line: &[u8]) {
+        let text = parse::trim(line);
+        if text.is_empty() {
+            return;
+        }
+        let mut next = || self.next_id.fetch_add(1, Ordering::Relaxed);
+        if !parse::is_batch(text) {
+            let parsed = parse::message(text, false, &mut next);
+            let mut st = self.lock();
+            st.apply(parsed, None, text.len() + MESSAGE_COST, &self.writable);
+            drop(st);
+            self.ready.notify_one();
+            return;
+        }
+        let items = match parse::batch_items(text) {
+            Ok(items) => items,
+            Err(reply) => {
+                self.lock().reply(reply, &self.writable);
+                return;
+            }
+        };
+        let parsed: Vec<(Parsed, usize)> = items
+            .iter()
+            .map(|item| {
+                let text = parse::trim(item.get().as_bytes());
+                (
+                    parse::message(text, true, &mut next),
+                    text.len() + MESSAGE_COST,
+                )
+            })
+            .collect();
+        let mut st = self.lock();
+        let batch = st.next_batch;
+        st.next_batch += 1;
+        // Every request is counted before any answer is added: the batch goes out once the
+        // last one is done.
+        let pending = parsed
+            .iter()
+            .filter(|(p, _)| matches!(p, Parsed::Request { .. }))
+            .count();
+        st.batches.insert(
+            batch,
+            Batch {
+                pending,
+                ..Batch::default()
+            },
+        );
+        for (p, cost) in parsed {
+            st.apply(p, Some(batch), cost, &self.writable);
+        }
+        st.batch_progress(batch, &self.writable);
+        drop(st);
+        self.ready.notify_one();
+    }
+}
+
+/// Where a request handed to rmcp is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RecState {
+    /// Being computed.
+    Running,
+    /// Its answer was produced (it waits for stdout, or in its batch).
+    Answered,
+    /// The client cancelled it: its slot and reservation are free already, and rmcp will drop
+    /// its answer (or we do).
+    Cancelled,
+}
+
+/// A request handed to rmcp.
+struct Record {
+    id: ClientId,
+    class: Class,
+    batch: Option<u64>,
+    /// Bytes of the budget it reserved.
+    held: usize,
+    state: RecState,
+}
+
+/// A message read and not yet handed to rmcp.
+struct Queued {
+    /// Arrival order, across both queues.
+    seq: u64,
+    cost: usize,
+    item: Item,
+}
+
+enum Item {
+    Request {
+        msg: Box<RxJsonRpcMessage<RoleServer>>,
+        internal: u64,
+        id: ClientId,
+        class: Class,
+        batch: Option<u64>,
+    },
+    Notification(Box<RxJsonRpcMessage<RoleServer>>),
+    /// `notifications/cancelled` for a request rmcp runs, by its internal id.
+    Cancel(Box<RxJsonRpcMessage<RoleServer>>, u64),
+    Response(Box<RxJsonRpcMessage<RoleServer>>),
+}
+
+/// A batch under way: its answers so far, and how many of its requests are not done.
+#[derive(Default)]
+struct Batch {
+    pending: usize,
+    /// The answers so far, comma-separated.
+    answers: Vec<u8>,
+    /// Whether one of its requests was handed to rmcp (it counts among the open batches).
+    opened: bool,
+}
+
+/// One line for stdout.
+struct Out {
+    bytes: Vec<u8>,
+    /// The request whose answer this is: released once written.
+    release: Option<u64>,
+}
+
+/// A [`reserve`] waiting for budget.
+struct Waiter {
+    record: u64,
+    need: usize,
+    tx: tokio::sync::oneshot::Sender<()>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lifecycle {
+    /// rmcp waits for `initialize` or a first stateless-era request; `pending` is the request
+    /// last handed to it (and whether it was `initialize`).
+    Before {
+        pending: Option<(u64, bool)>,
+    },
+    Started,
+}
+
+struct State {
+    seq: u64,
+    work: VecDeque<Queued>,
+    control: VecDeque<Queued>,
+    input_bytes: usize,
+    /// The input has ended.
+    eof: bool,
+    /// The transport is gone: the reader stops.
+    closed: bool,
+    lifecycle: Lifecycle,
+    records: HashMap<u64, Record>,
+    work_used: usize,
+    control_used: usize,
+    listens: usize,
+    /// Requests whose cancellation was handed to rmcp: gone at the next `receive`.
+    cancels_handed: Vec<u64>,
+    batches: HashMap<u64, Batch>,
+    next_batch: u64,
+    open_batches: usize,
+    out: VecDeque<Out>,
+    out_bytes: usize,
+    /// stdout failed: what is sent is dropped.
+    out_closed: bool,
+    /// `Output::finish`: the writer ends once the queue is empty.
+    finishing: bool,
+    reserved: usize,
+    waiters: VecDeque<Waiter>,
+}
+
+impl State {
+    fn new() -> State {
+        State {
+            seq: 0,
+            work: VecDeque::new(),
+            control: VecDeque::new(),
+            input_bytes: 0,
+            eof: false,
+            closed: false,
+            lifecycle: Lifecycle::Before { pending: None },
+            records: HashMap::new(),
+            work_used: 0,
+            control_used: 0,
+            listens: 0,
+            cancels_handed: Vec::new(),
+            batches: HashMap::new(),
+            next_batch: 0,
+            open_batches: 0,
+            out: VecDeque::new(),
+            out_bytes: 0,
+            out_closed: false,
+            finishing: false,
+            reserved: 0,
+            waiters: VecDeque::new(),
+        }
+    }
+
+    /// Bytes of the budget in use.
+    fn used(&self) -> usize {
+        self.reserved + self.out_bytes
+    }
+
+    /// Queues what the reader parsed (or answers it, or cancels).
+    fn apply(&mut self, parsed: Parsed, batch: Option<u64>, cost: usize, writable: &Condvar) {
+        let (item, work) = match parsed {
+            Parsed::Nothing => return,
+            Parsed::Reply(text) => match batch {
+                Some(b) => return self.batch_answer(b, text.into_bytes(), writable),
+                None => return self.reply(text, writable),
+            },
+            Parsed::Cancel { key, reason } => return self.cancel(&key, reason, writable),
+            Parsed::Request {
+                msg,
+                internal,
+                id,
+                class,
+            } => {
+                let work = class == Class::Work;
+                let item = Item::Request {
+                    msg,
+                    internal,
+                    id,
+                    class,
+                    batch,
+                };
+                (item, work)
+            }
+            Parsed::Notification(msg) => (Item::Notification(msg), false),
+            Parsed::Response(msg) => (Item::Response(msg), false),
+        };
+        self.push(item, work, cost);
+    }
+
+    fn push(&mut self, item: Item, work: bool, cost: usize) {
+        if self.closed {
+            return;
+        }
+        self.seq += 1;
+        self.input_bytes += cost;
+        let q = Queued {
+            seq: self.seq,
+            cost,
+            item,
+        };
+        if work {
+            self.work.push_back(q);
+        } else {
+            self.control.push_back(q);
+        }
+    }
+
+    /// An answer written by us (not rmcp's): straight to the output queue.
+    fn reply(&mut self, text: String, writable: &Condvar) {
+        let mut bytes = text.into_bytes();
+        bytes.push(b'\n');
+        self.enqueue(Out {
+            bytes,
+            release: None,
+        });
+        writable.notify_one();
+    }
+
+    fn enqueue(&mut self, out: Out) {
+        if self.out_closed {
+            if let Some(id) = out.release {
+                self.release(id);
+            }
+            return;
+        }
+        self.out_bytes += out.bytes.len();
+        self.out.push_back(out);
+    }
+
+    /// The next message for rmcp, if one may go now. Control messages never wait for work
+    /// slots; otherwise arrival order is kept.
+    fn pick(&mut self) -> Option<(Box<RxJsonRpcMessage<RoleServer>>, Option<u64>)> {
+        // rmcp has processed every cancellation handed to it before this call, so the answers
+        // of those requests will never come: forget them.
+        for id in std::mem::take(&mut self.cancels_handed) {
+            self.records.remove(&id);
+        }
+        // A request handed over before the session started and not answered since: rmcp
+        // runs it inside the session, which has started.
+        if let Lifecycle::Before { pending: Some(_) } = self.lifecycle {
+            self.lifecycle = Lifecycle::Started;
+        }
+        loop {
+            let work = self.work.front().is_some_and(|q| self.may_start(q));
+            let control = self.control.front().is_some_and(|q| self.may_start(q));
+            let from_work = match (work, control) {
+                (true, true) => self.work.front()?.seq < self.control.front()?.seq,
+                (true, false) => true,
+                (false, true) => false,
+                (false, false) => return None,
+            };
+            let q = if from_work {
+                self.work.pop_front()?
+            } else {
+                self.control.pop_front()?
+            };
+            self.input_bytes -= q.cost;
+            if let Some(handed) = self.hand(q.item) {
+                return Some(handed);
+            }
+        }
+    }
+
+    fn may_start(&self, q: &Queued) -> bool {
+        match &q.item {
+            Item::Request {
+                class: Class::Work,
+                batch,
+                ..
+            } => {
+                let batch_ok = match batch.and_then(|b| self.batches.get(&b)) {
+                    Some(b) if !b.opened => self.open_batches < MAX_OPEN_BATCHES,
+                    _ => true,
+                };
+                self.work_used < MAX_WORK && self.out_bytes < OUTPUT_CAP && batch_ok
+            }
+            Item::Request {
+                class: Class::Control,
+                ..
+            } => self.control_used < MAX_CONTROL,
+            _ => true,
+        }
+    }
+
+    /// Hands one message over (or drops it: before the session starts, only requests go).
+    fn hand(&mut self, item: Item) -> Option<(Box<RxJsonRpcMessage<RoleServer>>, Option<u64>)> {
+        let started = self.lifecycle == Lifecycle::Started;
+        match item {
+            Item::Request {
+                msg,
+                internal,
+                id,
+                class,
+                batch,
+            } => {
+                if class == Class::Listen && self.listens >= MAX_LISTENS {
+                    let text = error_line(
+                        &id,
+                        -32000,
+                        &format!(
+                            "too many open subscriptions/listen streams ({MAX_LISTENS}): cancel one first"
+                        ),
+                    );
+                    let mut bytes = text.into_bytes();
+                    bytes.push(b'\n');
+                    self.enqueue(Out {
+                        bytes,
+                        release: None,
+                    });
+                    return None;
+                }
+                match class {
+                    Class::Work => self.work_used += 1,
+                    Class::Control => self.control_used += 1,
+                    Class::Listen => self.listens += 1,
+                }
+                if let Some(b) = batch.and_then(|b| self.batches.get_mut(&b))
+                    && !b.opened
+                {
+                    b.opened = true;
+                    self.open_batches += 1;
+                }
+                if let Lifecycle::Before { .. } = self.lifecycle {
+                    let init = matches!(
+                        &*msg,
+                        JsonRpcMessage::Request(r)
+                            if matches!(r.request, ClientRequest::InitializeRequest(_))
+                    );
+                    self.lifecycle = Lifecycle::Before {
+                        pending: Some((internal, init)),
+                    };
+                }
+                self.records.insert(
+                    internal,
+                    Record {
+                        id,
+                        class,
+                        batch,
+                        held: 0,
+                        state: RecState::Running,
+                    },
+                );
+                Some((msg, Some(internal)))
+            }
+            Item::Cancel(msg, internal) => {
+                if started {
+                    self.cancels_handed.push(internal);
+                    Some((msg, None))
+                } else {
+                    self.records.remove(&internal);
+                    None
+                }
+            }
+            Item::Notification(msg) | Item::Response(msg) => {
+                if started {
+                    Some((msg, None))
+                } else {
+                    tracing::debug!("ignored a message before the session started");
+                    None
+                }
+            }
+        }
+    }
+
+    /// `notifications/cancelled` from the client: a request still queued is dropped (never
+    /// run, never answered); one rmcp runs is cancelled there; one already answered (or never
+    /// seen) is nothing to do.
+    fn cancel(&mut self, key: &IdKey, reason: Option<String>, writable: &Condvar) {
+        let mut dropped = Vec::new();
+        for queue in [&mut self.work, &mut self.control] {
+            let mut i = 0;
+            while i < queue.len() {
+                if matches!(&queue[i].item, Item::Request { id, .. } if id.key == *key) {
+                    if let Some(q) = queue.remove(i) {
+                        dropped.push(q);
+                    }
+                } else {
+                    i += 1;
+                }
+            }
+        }
+        for q in dropped {
+            self.input_bytes -= q.cost;
+            if let Item::Request { batch: Some(b), .. } = q.item {
+                self.batch_member_done(b, writable);
+            }
+        }
+        let running: Vec<u64> = self
+            .records
+            .iter()
+            .filter(|(_, r)| r.state == RecState::Running && r.id.key == *key)
+            .map(|(k, _)| *k)
+            .collect();
+        for internal in running {
+            self.end(internal);
+            if let Some(r) = self.records.get_mut(&internal) {
+                r.state = RecState::Cancelled;
+            }
+            let batch = self.records.get(&internal).and_then(|r| r.batch);
+            if let Some(b) = batch {
+                self.batch_member_done(b, writable);
+            }
+            if let Some(msg) = cancel_message(internal, reason.clone()) {
+                self.push(Item::Cancel(Box::new(msg), internal), false, MESSAGE_COST);
+            }
+        }
+        self.grant();
+    }
+
+    /// Frees what a request holds (its slot and reservation); the record stays.
+    fn end(&mut self, internal: u64) {
+        let Some(r) = self.records.get_mut(&internal) else {
+            return;
+        };
+        if r.state != RecState::Cancelled {
+            match r.class {
+                Class::Work => self.work_used -= 1,
+                Class::Control => self.control_used -= 1,
+                Class::Listen => self.listens -= 1,
+            }
+        }
+        self.reserved -= r.held;
+        r.held = 0;
+        self.waiters.retain(|w| w.record != internal);
+    }
+
+    /// The request is done: its answer was written (or will never be).
+    fn release(&mut self, internal: u64) {
+        self.end(internal);
+        self.records.remove(&internal);
+    }
+
+    /// Grants waiting reservations, in order, while the budget allows.
+    fn grant(&mut self) {
+        while let Some(w) = self.waiters.front() {
+            // One reservation larger than what is free waits until everything is free.
+            if self.used() + w.need > BUDGET && self.used() > 0 {
+                return;
+            }
+            let Some(w) = self.waiters.pop_front() else {
+                return;
+            };
+            if let Some(r) = self.records.get_mut(&w.record)
+                && r.state == RecState::Running
+                && w.tx.send(()).is_ok()
+            {
+                r.held += w.need;
+                self.reserved += w.need;
+            }
+        }
+    }
+
+    /// One member of a batch is done without an answer (cancelled).
+    fn batch_member_done(&mut self, batch: u64, writable: &Condvar) {
+        if let Some(b) = self.batches.get_mut(&batch) {
+            b.pending = b.pending.saturating_sub(1);
+        }
+        self.batch_progress(batch, writable);
+    }
+
+    /// One answer of a batch (ours or rmcp's).
+    fn batch_answer(&mut self, batch: u64, answer: Vec<u8>, writable: &Condvar) {
+        if let Some(b) = self.batches.get_mut(&batch) {
+            if !b.answers.is_empty() {
+                b.answers.push(b',');
+            }
+            b.answers.extend_from_slice(&answer);
+        }
+        self.batch_progress(batch, writable);
+    }
+
+    /// A batch whose requests are all done goes out as one line (nothing if all were
+    /// notifications).
+    fn batch_progress(&mut self, batch: u64, writable: &Condvar) {
+        if self.batches.get(&batch).is_none_or(|b| b.pending > 0) {
+            return;
+        }
+        let Some(b) = self.batches.remove(&batch) else {
+            return;
+        };
+        if b.opened {
+            self.open_batches -= 1;
+        }
+        if b.answers.is_empty() {
+            return;
+        }
+        let mut bytes = Vec::with_capacity(b.answers.len() + 3);
+        bytes.push(b'[');
+        bytes.extend_from_slice(&b.answers);
+        bytes.extend_from_slice(b"]\n");
+        self.enqueue(Out {
+            bytes,
+            release: None,
+        });
+        writable.notify_one();
+    }
+
+    /// rmcp produced the answer of `internal`, serialized as `bytes` (without a newline).
+    fn answered(&mut self, internal: u64, bytes: Vec<u8>, writable: &Condvar) {
+        let Some(r) = self.records.get_mut(&internal) else {
+            return;
+        };
+        if r.state == RecState::Cancelled {
+            self.records.remove(&internal);
+            return;
+        }
+        self.reserved -= r.held;
+        r.held = 0;
+        match r.batch {
+            None => {
+                let mut bytes = bytes;
+                bytes.push(b'\n');
+                self.enqueue(Out {
+                    bytes,
+                    release: Some(internal),
+                });
+                writable.notify_one();
+            }
+            Some(batch) => {
+                // Its slot is free now; its answer waits with the batch's.
+                let id = r.id.clone();
+                self.release(internal);
+                let room = self
+                    .batches
+                    .get(&batch)
+                    .map_or(0, |b| BATCH_ANSWER_CAP.saturating_sub(b.answers.len() + 3));
+                let answer = if bytes.len() < room {
+                    bytes
+                } else {
+                    error_line(
+                        &id,
+                        -32603,
+                        &format!(
+                            "the answers of this batch exceed {} MiB: send this request on its own",
+                            BATCH_ANSWER_CAP / MIB
+                        ),
+                    )
+                    .into_bytes()
+                };
+                if let Some(b) = self.batches.get_mut(&batch) {
+                    b.pending = b.pending.saturating_sub(1);
+                }
+                self.batch_answer(batch, answer, writable);
+            }
+        }
+        self.grant();
+    }
+
+    /// The writer wrote `out`.
+    fn written(&mut self, out: Out) {
+        self.out_bytes -= out.bytes.len();
+        if let Some(id) = out.release {
+            self.release(id);
+        }
+    }
+}
+
+/// rmcp's `notifications/cancelled` for the request it knows as `internal`.
+fn cancel_message(internal: u64, reason: Option<String>) -> Option<RxJsonRpcMessage<RoleServer>> {
+    let msg = serde_json::json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": { "requestId": internal, "reason": reason },
+    });
+    serde_json::from_value(msg).ok()
+}
+
+/// The output side: the writer thread, and a way to wait until all is written.
 pub struct Output {
-    tx: std::sync::mpsc::Sender<Outgoing>,
+    session: Arc<Session>,
     done: tokio::sync::oneshot::Receiver<()>,
 }
 
 impl Output {
     /// Starts the writer thread on `write`.
     pub fn start<W: Write + Send + 'static>(write: W) -> Output {
-        let (tx, rx) = std::sync::mpsc::channel::<Outgoing>();
+        let session = Arc::new(Session {
+            state: Mutex::new(State::new()),
+            ready: tokio::sync::Notify::new(),
+            room: Condvar::new(),
+            writable: Condvar::new(),
+            out_room: tokio::sync::Notify::new(),
+            next_id: AtomicU64::new(1),
+        });
         let (done_tx, done) = tokio::sync::oneshot::channel();
+        let s = session.clone();
         std::thread::Builder::new()
             .name("stdout".into())
             .spawn(move || {
-                write_messages(write, rx);
+                write_messages(&s, write);
                 let _ = done_tx.send(());
             })
             .expect("spawning the stdout thread");
-        Output { tx, done }
+        Output { session, done }
     }
 
-    /// Waits (at most `limit`) until everything queued is written: the writer ends once every
-    /// sender (the transport, in-flight sends) is gone.
+    /// Waits (at most `limit`) until everything queued is written.
     pub async fn finish(self, limit: Duration) {
-        let Output { tx, done } = self;
-        drop(tx);
+        let Output { session, done } = self;
+        session.lock().finishing = true;
+        session.writable.notify_all();
         let _ = tokio::time::timeout(limit, done).await;
+    }
+}
+
+/// The writer thread: writes queued lines, flushing when the queue is empty, and releases each
+/// answer once written.
+fn write_messages<W: Write>(session: &Session, write: W) {
+    let mut w = std::io::BufWriter::with_capacity(64 * 1024, write);
+    let mut failed = false;
+    loop {
+        let out = {
+            let mut st = session.lock();
+            loop {
+                if let Some(out) = st.out.pop_front() {
+                    break out;
+                }
+                if st.finishing {
+                    drop(st);
+                    let _ = w.flush();
+                    return;
+                }
+                st = session.writable.wait(st).unwrap_or_else(|p| p.into_inner());
+            }
+        };
+        if !failed && w.write_all(&out.bytes).is_err() {
+            failed = true;
+        }
+        let mut st = session.lock();
+        st.written(out);
+        if !failed && st.out.is_empty() {
+            drop(st);
+            failed = w.flush().is_err();
+            st = session.lock();
+        }
+        if failed && !st.out_closed {
+            tracing::error!("writing stdout failed: answers are dropped from now on");
+            st.out_closed = true;
+            while let Some(out) = st.out.pop_front() {
+                st.written(out);
+            }
+        }
+        st.grant();
+        drop(st);
+        session.wake();
     }
 }
 
 /// The transport rmcp drives.
 pub struct LineTransport {
-    incoming: tokio::sync::mpsc::Receiver<RxJsonRpcMessage<RoleServer>>,
-    /// A message taken from `incoming` that waits for room among the in-flight requests.
-    next: Option<RxJsonRpcMessage<RoleServer>>,
-    out: std::sync::mpsc::Sender<Outgoing>,
-    eof: CancellationToken,
-    in_flight: Arc<InFlight>,
-}
-
-/// Requests handed to rmcp and not answered yet (answered, cancelled, or dropped by rmcp).
-#[derive(Default)]
-struct InFlight {
-    ids: Mutex<HashSet<RequestId>>,
-    freed: tokio::sync::Notify,
-}
-
-impl InFlight {
-    fn ids(&self) -> std::sync::MutexGuard<'_, HashSet<RequestId>> {
-        self.ids.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn done(&self, id: &RequestId) {
-        if self.ids().remove(id) {
-            self.freed.notify_one();
-        }
-    }
+    session: Arc<Session>,
 }
 
 impl LineTransport {
@@ -103,20 +888,44 @@ impl LineTransport {
         output: &Output,
         eof: CancellationToken,
     ) -> LineTransport {
-        let (tx, incoming) = tokio::sync::mpsc::channel(256);
-        let replies = output.tx.clone();
+        let session = output.session.clone();
+        let s = session.clone();
         std::thread::Builder::new()
             .name("stdin".into())
-            .spawn(move || read_messages(read, &tx, &replies))
+            .spawn(move || {
+                read_lines(&s, read);
+                // Before `receive` can see the end: whoever learns of it from rmcp finds the
+                // token cancelled.
+                eof.cancel();
+                s.lock().eof = true;
+                s.ready.notify_one();
+            })
             .expect("spawning the stdin thread");
-        LineTransport {
-            incoming,
-            next: None,
-            out: output.tx.clone(),
-            eof,
-            in_flight: Arc::default(),
-        }
+        LineTransport { session }
     }
+}
+
+impl Drop for LineTransport {
+    fn drop(&mut self) {
+        self.session.lock().closed = true;
+        self.session.room.notify_all();
+    }
+}
+
+/// Where an outgoing message goes, decided when rmcp sends it.
+enum Route {
+    /// The answer to request `internal`, to be written with the client's id.
+    Answer {
+        internal: u64,
+        id: ClientId,
+        listen: bool,
+    },
+    /// The answer to a cancelled request: not written.
+    Drop,
+    /// A notification (on a listen stream: that stream's client id).
+    Notification(Option<(u64, ClientId)>),
+    /// Anything else, as it is.
+    AsIs,
 }
 
 impl rmcp::transport::Transport<RoleServer> for LineTransport {
@@ -126,58 +935,112 @@ impl rmcp::transport::Transport<RoleServer> for LineTransport {
         &mut self,
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        let answered = match &item {
-            JsonRpcMessage::Response(r) => Some(r.id.clone()),
-            JsonRpcMessage::Error(e) => e.id.clone(),
-            _ => None,
-        };
-        if let Some(id) = answered {
-            self.in_flight.done(&id);
+        let route = self.route(&item);
+        let session = self.session.clone();
+        async move {
+            match route {
+                Route::Drop => {}
+                Route::Answer {
+                    internal,
+                    id,
+                    listen,
+                } => {
+                    let big = matches!(
+                        &item,
+                        JsonRpcMessage::Response(r) if matches!(
+                            r.result,
+                            ServerResult::ReadResourceResult(_)
+                                | ServerResult::CallToolResult(_)
+                                | ServerResult::GetPromptResult(_)
+                        )
+                    );
+                    // The runtime has one thread, which routes every message: a large answer
+                    // is serialized on the blocking pool.
+                    let mut bytes = if big {
+                        let moved = id.clone();
+                        tokio::task::spawn_blocking(move || serialize_answer(&item, &moved))
+                            .await
+                            .unwrap_or_else(|e| {
+                                error_line(&id, -32603, &format!("Internal error: {e}"))
+                                    .into_bytes()
+                            })
+                    } else {
+                        serialize_answer(&item, &id)
+                    };
+                    if listen {
+                        splice_subscription_id(&mut bytes, internal, &id);
+                    }
+                    let mut st = session.lock();
+                    st.answered(internal, bytes, &session.writable);
+                    drop(st);
+                    session.ready.notify_one();
+                }
+                Route::Notification(listen) => {
+                    // Notifications wait while the client does not read (answers never do:
+                    // they exist already).
+                    loop {
+                        let room = session.out_room.notified();
+                        {
+                            let st = session.lock();
+                            if st.out_bytes < OUTPUT_CAP || st.out_closed || st.finishing {
+                                break;
+                            }
+                        }
+                        room.await;
+                    }
+                    let mut bytes = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
+                    if let Some((internal, id)) = listen {
+                        splice_subscription_id(&mut bytes, internal, &id);
+                    }
+                    bytes.push(b'\n');
+                    session.lock().enqueue(Out {
+                        bytes,
+                        release: None,
+                    });
+                    session.writable.notify_one();
+                }
+                Route::AsIs => {
+                    let mut bytes = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
+                    bytes.push(b'\n');
+                    session.lock().enqueue(Out {
+                        bytes,
+                        release: None,
+                    });
+                    session.writable.notify_one();
+                }
+            }
+            Ok(())
         }
-        let sent = self
-            .out
-            .send(Outgoing::Message(Box::new(item)))
-            .map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "stdout closed"));
-        std::future::ready(sent)
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
-        // A cancelled `receive` keeps its message in `self.next`: nothing is lost.
-        if self.next.is_none() {
-            match self.incoming.recv().await {
-                Some(msg) => self.next = Some(msg),
-                None => {
-                    self.eof.cancel();
+        // Cancellation-safe: a message is taken from the queue only when it is returned.
+        loop {
+            let ready = self.session.ready.notified();
+            {
+                let mut st = self.session.lock();
+                let picked = st.pick();
+                if !st.out.is_empty() {
+                    // `pick` may have answered (a listen over the cap).
+                    self.session.writable.notify_one();
+                }
+                if let Some((mut msg, internal)) = picked {
+                    drop(st);
+                    self.session.room.notify_all();
+                    if let (JsonRpcMessage::Request(r), Some(id)) = (&mut *msg, internal) {
+                        r.request.extensions_mut().insert(Ticket {
+                            session: self.session.clone(),
+                            id,
+                        });
+                    }
+                    return Some(*msg);
+                }
+                if st.eof && st.work.is_empty() && st.control.is_empty() {
                     return None;
                 }
             }
+            ready.await;
         }
-        match self.next.as_ref() {
-            Some(JsonRpcMessage::Request(r)) => {
-                let id = r.id.clone();
-                loop {
-                    let freed = self.in_flight.freed.notified();
-                    {
-                        let mut ids = self.in_flight.ids();
-                        if ids.len() < MAX_IN_FLIGHT {
-                            ids.insert(id);
-                            break;
-                        }
-                    }
-                    freed.await;
-                }
-            }
-            Some(JsonRpcMessage::Notification(n)) => {
-                if let ClientNotification::CancelledNotification(c) = &n.notification
-                    && let Some(id) = &c.params.request_id
-                {
-                    // rmcp drops the answer of a cancelled request.
-                    self.in_flight.done(id);
-                }
-            }
-            _ => {}
-        }
-        self.next.take()
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
@@ -185,251 +1048,203 @@ impl rmcp::transport::Transport<RoleServer> for LineTransport {
     }
 }
 
-/// The reader thread: splits input into lines (at most `MAX_LINE` bytes each), parses them, and
-/// hands messages to the transport; what cannot be a message is answered here.
-fn read_messages<R: Read>(
-    read: R,
-    tx: &tokio::sync::mpsc::Sender<RxJsonRpcMessage<RoleServer>>,
-    replies: &std::sync::mpsc::Sender<Outgoing>,
-) {
+impl LineTransport {
+    fn route(&self, item: &TxJsonRpcMessage<RoleServer>) -> Route {
+        let answered = match item {
+            JsonRpcMessage::Response(r) => Some((&r.id, true)),
+            JsonRpcMessage::Error(e) => e.id.as_ref().map(|id| (id, false)),
+            JsonRpcMessage::Notification(n) => {
+                let listen = match n.notification.get_meta().subscription_id() {
+                    Some(NumberOrString::Number(k)) => u64::try_from(k).ok().and_then(|k| {
+                        let st = self.session.lock();
+                        Some((k, st.records.get(&k)?.id.clone()))
+                    }),
+                    _ => None,
+                };
+                return Route::Notification(listen);
+            }
+            JsonRpcMessage::Request(_) => None,
+        };
+        let Some((NumberOrString::Number(n), is_result)) = answered else {
+            return Route::AsIs;
+        };
+        let Ok(internal) = u64::try_from(*n) else {
+            return Route::AsIs;
+        };
+        let mut st = self.session.lock();
+        if !st.records.contains_key(&internal) {
+            // Not a request we handed over (rmcp dropped the answer of a cancelled one):
+            // never written with an id the client did not choose.
+            tracing::debug!("dropped an answer for an unknown request {internal}");
+            return Route::Drop;
+        }
+        if let Lifecycle::Before {
+            pending: Some((pending, init)),
+        } = st.lifecycle
+            && pending == internal
+        {
+            st.lifecycle = if init && is_result {
+                Lifecycle::Started
+            } else {
+                Lifecycle::Before { pending: None }
+            };
+        }
+        match st.records.get_mut(&internal) {
+            None => Route::Drop,
+            Some(r) if r.state == RecState::Cancelled => {
+                st.records.remove(&internal);
+                Route::Drop
+            }
+            Some(r) => {
+                r.state = RecState::Answered;
+                Route::Answer {
+                    internal,
+                    id: r.id.clone(),
+                    listen: r.class == Class::Listen,
+                }
+            }
+        }
+    }
+}
+
+/// An answer with the client's id, written as the client wrote it.
+#[derive(Serialize)]
+struct Answer<'a, T: Serialize> {
+    jsonrpc: &'static str,
+    id: &'a RawValue,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<&'a T>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a rmcp::model::ErrorData>,
+}
+
+fn serialize_answer(item: &TxJsonRpcMessage<RoleServer>, id: &ClientId) -> Vec<u8> {
+    let raw = RawValue::from_string(id.raw.to_string());
+    let written = raw.as_deref().map_err(|e| e.to_string()).and_then(|raw| {
+        let answer = match item {
+            JsonRpcMessage::Response(r) => Answer {
+                jsonrpc: "2.0",
+                id: raw,
+                result: Some(&r.result),
+                error: None,
+            },
+            JsonRpcMessage::Error(e) => Answer {
+                jsonrpc: "2.0",
+                id: raw,
+                result: None,
+                error: Some(&e.error),
+            },
+            _ => return Err("not an answer".to_owned()),
+        };
+        serde_json::to_vec(&answer).map_err(|e| e.to_string())
+    });
+    written.unwrap_or_else(|e| {
+        tracing::error!("an answer could not be serialized: {e}");
+        error_line(id, -32603, &format!("Internal error: {e}")).into_bytes()
+    })
+}
+
+/// Puts the client's id of a listen stream where rmcp wrote our internal one
+/// (`_meta["io.modelcontextprotocol/subscriptionId"]`). The key cannot occur inside a JSON
+/// string: there every `"` is escaped.
+fn splice_subscription_id(bytes: &mut Vec<u8>, internal: u64, id: &ClientId) {
+    let pattern = format!("\"io.modelcontextprotocol/subscriptionId\":{internal}");
+    let Some(at) = bytes
+        .windows(pattern.len())
+        .position(|w| w == pattern.as_bytes())
+    else {
+        return;
+    };
+    let end = at + pattern.len();
+    if bytes.get(end).is_some_and(u8::is_ascii_digit) {
+        return;
+    }
+    let start = end - internal.to_string().len();
+    bytes.splice(start..end, id.raw.bytes());
+}
+
+/// The reader thread: splits input into lines of at most `MAX_LINE` bytes, reading one more
+/// only when there is room for it.
+fn read_lines<R: Read>(session: &Session, read: R) {
     let mut reader = std::io::BufReader::with_capacity(64 * 1024, read);
     let mut line = Vec::new();
-    let mut discarding = false;
-    let mut parsed = Vec::new();
     loop {
-        let (used, done) = {
+        session.wait_for_room();
+        match read_line(&mut reader, &mut line) {
+            Ok(Line::Complete) => session.take_line(&line),
+            Ok(Line::TooLong) => {
+                let id = parse::id_from_prefix(parse::trim(&line)).unwrap_or_else(ClientId::null);
+                tracing::error!("refused an incoming message longer than {MAX_LINE} bytes");
+                let text = error_line(
+                    &id,
+                    -32600,
+                    &format!(
+                        "Invalid Request: the message is longer than {} MiB",
+                        MAX_LINE / MIB
+                    ),
+                );
+                session.lock().reply(text, &session.writable);
+            }
+            Ok(Line::End) => {
+                session.take_line(&line);
+                return;
+            }
+            Err(e) => {
+                tracing::error!("reading stdin failed: {e}");
+                return;
+            }
+        }
+        // A huge line leaves no huge buffer behind.
+        if line.capacity() > MIB {
+            line = Vec::new();
+        } else {
+            line.clear();
+        }
+    }
+}
+
+enum Line {
+    /// `line` holds one line (with its newline).
+    Complete,
+    /// The line was longer than `MAX_LINE`: `line` holds its beginning, the rest was skipped.
+    TooLong,
+    /// The input ended; `line` holds what came after the last newline.
+    End,
+}
+
+fn read_line<R: BufRead>(reader: &mut R, line: &mut Vec<u8>) -> std::io::Result<Line> {
+    let mut too_long = false;
+    loop {
+        let (used, found) = {
             let buf = match reader.fill_buf() {
                 Ok(b) => b,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    tracing::error!("reading stdin failed: {e}");
-                    return;
-                }
+                Err(e) => return Err(e),
             };
             if buf.is_empty() {
-                return;
+                return Ok(if too_long { Line::TooLong } else { Line::End });
             }
             let nl = buf.iter().position(|b| *b == b'\n');
             let take = nl.map_or(buf.len(), |i| i + 1);
-            if discarding {
-                discarding = nl.is_none();
-            } else if line.len() + take > MAX_LINE {
-                tracing::error!("dropped an incoming message longer than {MAX_LINE} bytes");
-                line.clear();
-                discarding = nl.is_none();
-            } else {
-                line.extend_from_slice(&buf[..take]);
+            if !too_long {
+                if line.len() + take > MAX_LINE {
+                    too_long = true;
+                } else {
+                    line.extend_from_slice(&buf[..take]);
+                }
             }
-            (take, nl.is_some() && !line.is_empty())
+            (take, nl.is_some())
         };
         reader.consume(used);
-        if !done {
-            continue;
-        }
-        let mut reply = |s: String| {
-            let _ = replies.send(Outgoing::Raw(s));
-        };
-        parse_line(&line, &mut parsed, &mut reply);
-        line.clear();
-        for msg in parsed.drain(..) {
-            if tx.blocking_send(msg).is_err() {
-                return;
-            }
-        }
-    }
-}
-
-/// Parses one line into messages (a batch gives several) or error answers.
-fn parse_line(
-    raw: &[u8],
-    out: &mut Vec<RxJsonRpcMessage<RoleServer>>,
-    reply: &mut dyn FnMut(String),
-) {
-    let mut text: &[u8] = raw;
-    while let Some((last, rest)) = text.split_last() {
-        if matches!(last, b'\n' | b'\r' | b' ' | b'\t') {
-            text = rest;
-        } else {
-            break;
-        }
-    }
-    let text = text
-        .strip_prefix(b"\xEF\xBB\xBF".as_slice())
-        .unwrap_or(text);
-    if text.iter().all(u8::is_ascii_whitespace) {
-        return;
-    }
-    match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(text) {
-        Ok(msg) => accept(msg, out, reply),
-        Err(e) if e.is_syntax() || e.is_eof() => reply(error_line(
-            &Value::Null,
-            -32700,
-            &format!("Parse error: {e}"),
-        )),
-        Err(e) => invalid(text, &e, out, reply),
-    }
-}
-
-/// Keeps a parsed message. rmcp reads a standard method whose params do not fit as a custom
-/// request (and would answer -32601); those get -32602 Invalid params here.
-fn accept(
-    msg: RxJsonRpcMessage<RoleServer>,
-    out: &mut Vec<RxJsonRpcMessage<RoleServer>>,
-    reply: &mut dyn FnMut(String),
-) {
-    if let JsonRpcMessage::Request(JsonRpcRequest {
-        id,
-        request: ClientRequest::CustomRequest(custom),
-        ..
-    }) = &msg
-        && STANDARD_METHODS.contains(&custom.method.as_str())
-    {
-        let id = serde_json::to_value(id).unwrap_or(Value::Null);
-        let message = format!("Invalid params for `{}`", custom.method);
-        return reply(error_line(&id, -32602, &message));
-    }
-    out.push(msg);
-}
-
-/// Valid JSON that is not a message we accept: a batch (2025-03-26), a request whose params do
-/// not fit (-32602 with its id), or something else (-32600).
-fn invalid(
-    text: &[u8],
-    e: &serde_json::Error,
-    out: &mut Vec<RxJsonRpcMessage<RoleServer>>,
-    reply: &mut dyn FnMut(String),
-) {
-    let Ok(value) = serde_json::from_slice::<Value>(text) else {
-        return reply(error_line(&Value::Null, -32700, "Parse error"));
-    };
-    if let Value::Array(items) = value {
-        if items.is_empty() {
-            return reply(error_line(
-                &Value::Null,
-                -32600,
-                "Invalid Request: empty batch",
-            ));
-        }
-        for item in items {
-            match serde_json::from_value::<RxJsonRpcMessage<RoleServer>>(item.clone()) {
-                Ok(msg) => accept(msg, out, reply),
-                Err(e) => invalid(item.to_string().as_bytes(), &e, out, reply),
-            }
-        }
-        return;
-    }
-    let id = value.get("id").cloned().unwrap_or(Value::Null);
-    let has_method = value.get("method").and_then(Value::as_str).is_some();
-    let is_request = has_method && matches!(id, Value::String(_) | Value::Number(_));
-    if is_request && value.get("jsonrpc").and_then(Value::as_str) == Some("2.0") {
-        reply(error_line(&id, -32602, &format!("Invalid params: {e}")));
-    } else if has_method && value.get("id").is_none() {
-        // A notification we cannot read: notifications never get an answer.
-        tracing::debug!("ignored a malformed notification: {e}");
-    } else {
-        let id = if matches!(id, Value::String(_) | Value::Number(_)) {
-            id
-        } else {
-            Value::Null
-        };
-        reply(error_line(&id, -32600, &format!("Invalid Request: {e}")));
-    }
-}
-
-/// Requests the protocol defines (either era).
-const STANDARD_METHODS: &[&str] = &[
-    "initialize",
-    "ping",
-    "server/discover",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-    "resources/subscribe",
-    "resources/unsubscribe",
-    "subscriptions/listen",
-    "tools/list",
-    "tools/call",
-    "prompts/list",
-    "prompts/get",
-    "completion/complete",
-    "logging/setLevel",
-];
-
-fn error_line(id: &Value, code: i64, message: &str) -> String {
-    serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "error": { "code": code, "message": message }
-    })
-    .to_string()
-}
-
-/// The writer thread: serializes and writes whole messages, batching what is queued, flushing
-/// when idle.
-fn write_messages<W: Write>(write: W, rx: std::sync::mpsc::Receiver<Outgoing>) {
-    let mut w = std::io::BufWriter::with_capacity(64 * 1024, write);
-    let put = |w: &mut std::io::BufWriter<W>, item: Outgoing| -> std::io::Result<()> {
-        match item {
-            Outgoing::Message(m) => {
-                serde_json::to_writer(&mut *w, &m).map_err(std::io::Error::other)?
-            }
-            Outgoing::Raw(s) => w.write_all(s.as_bytes())?,
-        }
-        w.write_all(b"\n")
-    };
-    while let Ok(first) = rx.recv() {
-        if put(&mut w, first).is_err() {
-            return;
-        }
-        while let Ok(more) = rx.try_recv() {
-            if put(&mut w, more).is_err() {
-                return;
-            }
-        }
-        if w.flush().is_err() {
-            return;
+        if found {
+            return Ok(if too_long {
+                Line::TooLong
+            } else {
+                Line::Complete
+            });
         }
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn parse(line: &str) -> (usize, Vec<Value>) {
-        let mut out = Vec::new();
-        let mut replies = Vec::new();
-        parse_line(line.as_bytes(), &mut out, &mut |s| {
-            replies.push(serde_json::from_str(&s).expect("a JSON reply"))
-        });
-        (out.len(), replies)
-    }
-
-    #[test]
-    fn sorts_lines_into_messages_and_error_answers() {
-        assert_eq!(parse(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).0, 1);
-        assert_eq!(parse("   \r\n"), (0, vec![]));
-        let (n, r) = parse("{not json");
-        assert_eq!((n, r[0]["error"]["code"].as_i64()), (0, Some(-32700)));
-        assert!(r[0]["id"].is_null());
-        let (_, r) = parse(r#"{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{}}"#);
-        assert_eq!(
-            (r[0]["id"].as_i64(), r[0]["error"]["code"].as_i64()),
-            (Some(7), Some(-32602))
-        );
-        let (_, r) = parse(r#"{"hello":1}"#);
-        assert_eq!(r[0]["error"]["code"].as_i64(), Some(-32600));
-        let (n, r) = parse(
-            r#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"}]"#,
-        );
-        assert_eq!((n, r.len()), (2, 0));
-        let (_, r) = parse("[]");
-        assert_eq!(r[0]["error"]["code"].as_i64(), Some(-32600));
-        assert_eq!(
-            parse(r#"{"jsonrpc":"2.0","method":"notifications/x","params":5}"#)
-                .1
-                .len(),
-            0
-        );
-    }
-}
+mod tests;

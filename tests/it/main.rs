@@ -13,6 +13,7 @@ mod hygiene;
 mod manifest_errors;
 mod prompts;
 mod protocol;
+mod robustness;
 mod sqlite;
 mod templates;
 mod tools;

@@ -1,0 +1,399 @@
+//! The transport driven as rmcp drives it, in process: lines in through a pipe, `receive` and
+//! `send` called by hand, stdout a writer the test opens and closes. No timing: "does not come"
+//! is a `receive` that would wait (`now_or_never`).
+
+use std::io::Write as _;
+use std::sync::{Arc, Condvar, Mutex};
+
+use futures_util::FutureExt as _;
+use rmcp::model::{
+    ClientNotification, ClientRequest, JsonRpcMessage, NumberOrString, ReadResourceResult,
+    ResourceContents, ServerResult,
+};
+use rmcp::transport::Transport as _;
+
+use super::*;
+
+/// stdout that accepts bytes only while open (a client that does or does not read).
+#[derive(Clone, Default)]
+struct Gate(Arc<(Mutex<GateState>, Condvar)>);
+
+#[derive(Default)]
+struct GateState {
+    open: bool,
+    written: Vec<u8>,
+}
+
+impl Gate {
+    fn set(&self, open: bool) {
+        let (m, c) = &*self.0;
+        m.lock().expect("gate").open = open;
+        c.notify_all();
+    }
+
+    fn lines(&self) -> Vec<String> {
+        let (m, _) = &*self.0;
+        String::from_utf8_lossy(&m.lock().expect("gate").written)
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+impl std::io::Write for Gate {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let (m, c) = &*self.0;
+        let mut st = m.lock().expect("gate");
+        while !st.open {
+            st = c.wait(st).expect("gate");
+        }
+        st.written.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+struct Harness {
+    t: LineTransport,
+    output: Output,
+    input: std::io::PipeWriter,
+    gate: Gate,
+}
+
+impl Harness {
+    /// A transport whose session has started (`initialize` handed over and answered).
+    async fn started() -> Harness {
+        let gate = Gate::default();
+        gate.set(true);
+        let output = Output::start(gate.clone());
+        let (r, input) = std::io::pipe().expect("pipe");
+        let t = LineTransport::new(r, &output, CancellationToken::new());
+        let mut h = Harness {
+            t,
+            output,
+            input,
+            gate,
+        };
+        h.write(r#"{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#);
+        let init = h.request().await;
+        h.answer(init, ServerResult::empty(())).await;
+        // Its answer written: the budget is whole.
+        h.until(|st| st.out_bytes == 0 && st.records.is_empty());
+        h
+    }
+
+    fn write(&mut self, line: &str) {
+        self.input.write_all(line.as_bytes()).expect("write");
+        self.input.write_all(b"\n").expect("write");
+    }
+
+    /// The next message, which must be a request: its internal id.
+    async fn request(&mut self) -> (u64, ClientRequest) {
+        match self.t.receive().await {
+            Some(JsonRpcMessage::Request(r)) => match r.id {
+                NumberOrString::Number(n) => (n as u64, r.request),
+                other => panic!("an internal id is a number, got {other:?}"),
+            },
+            other => panic!("expected a request, got {other:?}"),
+        }
+    }
+
+    async fn answer(&mut self, (id, _): (u64, ClientRequest), result: ServerResult) {
+        let msg = JsonRpcMessage::response(result, NumberOrString::Number(id as i64));
+        self.t.send(msg).await.expect("send");
+    }
+
+    fn method(r: &ClientRequest) -> &str {
+        r.method()
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.t.session.lock()
+    }
+
+    /// Waits until the reader thread has brought the state to `cond`.
+    fn until(&self, cond: impl Fn(&State) -> bool) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !cond(&self.state()) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the reader never got there"
+            );
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// An answer of about `size` bytes.
+fn result_of(size: usize) -> ServerResult {
+    ServerResult::ReadResourceResult(ReadResourceResult::new(vec![ResourceContents::text(
+        "x".repeat(size),
+        "mem://big",
+    )]))
+}
+
+/// An answer larger than the writer's buffer: it reaches stdout in the `write_all` itself.
+fn big_result() -> ServerResult {
+    result_of(200 * 1024)
+}
+
+#[tokio::test]
+async fn work_slots_are_bounded_whatever_the_ids_and_control_passes_by() {
+    let mut h = Harness::started().await;
+    let list = r#"{"jsonrpc":"2.0","id":7,"method":"resources/list"}"#;
+    for _ in 0..=MAX_WORK {
+        h.write(list);
+    }
+    h.write(r#"{"jsonrpc":"2.0","id":"p","method":"ping"}"#);
+    h.write(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"never-seen"}}"#);
+    h.write(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let mut running = Vec::new();
+    for _ in 0..MAX_WORK {
+        let r = h.request().await;
+        assert_eq!(Harness::method(&r.1), "resources/list");
+        running.push(r);
+    }
+    // Every slot is taken by requests with the same id; the ping still comes, then the
+    // notification, and the 257th list does not.
+    let ping = h.request().await;
+    assert_eq!(Harness::method(&ping.1), "ping");
+    assert!(matches!(
+        h.t.receive().await,
+        Some(JsonRpcMessage::Notification(n))
+            if matches!(n.notification, ClientNotification::InitializedNotification(_))
+    ));
+    assert!(
+        h.t.receive().now_or_never().is_none(),
+        "a 257th work request"
+    );
+
+    // An answer produced but not written holds its slot.
+    h.gate.set(false);
+    let first = running.remove(0);
+    h.answer(first, big_result()).await;
+    assert!(
+        h.t.receive().now_or_never().is_none(),
+        "freed before written"
+    );
+    assert_eq!(h.state().work_used, MAX_WORK);
+    // Written: the slot goes to the waiting request.
+    h.gate.set(true);
+    let next = h.request().await;
+    assert_eq!(Harness::method(&next.1), "resources/list");
+    // Every answer carries the client's id as written.
+    let lines = h.gate.lines();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with(r#"{"jsonrpc":"2.0","id":7,"result""#)),
+        "{lines:?}"
+    );
+    drop(h.output);
+}
+
+#[tokio::test]
+async fn a_cancelled_request_is_dropped_if_queued_and_cancelled_in_rmcp_if_running() {
+    let mut h = Harness::started().await;
+    let call = |id: &str| {
+        format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"t"}}}}"#)
+    };
+    for _ in 0..MAX_WORK {
+        h.write(&call("\"run\""));
+    }
+    h.write(&call("99999999999999999999999"));
+    let mut running = Vec::new();
+    for _ in 0..MAX_WORK {
+        running.push(h.request().await);
+    }
+    h.until(|st| st.work.len() == 1);
+    // The queued one (an id beyond 64 bits) is dropped: never handed to rmcp.
+    h.write(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99999999999999999999999}}"#);
+    // The running ones are cancelled in rmcp, each by its internal id, and their slots are free.
+    h.write(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"run","reason":"bored"}}"#);
+    let mut cancelled = Vec::new();
+    for _ in 0..MAX_WORK {
+        match h.t.receive().await {
+            Some(JsonRpcMessage::Notification(n)) => match n.notification {
+                ClientNotification::CancelledNotification(c) => {
+                    assert_eq!(c.params.reason.as_deref(), Some("bored"));
+                    match c.params.request_id {
+                        Some(NumberOrString::Number(n)) => cancelled.push(n as u64),
+                        other => panic!("{other:?}"),
+                    }
+                }
+                other => panic!("{other:?}"),
+            },
+            other => panic!("expected a cancellation, got {other:?}"),
+        }
+    }
+    let mut ids: Vec<u64> = running.iter().map(|r| r.0).collect();
+    ids.sort_unstable();
+    cancelled.sort_unstable();
+    assert_eq!(ids, cancelled);
+    assert!(h.t.receive().now_or_never().is_none());
+    {
+        let st = h.state();
+        assert_eq!((st.work_used, st.work.len(), st.input_bytes), (0, 0, 0));
+    }
+    // An answer rmcp still sends for a cancelled request is not written.
+    let late = running.remove(0);
+    h.answer(late, ServerResult::empty(())).await;
+    h.write(r#"{"jsonrpc":"2.0","id":"after","method":"ping"}"#);
+    let ping = h.request().await;
+    h.answer(ping, ServerResult::empty(())).await;
+    h.output.finish(Duration::from_secs(5)).await;
+    let lines = h.gate.lines();
+    assert_eq!(
+        lines.len(),
+        2,
+        "the initialize and ping answers only: {lines:?}"
+    );
+}
+
+#[tokio::test]
+async fn reservations_wait_in_order_until_answers_are_written() {
+    let mut h = Harness::started().await;
+    let n = BUDGET / READ_RESERVE + 2;
+    for i in 0..n {
+        h.write(&format!(
+            r#"{{"jsonrpc":"2.0","id":{i},"method":"resources/read","params":{{"uri":"mem://x"}}}}"#
+        ));
+    }
+    let mut reqs = Vec::new();
+    for _ in 0..n {
+        reqs.push(h.request().await);
+    }
+    let ticket =
+        |r: &(u64, ClientRequest)| r.1.extensions().get::<Ticket>().cloned().expect("a ticket");
+    let fits = BUDGET / READ_RESERVE;
+    for r in &reqs[..fits] {
+        reserve_with(ticket(r), READ_RESERVE)
+            .now_or_never()
+            .expect("room in the budget");
+    }
+    let mut late = Box::pin(reserve_with(ticket(&reqs[fits]), READ_RESERVE));
+    let mut later = Box::pin(reserve_with(ticket(&reqs[fits + 1]), 1));
+    assert!((&mut late).now_or_never().is_none(), "the budget is spent");
+    assert!(
+        (&mut later).now_or_never().is_none(),
+        "a small reservation does not pass a waiting one"
+    );
+    // The first answer is produced (its reservation becomes its size, larger) but not written.
+    h.gate.set(false);
+    let mut reqs = reqs.into_iter();
+    let first = reqs.next().expect("a request");
+    h.answer(first, result_of(READ_RESERVE + 512 * 1024)).await;
+    assert!((&mut late).now_or_never().is_none());
+    // Written: the budget frees and the waiting reservation goes; a second answer (small)
+    // frees room for the next one too.
+    h.gate.set(true);
+    late.await;
+    let second = reqs.next().expect("a request");
+    h.answer(second, ServerResult::empty(())).await;
+    later.await;
+    assert_eq!(h.state().reserved, (fits - 1) * READ_RESERVE + 1);
+}
+
+#[tokio::test]
+async fn before_the_session_starts_only_requests_reach_rmcp() {
+    let gate = Gate::default();
+    gate.set(true);
+    let output = Output::start(gate.clone());
+    let (r, mut input) = std::io::pipe().expect("pipe");
+    let mut t = LineTransport::new(r, &output, CancellationToken::new());
+    let ping = |id| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
+    for line in [
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","method":"notifications/whatever"}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","id":5,"result":{}}"#.to_owned(),
+        ping(1),
+    ] {
+        writeln!(input, "{line}").expect("write");
+    }
+    for id in [1, 2] {
+        let Some(JsonRpcMessage::Request(r)) = t.receive().await else {
+            panic!("a request")
+        };
+        assert_eq!(r.request.method(), "ping");
+        // rmcp answers a ping before the session inline.
+        t.send(JsonRpcMessage::response(ServerResult::empty(()), r.id))
+            .await
+            .expect("send");
+        assert_eq!(
+            t.session.lock().lifecycle,
+            Lifecycle::Before { pending: None }
+        );
+        // A late cancellation of the ping just answered.
+        writeln!(
+            input,
+            r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{id}}}}}"#
+        )
+        .expect("write");
+        if id == 1 {
+            writeln!(input, "{}", ping(2)).expect("write");
+        }
+    }
+    // A stateless-era request rmcp runs inside the session: the session has started once rmcp
+    // asks for more without answering it.
+    writeln!(
+        input,
+        r#"{{"jsonrpc":"2.0","id":3,"method":"resources/list","params":{{"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#
+    )
+    .expect("write");
+    writeln!(input, r#"{{"jsonrpc":"2.0","method":"notifications/x"}}"#).expect("write");
+    assert!(matches!(
+        t.receive().await,
+        Some(JsonRpcMessage::Request(_))
+    ));
+    assert!(matches!(
+        t.receive().await,
+        Some(JsonRpcMessage::Notification(_))
+    ));
+    assert_eq!(t.session.lock().lifecycle, Lifecycle::Started);
+    output.finish(Duration::from_secs(5)).await;
+    assert_eq!(gate.lines().len(), 2, "{:?}", gate.lines());
+}
+
+#[tokio::test]
+async fn a_client_that_does_not_read_stops_the_reading_not_the_memory() {
+    let mut h = Harness::started().await;
+    h.gate.set(false);
+    // Answers pile up until the output cap: no more work is handed to rmcp, and the reader
+    // stops taking lines (they stay in the pipe).
+    let read = r#"{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"mem://x"}}"#;
+    let writer = {
+        let mut input = h.input.try_clone().expect("clone");
+        std::thread::spawn(move || {
+            for _ in 0..100_000 {
+                if writeln!(input, "{read}").is_err() {
+                    return;
+                }
+            }
+        })
+    };
+    let mut produced = 0;
+    loop {
+        let r = h.request().await;
+        h.answer(r, big_result()).await;
+        produced += 1;
+        if h.state().out_bytes >= OUTPUT_CAP {
+            break;
+        }
+    }
+    assert!(h.t.receive().now_or_never().is_none(), "work goes on");
+    let (queued, in_input) = {
+        let st = h.state();
+        (st.out_bytes, st.input_bytes)
+    };
+    assert!(queued < OUTPUT_CAP + 300 * 1024, "{queued}");
+    assert!(in_input <= INPUT_CAP + MESSAGE_COST + 200, "{in_input}");
+    assert!(!writer.is_finished(), "the client is held on the pipe");
+    // Once the client reads, work resumes.
+    h.gate.set(true);
+    let r = h.request().await;
+    h.answer(r, ServerResult::empty(())).await;
+    assert!(produced > 0);
+    drop(h.input);
+}
