@@ -300,10 +300,7 @@ fn normalize_origin(text: &str) -> Result<String, String> {
                 p => Some(p.strip_prefix(':').ok_or_else(bad)?),
             }
         }
-        None => match authority.split_once(':') {
-            Some((_, p)) => Some(p),
-            None => None,
-        },
+        None => authority.split_once(':').map(|(_, p)| p),
     };
     if let Some(p) = port
         && p != "*"

@@ -6,6 +6,7 @@ mod support;
 mod cli;
 mod files;
 mod git;
+mod http;
 mod manifest_errors;
 mod prompts;
 mod protocol;
