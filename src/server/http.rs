@@ -92,11 +92,19 @@ pub(crate) async fn serve(
     let watching = tokio::spawn(shared.clone().watch_loop());
     let _stop_watching = scopeguard(move || watching.abort());
 
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
+    let bound = listener.local_addr()?;
+    // The server's own origins (a page it would serve itself) and the configured ones.
+    let mut origins = own_origins(bound);
+    origins.extend(http.allowed_origins.iter().cloned());
+
     // rmcp's token: cancelling it ends every session and stream (the last step of a drain).
     let sessions_end = CancellationToken::new();
     let hosts = allowed_hosts(listen, &http.allowed_hosts);
     let mut config = StreamableHttpServerConfig::default()
-        .with_allowed_origins(http.allowed_origins.clone())
+        .with_allowed_origins(origins.clone())
         .enforce_origin_validation()
         .with_cancellation_token(sessions_end.clone())
         .with_json_response(true)
@@ -122,7 +130,7 @@ pub(crate) async fn serve(
     let gate = Arc::new(Gate {
         auth,
         name,
-        origins: http.allowed_origins.clone(),
+        origins,
         draining: CancellationToken::new(),
         in_flight: AtomicUsize::new(0),
         idle: tokio::sync::Notify::new(),
@@ -140,10 +148,6 @@ pub(crate) async fn serve(
         .layer(middleware::from_fn_with_state(gate.clone(), gate_layer))
         .with_state(gate.clone());
 
-    let listener = tokio::net::TcpListener::bind(listen)
-        .await
-        .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
-    let bound = listener.local_addr()?;
     ready(bound, gate.auth.name());
     let accepting = gate.draining.clone();
     let server = tokio::spawn(async move {
@@ -205,6 +209,35 @@ fn allowed_hosts(listen: SocketAddr, configured: &[String]) -> Option<Vec<String
         }
     }
     Some(hosts)
+}
+
+/// `http://HOST:PORT` for the names this address is reached by directly: requests from a page
+/// of the same origin are not cross-origin.
+fn own_origins(bound: SocketAddr) -> Vec<String> {
+    let port = bound.port();
+    let ip = bound.ip();
+    let mut hosts = Vec::new();
+    if ip.is_loopback() || ip.is_unspecified() {
+        hosts.extend([
+            "localhost".to_owned(),
+            "127.0.0.1".to_owned(),
+            "[::1]".to_owned(),
+        ]);
+    }
+    if !ip.is_unspecified() {
+        hosts.push(match ip {
+            std::net::IpAddr::V6(v6) => format!("[{v6}]"),
+            v4 => v4.to_string(),
+        });
+    }
+    let mut out: Vec<String> = Vec::new();
+    for h in hosts {
+        let o = format!("http://{h}:{port}");
+        if !out.contains(&o) {
+            out.push(o);
+        }
+    }
+    out
 }
 
 /// What the middleware shares: authentication, the drain state, requests in flight.
@@ -488,7 +521,11 @@ async fn gate_layer(State(gate): State<Arc<Gate>>, req: Request, next: Next) -> 
         gate.in_flight.fetch_add(1, Ordering::SeqCst);
         entry.counted = true;
     }
-    let response = next.run(Request::from_parts(parts, body)).await;
+    let mut response = next.run(Request::from_parts(parts, body)).await;
+    if method == Method::DELETE && response.status() == StatusCode::ACCEPTED {
+        // rmcp says 202; a finished DELETE is 204 (what the official SDKs expect).
+        *response.status_mut() = StatusCode::NO_CONTENT;
+    }
     entry.finish(with_cors(response, cors))
 }
 

@@ -557,7 +557,7 @@ fn both_eras_list_read_and_call_on_one_endpoint() {
         ],
     );
     assert_eq!(unknown.status, 404);
-    assert_eq!(s.delete(), 202);
+    assert_eq!(s.delete(), 204);
     let after = s.post(
         &json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list"}),
         &[],
@@ -658,13 +658,24 @@ fn notifications_reach_every_session_that_asked() {
 fn origins_outside_the_allow_list_are_refused() {
     let f = fixture("");
     let web = Web::start(&f, &[]);
-    // No allow-list: any Origin is refused, a request without one is served.
+    // No allow-list: any Origin but the server's own is refused; a request without one is
+    // served.
     let r = web.modern_with(
         "tools/list",
         json!({}),
         &[("origin", "https://evil.example")],
     );
     assert_eq!(r.status, 403, "{}", r.text);
+    let port: u16 = web.addr.rsplit(':').next().unwrap().parse().unwrap();
+    let own = format!("http://localhost:{port}");
+    let status = |origin: &str| {
+        web.modern_with("tools/list", json!({}), &[("origin", origin)])
+            .status
+    };
+    assert_eq!(status(&own), 200);
+    assert_eq!(status(&format!("http://127.0.0.1:{port}")), 200);
+    assert_eq!(status(&format!("http://localhost:{}", port ^ 1)), 403);
+    assert_eq!(status(&format!("https://localhost:{port}")), 403);
     assert_eq!(web.modern("tools/list", json!({})).status, 200);
     drop(web);
 
@@ -1150,7 +1161,7 @@ fn each_session_has_at_most_256_requests_in_flight() {
     let mut other = Legacy::start(&web);
     other.ok("tools/list", json!({}));
     // Ending the session kills its 256 processes and ends the calls.
-    assert_eq!(s.delete(), 202);
+    assert_eq!(s.delete(), 204);
     for i in 0..256 {
         let pid = wait_pid(&dir.join(format!("{i}")));
         wait_gone(pid);
@@ -1282,7 +1293,7 @@ fn a_client_that_goes_away_stops_its_call() {
     });
     let pid = wait_pid(&pidfile);
     let start = Instant::now();
-    assert_eq!(s.delete(), 202);
+    assert_eq!(s.delete(), 204);
     wait_gone(pid);
     assert!(
         start.elapsed() < Duration::from_secs(2),
