@@ -7,7 +7,9 @@
 //!   cargo build --release && cargo bench --bench http_load -- [--bin target/release/mcp-manifest] [--secs 3]
 //!
 //! HTTP clients are threads with one keep-alive connection each, sending 2026-07-28 requests (no
-//! session). The server runs as it ships: access lines on (read and dropped here).
+//! session). The server runs as it ships: access lines on (read and dropped here). The load
+//! client shares the machine, so the last column, the server's own CPU time per request (from
+//! /proc, nginx's not included), is the figure to compare across transports.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -60,8 +62,8 @@ fn main() {
         cores()
     );
     println!(
-        "{:<28} {:>4} {:>10} {:>9} {:>9}",
-        "", "c", "req/s", "p50 ms", "p99 ms"
+        "{:<28} {:>4} {:>10} {:>9} {:>9} {:>10}",
+        "", "c", "req/s", "p50 ms", "p99 ms", "srv µs/req"
     );
 
     // stdio: one session, c requests in flight.
@@ -78,6 +80,7 @@ fn main() {
         for c in CONCURRENCY {
             let r = http_cell(
                 &format!("http://{}/mcp", one.addr),
+                &[one.child.id()],
                 method,
                 params,
                 name,
@@ -108,7 +111,8 @@ fn main() {
         Some(ng) => {
             for (method, params, name) in &ops {
                 for c in CONCURRENCY {
-                    let r = http_cell(&ng.url, method, params, name, c, run);
+                    let pids: Vec<u32> = ng.servers.iter().map(|s| s.child.id()).collect();
+                    let r = http_cell(&ng.url, &pids, method, params, name, c, run);
                     r.print(&format!("nginx+2 {method}"), c);
                 }
             }
@@ -116,6 +120,23 @@ fn main() {
             println!("nginx+2: peak RSS of the instances {rss:?} MiB");
         }
     }
+}
+
+/// User + system CPU time of these processes (all their threads).
+fn cpu(pids: &[u32]) -> Duration {
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let ticks: u64 = pids
+        .iter()
+        .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/stat")).ok())
+        .filter_map(|stat| {
+            let rest = stat.rsplit_once(')')?.1;
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            // utime and stime, fields 14 and 15 of stat: 12th and 13th after the name.
+            Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+        })
+        .sum();
+    Duration::from_secs_f64(ticks as f64 / hz)
 }
 
 fn cores() -> usize {
@@ -127,6 +148,8 @@ struct Cell {
     latencies: Vec<Duration>,
     wall: Duration,
     errors: usize,
+    /// CPU time the server process(es) used during the cell.
+    server_cpu: Duration,
 }
 
 impl Cell {
@@ -138,10 +161,11 @@ impl Cell {
                 .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
         };
         println!(
-            "{what:<28} {c:>4} {:>10.0} {:>9.3} {:>9.3}{}",
+            "{what:<28} {c:>4} {:>10.0} {:>9.3} {:>9.3} {:>10.0}{}",
             l.len() as f64 / self.wall.as_secs_f64(),
             p(0.5),
             p(0.99),
+            self.server_cpu.as_secs_f64() * 1e6 / l.len().max(1) as f64,
             if self.errors > 0 {
                 format!("  ({} errors)", self.errors)
             } else {
@@ -160,7 +184,15 @@ fn meta() -> Value {
 }
 
 /// `c` threads, each with one keep-alive connection, sending requests back to back for `run`.
-fn http_cell(url: &str, method: &str, params: &Value, name: &str, c: usize, run: Duration) -> Cell {
+fn http_cell(
+    url: &str,
+    pids: &[u32],
+    method: &str,
+    params: &Value,
+    name: &str,
+    c: usize,
+    run: Duration,
+) -> Cell {
     let mut p = params.clone();
     p["_meta"] = meta();
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": p}).to_string();
@@ -212,11 +244,13 @@ fn http_cell(url: &str, method: &str, params: &Value, name: &str, c: usize, run:
         })
         .collect();
     barrier.wait();
+    let cpu0 = cpu(pids);
     let start = Instant::now();
     let mut cell = Cell {
         latencies: Vec::new(),
         wall: Duration::ZERO,
         errors: 0,
+        server_cpu: Duration::ZERO,
     };
     for t in threads {
         let (l, e) = t.join().unwrap();
@@ -224,6 +258,7 @@ fn http_cell(url: &str, method: &str, params: &Value, name: &str, c: usize, run:
         cell.errors += e;
     }
     cell.wall = start.elapsed();
+    cell.server_cpu = cpu(pids).saturating_sub(cpu0);
     cell
 }
 
@@ -276,7 +311,10 @@ fn stdio_cell(
         latencies: Vec::new(),
         wall: Duration::ZERO,
         errors: 0,
+        server_cpu: Duration::ZERO,
     };
+    let pid = [child.id()];
+    let cpu0 = cpu(&pid);
     let start = Instant::now();
     while start.elapsed() < run || !sent.is_empty() {
         while sent.len() < c && start.elapsed() < run {
@@ -294,6 +332,7 @@ fn stdio_cell(
         }
     }
     cell.wall = start.elapsed();
+    cell.server_cpu = cpu(&pid).saturating_sub(cpu0);
     drop(stdin);
     let _ = child.wait();
     cell
