@@ -11,7 +11,13 @@
 //! client shares the machine, so the last column, the server's own CPU time per request (from
 //! /proc, nginx's not included), is the figure to compare across transports.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+// A benchmark prints its figures, stops at the first surprise, and starts the binary and nginx.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::disallowed_methods
+)]
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};

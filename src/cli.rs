@@ -1,6 +1,9 @@
 //! The command-line verbs: serve, check, schema, list, read, call. The only module besides
 //! `main.rs` that prints to stdout (and `serve` prints nothing there but protocol messages).
 
+// The command line prints its results and its errors: this module is where that happens.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
@@ -393,6 +396,44 @@ pub fn build_args(
         args.insert(name.to_owned(), typed);
     }
     Ok(args)
+}
+
+/// `serve` on any byte streams until the input ends or `shutdown` completes: what the binary
+/// does on stdin/stdout, for running a server inside another program (the tests drive it this
+/// way). Returns the exit code `serve` would have.
+pub async fn serve_streams<R, W>(
+    manifest: &Path,
+    input: R,
+    output: W,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> i32
+where
+    R: std::io::Read + Send + 'static,
+    W: Write + Send + 'static,
+{
+    let registry = match load(Some(manifest)).await {
+        Ok(r) => r,
+        Err(d) => {
+            report(&d);
+            return FAILED;
+        }
+    };
+    match crate::server::serve(registry, input, output, shutdown).await {
+        Ok(()) => OK,
+        Err(e) => {
+            eprintln!("mcp-manifest: {e}");
+            FAILED
+        }
+    }
+}
+
+/// What `check` reports for `manifest`, as its `FILE:LINE:COL: message` lines (none when it is
+/// valid), without a process.
+pub async fn diagnostics(manifest: &Path) -> Vec<String> {
+    match load(Some(manifest)).await {
+        Ok(_) => Vec::new(),
+        Err(d) => d.to_string().lines().map(str::to_owned).collect(),
+    }
 }
 
 #[cfg(test)]

@@ -103,6 +103,7 @@ pub async fn run(
     progress: Option<UnboundedSender<Progress>>,
 ) -> Result<ProcessOutcome, SpawnError> {
     let start = Instant::now();
+    #[expect(clippy::disallowed_methods, reason = "this is the one spawner")]
     let mut cmd = tokio::process::Command::new(&spec.program);
     cmd.args(&spec.args)
         .current_dir(&spec.cwd)

@@ -7,7 +7,7 @@
 //!   serves them statelessly, one handler per request) and subscribe with
 //!   `subscriptions/listen`. rmcp answers the transport rules: unknown session 404, `Host` and
 //!   `Origin` checks (403), `Mcp-Method` / version header mismatches (400, -32020).
-//! - In front of rmcp, `gate` (one middleware for every route): refuses while draining (503),
+//! - In front of rmcp, `front_layer` (one middleware for every route): refuses while draining (503),
 //!   authenticates `/mcp` (`auth.rs`), caps bodies (413), bounds each session's requests in
 //!   flight (429), answers CORS preflights for allowed origins, and writes one access line per
 //!   request when its response ends (method, session or none, status, duration).
@@ -127,7 +127,8 @@ pub(crate) async fn serve(
         config,
     );
 
-    let gate = Arc::new(Gate {
+    let front = Arc::new(Front {
+        shared: shared.clone(),
         auth,
         name,
         origins,
@@ -145,11 +146,11 @@ pub(crate) async fn serve(
             get(metadata),
         )
         .fallback(not_found)
-        .layer(middleware::from_fn_with_state(gate.clone(), gate_layer))
-        .with_state(gate.clone());
+        .layer(middleware::from_fn_with_state(front.clone(), front_layer))
+        .with_state(front.clone());
 
-    ready(bound, gate.auth.name());
-    let accepting = gate.draining.clone();
+    ready(bound, front.auth.name());
+    let accepting = front.draining.clone();
     let server = tokio::spawn(async move {
         axum::serve(listener, app)
             .with_graceful_shutdown(accepting.cancelled_owned())
@@ -170,13 +171,13 @@ pub(crate) async fn serve(
     // Drain: no new connections or requests; listen streams end with their result; requests in
     // flight get `DRAIN` to finish; then every tool process goes and every session ends.
     tracing::info!("stopping: finishing the requests in flight");
-    gate.draining.cancel();
+    front.draining.cancel();
     shared.stopping.cancel();
-    let finished = tokio::time::timeout(DRAIN, gate.all_done()).await.is_ok();
+    let finished = tokio::time::timeout(DRAIN, front.all_done()).await.is_ok();
     if !finished {
         tracing::warn!(
             "{} requests still running after {DRAIN:?}; stopping them",
-            gate.in_flight.load(Ordering::SeqCst)
+            front.in_flight.load(Ordering::SeqCst)
         );
     }
     shared.registry().children.kill_all();
@@ -241,7 +242,8 @@ fn own_origins(bound: SocketAddr) -> Vec<String> {
 }
 
 /// What the middleware shares: authentication, the drain state, requests in flight.
-struct Gate {
+struct Front {
+    shared: Arc<Shared>,
     auth: Auth,
     /// The server's name (for the metadata document).
     name: String,
@@ -257,7 +259,7 @@ struct Gate {
     per_session: Mutex<HashMap<String, usize>>,
 }
 
-impl Gate {
+impl Front {
     /// Waits until no request is in flight.
     async fn all_done(&self) {
         loop {
@@ -324,7 +326,7 @@ fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
 /// One request's entry in the access log and in the counts; it is written and released when
 /// the response body ends (or is dropped, when the client goes away).
 struct Entry {
-    gate: Arc<Gate>,
+    front: Arc<Front>,
     start: Instant,
     method: Method,
     path: String,
@@ -359,11 +361,11 @@ impl Entry {
 
 impl Drop for Entry {
     fn drop(&mut self) {
-        if self.counted && self.gate.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
-            self.gate.idle.notify_waiters();
+        if self.counted && self.front.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.front.idle.notify_waiters();
         }
         if let Some(s) = &self.slot {
-            self.gate.give_slot(s);
+            self.front.give_slot(s);
         }
         // A session id gives access to the session: only its start is logged.
         let session = match &self.session {
@@ -432,7 +434,7 @@ fn rpc_method(body: &[u8]) -> Option<String> {
 }
 
 /// The middleware in front of every route (see the module doc).
-async fn gate_layer(State(gate): State<Arc<Gate>>, req: Request, next: Next) -> Response<Body> {
+async fn front_layer(State(front): State<Arc<Front>>, req: Request, next: Next) -> Response<Body> {
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
     let session = req
@@ -441,7 +443,7 @@ async fn gate_layer(State(gate): State<Arc<Gate>>, req: Request, next: Next) -> 
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     let mut entry = Entry {
-        gate: gate.clone(),
+        front: front.clone(),
         start: Instant::now(),
         method: method.clone(),
         path: path.clone(),
@@ -451,7 +453,7 @@ async fn gate_layer(State(gate): State<Arc<Gate>>, req: Request, next: Next) -> 
         counted: false,
         slot: None,
     };
-    let cors = gate.allowed_origin(req.headers()).cloned();
+    let cors = front.allowed_origin(req.headers()).cloned();
     if path != "/mcp" {
         let response = next.run(req).await;
         return entry.finish(response);
@@ -459,7 +461,7 @@ async fn gate_layer(State(gate): State<Arc<Gate>>, req: Request, next: Next) -> 
     if method == Method::OPTIONS {
         return entry.finish(preflight(cors));
     }
-    if gate.draining.is_cancelled() {
+    if front.draining.is_cancelled() {
         let mut r = text_response(
             StatusCode::SERVICE_UNAVAILABLE,
             "Service Unavailable: the server is stopping",
@@ -468,8 +470,8 @@ async fn gate_layer(State(gate): State<Arc<Gate>>, req: Request, next: Next) -> 
             .insert(header::CONNECTION, HeaderValue::from_static("close"));
         return entry.finish(with_cors(r, cors));
     }
-    if let Err(denied) = gate.auth.check(req.headers()).await {
-        let r = gate.auth.refusal(&denied, req.headers());
+    if let Err(denied) = front.auth.check(req.headers()).await {
+        let r = front.auth.refusal(&denied, req.headers());
         return entry.finish(with_cors(r, cors));
     }
     let (parts, body) = req.into_parts();
@@ -495,6 +497,11 @@ async fn gate_layer(State(gate): State<Arc<Gate>>, req: Request, next: Next) -> 
             }
         };
         entry.rpc = rpc_method(&bytes);
+        if entry.rpc.as_deref() == Some("subscriptions/listen")
+            && let Err(refusal) = admit_listen(&front.shared, &bytes).await
+        {
+            return entry.finish(with_cors(refusal, cors));
+        }
         Body::from(bytes)
     } else {
         body
@@ -504,7 +511,7 @@ async fn gate_layer(State(gate): State<Arc<Gate>>, req: Request, next: Next) -> 
     if method == Method::POST
         && let Some(s) = &session
     {
-        if !gate.take_slot(s) {
+        if !front.take_slot(s) {
             let mut r = text_response(
                 StatusCode::TOO_MANY_REQUESTS,
                 &format!(
@@ -518,7 +525,7 @@ async fn gate_layer(State(gate): State<Arc<Gate>>, req: Request, next: Next) -> 
         entry.slot = Some(s.clone());
     }
     if !streams_only {
-        gate.in_flight.fetch_add(1, Ordering::SeqCst);
+        front.in_flight.fetch_add(1, Ordering::SeqCst);
         entry.counted = true;
     }
     let mut response = next.run(Request::from_parts(parts, body)).await;
@@ -527,6 +534,30 @@ async fn gate_layer(State(gate): State<Arc<Gate>>, req: Request, next: Next) -> 
         *response.status_mut() = StatusCode::NO_CONTENT;
     }
     entry.finish(with_cors(response, cors))
+}
+
+/// rmcp acknowledges a `subscriptions/listen` before the handler sees it: what it needs first
+/// (`super::admit_listen`) is checked here. A refusal is the request's JSON-RPC error.
+async fn admit_listen(shared: &Shared, body: &[u8]) -> Result<(), Response<Body>> {
+    let Ok(request) = serde_json::from_slice::<serde_json::Value>(body) else {
+        // rmcp answers what does not parse.
+        return Ok(());
+    };
+    let uris: Vec<String> = request["params"]["notifications"]["resourceSubscriptions"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|u| u.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    match super::admit_listen(shared, &uris).await {
+        Ok(()) => Ok(()),
+        Err(e) => Err(json_response(
+            StatusCode::OK,
+            &json!({"jsonrpc": "2.0", "id": request["id"], "error": e}),
+        )),
+    }
 }
 
 fn too_large() -> Response<Body> {
@@ -581,8 +612,8 @@ fn with_cors(mut r: Response<Body>, origin: Option<HeaderValue>) -> Response<Bod
 }
 
 /// `/healthz`: 200 with the version while serving, 503 while stopping.
-async fn healthz(State(gate): State<Arc<Gate>>) -> Response<Body> {
-    let (status, state) = if gate.draining.is_cancelled() {
+async fn healthz(State(front): State<Arc<Front>>) -> Response<Body> {
+    let (status, state) = if front.draining.is_cancelled() {
         (StatusCode::SERVICE_UNAVAILABLE, "stopping")
     } else {
         (StatusCode::OK, "ok")
@@ -594,8 +625,8 @@ async fn healthz(State(gate): State<Arc<Gate>>) -> Response<Body> {
 }
 
 /// `/.well-known/oauth-protected-resource[/…]`: the RFC 9728 metadata (with `auth = "oauth"`).
-async fn metadata(State(gate): State<Arc<Gate>>, headers: HeaderMap) -> Response<Body> {
-    match gate.auth.metadata(&headers, &gate.name) {
+async fn metadata(State(front): State<Arc<Front>>, headers: HeaderMap) -> Response<Body> {
+    match front.auth.metadata(&headers, &front.name) {
         Some(doc) => {
             let mut r = json_response(StatusCode::OK, &doc);
             // Public information that browser-based clients fetch cross-origin.

@@ -25,12 +25,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, ContentBlock,
-    ErrorData, GetPromptRequestParams, GetPromptResponse, GetPromptResult, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, MetaObject,
-    PaginatedRequestParams, PromptMessage, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, Reference, ResourceTemplate, ServerConfig, SetLevelRequestParams,
-    SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResponse, ClientNotification, ClientRequest,
+    CompleteRequestParams, CompleteResult, ContentBlock, ErrorData, GetPromptRequestParams,
+    GetPromptResponse, GetPromptResult, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, MetaObject, PaginatedRequestParams, PromptMessage,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Reference,
+    ResourceTemplate, ServerConfig, ServerResult, SetLevelRequestParams, SubscribeRequestParams,
+    SubscriptionFilter, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ServerHandler, ServiceExt};
@@ -85,6 +86,87 @@ fn one_page<T, U>(
     })
 }
 
+/// What rmcp runs: the session's `Handler` behind a gate. rmcp acknowledges a
+/// `subscriptions/listen` before the handler sees it, so the gate makes the request wait until
+/// the watcher watches what the manifest needs, and refuses a URI no source serves, before that
+/// acknowledgment. It also logs one line per request (method, what it named, duration, outcome;
+/// never contents) at `info`.
+#[derive(Clone)]
+struct Gate(Handler);
+
+/// What a `subscriptions/listen` needs before rmcp acknowledges it (on stdio in `Gate`, over
+/// HTTP in front of rmcp): the watcher watches what the manifest needs, and every URI it names is
+/// one a source serves.
+async fn admit_listen(shared: &Shared, uris: &[String]) -> Result<(), ErrorData> {
+    shared.watching().await;
+    let registry = shared.registry();
+    for uri in uris {
+        if !registry.serves(uri).await {
+            // `subscriptions/listen` exists only in 2026-07-28, where not found is -32602
+            // (rmcp turns -32002 into it only for what a `ServerHandler` answers).
+            let mut e = error(RequestError::NotFound(uri.clone()));
+            e.code = rmcp::model::ErrorCode::INVALID_PARAMS;
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+impl rmcp::Service<RoleServer> for Gate {
+    async fn handle_request(
+        &self,
+        request: ClientRequest,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<ServerResult, ErrorData> {
+        if let ClientRequest::SubscriptionsListenRequest(listen) = &request {
+            let uris = listen
+                .params
+                .notifications
+                .resource_subscriptions
+                .as_deref();
+            admit_listen(&self.0.shared, uris.unwrap_or_default()).await?;
+        }
+        let method = request.method().to_owned();
+        let subject = match &request {
+            ClientRequest::ReadResourceRequest(r) => r.params.uri.clone(),
+            ClientRequest::SubscribeRequest(r) => r.params.uri.clone(),
+            ClientRequest::CallToolRequest(r) => r.params.name.to_string(),
+            ClientRequest::GetPromptRequest(r) => r.params.name.clone(),
+            _ => String::new(),
+        };
+        let start = std::time::Instant::now();
+        let result = self.0.handle_request(request, cx).await;
+        let outcome = match &result {
+            Ok(ServerResult::CallToolResult(r)) if r.is_error == Some(true) => "tool error".into(),
+            Ok(_) => "ok".to_owned(),
+            Err(e) => format!("error {}", e.code.0),
+        };
+        tracing::info!(
+            "{method} {subject} {:.1} ms {outcome}",
+            start.elapsed().as_secs_f64() * 1000.0
+        );
+        result
+    }
+
+    fn handle_notification(
+        &self,
+        notification: ClientNotification,
+        cx: NotificationContext<RoleServer>,
+    ) -> impl Future<Output = Result<(), ErrorData>> + Send + '_ {
+        self.0.handle_notification(notification, cx)
+    }
+
+    fn get_info(&self) -> ServerConfig {
+        rmcp::Service::<RoleServer>::get_info(&self.0)
+    }
+
+    fn supported_protocol_versions(
+        &self,
+    ) -> std::borrow::Cow<'static, [rmcp::model::ProtocolVersion]> {
+        rmcp::Service::<RoleServer>::supported_protocol_versions(&self.0)
+    }
+}
+
 impl ServerHandler for Handler {
     fn get_info(&self) -> ServerConfig {
         self.shared.snapshot().info.clone()
@@ -129,15 +211,7 @@ impl ServerHandler for Handler {
     }
 
     async fn listen(&self, cx: SubscriptionContext) -> Result<(), ErrorData> {
-        // Served only once the watch is in place; a URI no source serves ends the stream with
-        // "not found".
-        self.shared.watching().await;
-        let registry = self.shared.registry();
-        for uri in cx.accepted().resource_subscriptions.iter().flatten() {
-            if !registry.serves(uri).await {
-                return Err(error(RequestError::NotFound(uri.clone())));
-            }
-        }
+        // `Gate` checked the URIs and waited for the watcher before rmcp acknowledged.
         let sink = cx.sink().clone();
         let id = sink.id().clone();
         self.session.add_listen(sink);
@@ -391,10 +465,10 @@ where
     let output = Output::start(output);
     let transport = LineTransport::new(input, &output, eof.clone());
     let shared = Shared::new(registry);
-    let handler = Handler {
+    let handler = Gate(Handler {
         session: shared.open_session(eof.clone()),
         shared: shared.clone(),
-    };
+    });
     let watching = tokio::spawn(shared.clone().watch_loop());
     let _stop_watching = scopeguard(move || watching.abort());
     let running = match handler.serve(transport).await {

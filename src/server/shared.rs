@@ -257,16 +257,24 @@ impl Shared {
         let manifest_touched = batch
             .iter()
             .any(|c| c.path == before.manifest_path || c.is_rescan());
-        let reloaded = manifest_touched && self.reload(&before).await;
+        let reloaded = match manifest_touched {
+            true => self.reload(&before).await,
+            false => None,
+        };
         let registry = self.registry();
         let changes: Arc<[Change]> = batch.into();
         let effect = registry.apply_changes(&changes).await;
-        if effect.list_changed && !reloaded {
-            self.list_changed(ListChanged {
-                resources: true,
-                ..ListChanged::default()
-            });
+        if effect.rewatch || reloaded.is_some() {
+            // New folders are watched before anyone hears of them, so a client that reacts to
+            // `list_changed` by subscribing to a new file sees its next change; subscriptions
+            // wait meanwhile.
+            self.watching.send_replace(false);
+            self.rewatch(watcher).await;
+            self.watching.send_replace(true);
         }
+        let mut which = reloaded.unwrap_or_default();
+        which.resources |= effect.list_changed;
+        self.list_changed(which);
         let sessions: Vec<(Arc<Session>, HashSet<String>)> = self
             .sessions()
             .into_iter()
@@ -287,15 +295,11 @@ impl Shared {
                 s.post(Notice::Updated(uri.clone()));
             }
         }
-        if effect.rewatch || reloaded {
-            self.rewatch(watcher).await;
-        }
     }
 
     /// Re-reads the manifest after an edit, off the runtime. A valid one replaces the registry
-    /// and the matching `list_changed` notifications go out; an invalid one is logged and the
-    /// old one stays.
-    async fn reload(&self, old: &Arc<Registry>) -> bool {
+    /// and says which lists changed; an invalid one is logged and the old one stays (`None`).
+    async fn reload(&self, old: &Arc<Registry>) -> Option<ListChanged> {
         let (path, file) = (old.manifest.path.clone(), old.manifest.file.clone());
         let children = old.children.clone();
         let runtime = tokio::runtime::Handle::current();
@@ -312,11 +316,11 @@ impl Shared {
                 self.log_error(&format!(
                     "the edited manifest is invalid; still serving the previous one:\n{d}"
                 ));
-                return false;
+                return None;
             }
             Err(e) => {
                 self.log_error(&format!("reloading the manifest failed: {e}"));
-                return false;
+                return None;
             }
         };
         let which = ListChanged {
@@ -326,8 +330,7 @@ impl Shared {
         };
         tracing::info!("manifest reloaded: {}", old.manifest.file);
         self.replace(new);
-        self.list_changed(which);
-        true
+        Some(which)
     }
 }
 

@@ -83,14 +83,17 @@ impl Web {
                     let addr = rest.split('/').next().unwrap_or_default().to_owned();
                     let _ = tx.send(addr);
                 }
-                lines.lock().unwrap().push(line);
+                lines.lock().expect("log lock").push(line);
             }
         });
         let addr = match rx.recv_timeout(TIMEOUT) {
             Ok(a) => a,
             Err(_) => {
                 let _ = child.kill();
-                panic!("the server did not start: {:?}", log.lock().unwrap());
+                panic!(
+                    "the server did not start: {:?}",
+                    log.lock().expect("log lock")
+                );
             }
         };
         Web { child, addr, log }
@@ -101,7 +104,7 @@ impl Web {
     }
 
     fn log(&self) -> String {
-        self.log.lock().unwrap().join("\n")
+        self.log.lock().expect("log lock").join("\n")
     }
 
     /// Waits until a line of stderr contains `text`.
@@ -521,6 +524,13 @@ fn both_eras_list_read_and_call_on_one_endpoint() {
     assert_eq!(text_of(&called), "hi there\n");
     let missing = web.modern("resources/read", json!({"uri": f.uri("docs/nope.md")}));
     assert_eq!(missing.message(1)["error"]["code"], -32602, "{missing:?}");
+    // A listen stream for a URI no source serves is refused before it is acknowledged.
+    let refused = web.modern(
+        "subscriptions/listen",
+        json!({"notifications": {"resourceSubscriptions": [f.uri("docs/nope.md")]}}),
+    );
+    assert_eq!(refused.message(1)["error"]["code"], -32602, "{refused:?}");
+    assert!(!refused.text.contains("acknowledged"), "{}", refused.text);
 
     // The handshake era: a session.
     let mut s = Legacy::start(&web);
@@ -914,7 +924,7 @@ impl TestKey {
 fn now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .unwrap()
+        .expect("after 1970")
         .as_secs()
 }
 
