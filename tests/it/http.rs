@@ -1314,3 +1314,84 @@ fn a_client_that_goes_away_stops_its_call() {
     // The server is still serving.
     assert_eq!(web.modern("tools/list", json!({})).status, 200);
 }
+
+/// A JWKS served over HTTP on 127.0.0.1 (the `jwks` URL form): it answers every GET with the
+/// current document and counts the fetches.
+struct JwksServer {
+    url: String,
+    doc: Arc<Mutex<String>>,
+    hits: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl JwksServer {
+    fn start(keys: &[&TestKey]) -> JwksServer {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let url = format!(
+            "http://{}/keys/jwks.json",
+            listener.local_addr().expect("addr")
+        );
+        let doc = Arc::new(Mutex::new(String::new()));
+        let hits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (d, h) = (doc.clone(), hits.clone());
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut conn) = conn else { break };
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && conn.read_exact(&mut byte).is_ok() {
+                    head.push(byte[0]);
+                }
+                h.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let body = d.lock().expect("doc").clone();
+                let _ = write!(
+                    conn,
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        let s = JwksServer { url, doc, hits };
+        s.set(keys);
+        s
+    }
+
+    fn set(&self, keys: &[&TestKey]) {
+        let set = json!({"keys": keys.iter().map(|k| k.jwk()).collect::<Vec<_>>()});
+        *self.doc.lock().expect("doc") = set.to_string();
+    }
+
+    fn hits(&self) -> usize {
+        self.hits.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+#[test]
+fn a_jwks_url_is_cached_and_fetched_again_for_a_new_kid_at_most_every_ten_seconds() {
+    let first = TestKey::new("k1");
+    let jwks = JwksServer::start(&[&first]);
+    let f = fixture(&format!(
+        "[server.http]\nauth = \"oauth\"\n[server.http.oauth]\nissuer = \"{ISSUER}\"\naudience = \"{AUDIENCE}\"\njwks = \"{}\"\n",
+        jwks.url
+    ));
+    let web = Web::start(&f, &[]);
+    let status = |key: &TestKey| {
+        let auth = format!("Bearer {}", key.sign(&claims()));
+        web.modern_with("tools/list", json!({}), &[("authorization", &auth)])
+            .status
+    };
+    // Fetched once at start, then served from the cache.
+    assert_eq!(jwks.hits(), 1);
+    assert_eq!(status(&first), 200);
+    assert_eq!(status(&first), 200);
+    assert_eq!(jwks.hits(), 1);
+    // A new key: the token's unknown kid fetches the set again.
+    let second = TestKey::new("k2");
+    jwks.set(&[&first, &second]);
+    assert_eq!(status(&second), 200);
+    assert_eq!(jwks.hits(), 2);
+    // Made-up kids cannot make the server fetch in a loop.
+    let stranger = TestKey::new("k3");
+    assert_eq!(status(&stranger), 401);
+    assert_eq!(status(&stranger), 401);
+    assert_eq!(jwks.hits(), 2);
+}
