@@ -41,8 +41,19 @@ fn report(diags: &Diagnostics) {
     );
 }
 
-/// `mcp-manifest serve [MANIFEST]`: check, then serve on stdio until stdin closes.
-pub async fn serve(manifest: Option<PathBuf>) -> i32 {
+/// Where `serve` serves.
+pub enum Via {
+    /// HTTP when the manifest sets `[server.http] listen`, else stdio.
+    Default,
+    /// stdio, whatever the manifest says.
+    Stdio,
+    /// HTTP on this address (`serve --http ADDR`).
+    Http(String),
+}
+
+/// `mcp-manifest serve [MANIFEST]`: check, then serve on stdio until stdin closes, or over HTTP
+/// until SIGTERM / SIGINT.
+pub async fn serve(manifest: Option<PathBuf>, via: Via) -> i32 {
     let registry = match load(manifest.as_deref()).await {
         Ok(r) => r,
         Err(d) => {
@@ -50,22 +61,50 @@ pub async fn serve(manifest: Option<PathBuf>) -> i32 {
             return FAILED;
         }
     };
-    if std::io::stdin().is_terminal() {
-        let m = &registry.manifest;
-        eprintln!(
-            "mcp-manifest {}: serving `{}` from {} ({} files, {} sqlite, {} git, {} templates, {} tools, {} prompts) over MCP on stdio; waiting for an MCP client (Ctrl-D quits)",
-            env!("CARGO_PKG_VERSION"),
-            m.server.name,
-            m.file,
-            m.files.len(),
-            m.sqlite.len(),
-            m.git.len(),
-            m.templates.len(),
-            m.tools.len(),
-            m.prompts.len(),
-        );
-    }
-    match crate::server::serve_stdio(registry).await {
+    let listen = match via {
+        Via::Stdio => None,
+        Via::Default => registry.manifest.server.http.listen,
+        Via::Http(addr) => match manifest::parse_listen(&addr) {
+            Ok(a) => Some(a),
+            Err(e) => {
+                eprintln!("mcp-manifest: --http: {e}");
+                return FAILED;
+            }
+        },
+    };
+    let m = &registry.manifest;
+    let what = format!(
+        "`{}` from {} ({} files, {} sqlite, {} git, {} templates, {} tools, {} prompts)",
+        m.server.name,
+        m.file,
+        m.files.len(),
+        m.sqlite.len(),
+        m.git.len(),
+        m.templates.len(),
+        m.tools.len(),
+        m.prompts.len(),
+    );
+    let served = match listen {
+        Some(addr) => {
+            let ready = |bound: std::net::SocketAddr, auth: &str| {
+                eprintln!(
+                    "mcp-manifest {}: serving {what} over MCP Streamable HTTP at http://{bound}/mcp (auth: {auth}); SIGTERM or Ctrl-C stops",
+                    env!("CARGO_PKG_VERSION"),
+                );
+            };
+            crate::server::serve_http(registry, addr, ready).await
+        }
+        None => {
+            if std::io::stdin().is_terminal() {
+                eprintln!(
+                    "mcp-manifest {}: serving {what} over MCP on stdio; waiting for an MCP client (Ctrl-D quits)",
+                    env!("CARGO_PKG_VERSION"),
+                );
+            }
+            crate::server::serve_stdio(registry).await
+        }
+    };
+    match served {
         Ok(()) => OK,
         Err(e) => {
             eprintln!("mcp-manifest: {e}");

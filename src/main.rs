@@ -22,10 +22,18 @@ struct Args {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Serve the manifest over stdio (MCP, newline-delimited JSON-RPC 2.0).
+    /// Serve the manifest over stdio (MCP, newline-delimited JSON-RPC 2.0), or over Streamable
+    /// HTTP with --http (or when the manifest sets [server.http] listen).
     Serve {
         /// The manifest (default ./mcp-server.toml).
         manifest: Option<PathBuf>,
+        /// Serve over MCP Streamable HTTP on ADDR (IP:PORT, e.g. 127.0.0.1:8080) instead of
+        /// stdio; /mcp is the endpoint, /healthz the health check.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<String>,
+        /// Serve on stdio even when the manifest sets [server.http] listen.
+        #[arg(long, conflicts_with = "http")]
+        stdio: bool,
     },
     /// Validate the manifest without serving; print a summary, or every error as FILE:LINE:COL.
     Check {
@@ -86,8 +94,19 @@ fn main() -> ExitCode {
     };
     let code = runtime.block_on(async {
         match args.command {
-            None => cli::serve(None).await,
-            Some(Command::Serve { manifest }) => cli::serve(manifest).await,
+            None => cli::serve(None, cli::Via::Default).await,
+            Some(Command::Serve {
+                manifest,
+                http,
+                stdio,
+            }) => {
+                let via = match (http, stdio) {
+                    (Some(addr), _) => cli::Via::Http(addr),
+                    (None, true) => cli::Via::Stdio,
+                    (None, false) => cli::Via::Default,
+                };
+                cli::serve(manifest, via).await
+            }
             Some(Command::Check { manifest }) => cli::check(manifest).await,
             Some(Command::Schema) => cli::schema(),
             Some(Command::List { manifest }) => cli::list(manifest).await,
@@ -123,14 +142,14 @@ fn tune_allocator() {
 fn tune_allocator() {}
 
 /// Logs go to stderr only (stdout is the protocol). `MCP_MANIFEST_LOG` (or `RUST_LOG`) sets the
-/// filter; the default is warnings.
+/// filter; the default is warnings, and one access line per HTTP request.
 fn init_logging() {
     use tracing_subscriber::EnvFilter;
     let filter = std::env::var("MCP_MANIFEST_LOG")
         .or_else(|_| std::env::var("RUST_LOG"))
         .ok()
         .and_then(|f| EnvFilter::try_new(f).ok())
-        .unwrap_or_else(|| EnvFilter::new("warn,rmcp=error"));
+        .unwrap_or_else(|| EnvFilter::new("warn,rmcp=error,mcp_manifest::access=info"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

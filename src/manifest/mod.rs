@@ -8,6 +8,7 @@
 
 pub mod diag;
 pub mod expand;
+mod http;
 pub mod raw;
 mod validate;
 
@@ -20,6 +21,7 @@ use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
 pub use diag::{Diagnostics, Loc, SourceMap};
+pub use http::{Http, HttpAuth, Jwks, OAuth, open_listen_refusal, parse_listen};
 pub use raw::{OutputKind, ParamType, Role};
 
 use raw::{Key, RawArg, RawManifest, RawParam, SizeValue, Sp};
@@ -60,6 +62,8 @@ pub struct Server {
     pub resource_tools: bool,
     /// The change-notification window.
     pub debounce: Duration,
+    /// `[server.http]`: serving over Streamable HTTP.
+    pub http: Http,
 }
 
 #[derive(Debug, Clone)]
@@ -594,6 +598,7 @@ impl Checker<'_> {
             page_size,
             resource_tools: s.resource_tools.unwrap_or(true),
             debounce: self.duration(&s.debounce, DEFAULT_DEBOUNCE),
+            http: self.http(s.http),
         }
     }
 

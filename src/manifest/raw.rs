@@ -230,6 +230,61 @@ pub struct RawServer {
     /// Change-notification window: one URI gets at most one `updated` per window, and the last
     /// change of a burst is always announced (default "50ms").
     pub debounce: Option<Sp<DurationStr>>,
+    /// Serving over MCP Streamable HTTP (`serve --http`): address, allowed origins and hosts,
+    /// authentication.
+    pub http: Option<RawHttp>,
+}
+
+/// `[server.http]`: how `serve --http` listens and whom it lets in.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawHttp {
+    /// Address to listen on, `IP:PORT` (e.g. "127.0.0.1:8080"). When set, `serve` serves over
+    /// HTTP (`serve --stdio` still serves on stdio); `serve --http ADDR` overrides it. A
+    /// non-loopback address needs `auth = "token"` or `"oauth"`.
+    pub listen: Option<Sp<String>>,
+    /// Browser origins allowed to call the server (`scheme://host[:port]`, e.g.
+    /// "https://app.example.com"). A request whose `Origin` header is present and not listed is
+    /// refused with 403 (default: none).
+    pub allowed_origins: Option<Vec<Sp<String>>>,
+    /// Host names (or `host:port`) clients may put in the `Host` header besides the listen
+    /// address, e.g. the public name behind a proxy (DNS-rebinding protection). `"*"` accepts
+    /// any Host (only behind a proxy that checks it).
+    pub allowed_hosts: Option<Vec<Sp<String>>>,
+    /// Who may call: "none" (default; loopback addresses only), "token" (a bearer token from
+    /// `tokens`) or "oauth" (a JWT checked against `[server.http.oauth]`).
+    pub auth: Option<Sp<AuthKind>>,
+    /// Bearer tokens accepted with `auth = "token"`; write them as `${VAR}` so they stay out of
+    /// the file.
+    pub tokens: Option<Vec<Sp<String>>>,
+    /// With `auth = "oauth"`: this server is an OAuth 2.1 resource server.
+    pub oauth: Option<RawOAuth>,
+}
+
+/// How HTTP requests are authenticated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum AuthKind {
+    None,
+    Token,
+    Oauth,
+}
+
+/// `[server.http.oauth]`: the JWT access tokens this server accepts.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawOAuth {
+    /// The authorization server: tokens must carry this `iss`; listed in the protected-resource
+    /// metadata.
+    pub issuer: Sp<String>,
+    /// This server's resource identifier (usually its public URL): tokens must carry it in
+    /// `aud`.
+    pub audience: Sp<String>,
+    /// The signing keys: a JWKS file (relative to the manifest's folder) or an https URL, fetched
+    /// and cached (fetched again for an unknown `kid`).
+    pub jwks: Sp<String>,
+    /// Scopes every token must carry (in `scope` or `scp`); default none.
+    pub scopes: Option<Vec<Sp<String>>>,
 }
 
 /// `[files.NAME]`: a folder (or one file) served as resources.

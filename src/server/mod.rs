@@ -10,9 +10,13 @@
 // are deprecated by the 2026-07-28 revision but are what handshake-era clients speak.
 #![allow(deprecated)]
 
+mod auth;
 mod convert;
+mod http;
 mod shared;
 mod transport;
+
+pub(crate) use http::serve_http;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -90,6 +94,24 @@ fn one_page<T, U>(
 #[derive(Clone)]
 struct Gate(Handler);
 
+/// What a `subscriptions/listen` needs before rmcp acknowledges it (on stdio in `Gate`, over
+/// HTTP in front of rmcp): the watcher watches what the manifest needs, and every URI it names is
+/// one a source serves.
+async fn admit_listen(shared: &Shared, uris: &[String]) -> Result<(), ErrorData> {
+    shared.watching().await;
+    let registry = shared.registry();
+    for uri in uris {
+        if !registry.serves(uri).await {
+            // `subscriptions/listen` exists only in 2026-07-28, where not found is -32602
+            // (rmcp turns -32002 into it only for what a `ServerHandler` answers).
+            let mut e = error(RequestError::NotFound(uri.clone()));
+            e.code = rmcp::model::ErrorCode::INVALID_PARAMS;
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
 impl rmcp::Service<RoleServer> for Gate {
     async fn handle_request(
         &self,
@@ -97,19 +119,12 @@ impl rmcp::Service<RoleServer> for Gate {
         cx: RequestContext<RoleServer>,
     ) -> Result<ServerResult, ErrorData> {
         if let ClientRequest::SubscriptionsListenRequest(listen) = &request {
-            self.0.shared.watching().await;
-            let registry = self.0.shared.registry();
             let uris = listen
                 .params
                 .notifications
                 .resource_subscriptions
-                .iter()
-                .flatten();
-            for uri in uris {
-                if !registry.serves(uri).await {
-                    return Err(error(RequestError::NotFound(uri.clone())));
-                }
-            }
+                .as_deref();
+            admit_listen(&self.0.shared, uris.unwrap_or_default()).await?;
         }
         let method = request.method().to_owned();
         let subject = match &request {
@@ -200,7 +215,12 @@ impl ServerHandler for Handler {
         let sink = cx.sink().clone();
         let id = sink.id().clone();
         self.session.add_listen(sink);
-        cx.cancelled().await;
+        // The stream ends when the client cancels it or goes away, or when the server stops
+        // (then with its result).
+        tokio::select! {
+            _ = cx.cancelled() => {}
+            _ = self.shared.stopping.cancelled() => {}
+        }
         self.session.remove_listen(&id);
         Ok(())
     }
@@ -258,7 +278,7 @@ impl ServerHandler for Handler {
         // A cancelled read stops here: dropping it kills a command template's process group
         // (rmcp sends no answer for a cancelled request).
         let found = tokio::select! {
-            found = registry.read(&params.uri) => found.map_err(error)?,
+            found = http::unless_session_ends(&cx, registry.read(&params.uri)) => found?.map_err(error)?,
             _ = cx.ct.cancelled() => {
                 return Err(ErrorData::internal_error("the request was cancelled", None));
             }
@@ -345,7 +365,9 @@ impl ServerHandler for Handler {
             cancel: cx.ct.clone(),
             progress,
         };
-        let result = registry.call_tool(&params.name, args, call).await;
+        // A call of an HTTP session that ends is dropped, which kills its processes.
+        let result =
+            http::unless_session_ends(&cx, registry.call_tool(&params.name, args, call)).await?;
         if let Some(mut task) = forward {
             // Once stdin has closed, rmcp sends no more notifications and a pending one would
             // wait forever: give up on it rather than on the answer.
@@ -392,9 +414,8 @@ impl ServerHandler for Handler {
         transport::reserve(&cx, transport::READ_RESERVE).await;
         let registry = &snap.registry;
         let args = params.arguments.unwrap_or_default();
-        let rendered = registry
-            .get_prompt(&params.name, &args)
-            .await
+        let rendered = http::unless_session_ends(&cx, registry.get_prompt(&params.name, &args))
+            .await?
             .map_err(error)?;
         let messages = rendered
             .messages
@@ -496,6 +517,27 @@ fn scopeguard(f: impl FnOnce()) -> impl Drop {
         }
     }
     Guard(Some(f))
+}
+
+/// SIGTERM or SIGINT (how a service manager or a terminal stops an HTTP server).
+#[cfg(unix)]
+async fn terminate_or_interrupt() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+}
+
+#[cfg(not(unix))]
+async fn terminate_or_interrupt() {
+    let _ = tokio::signal::ctrl_c().await;
 }
 
 #[cfg(unix)]

@@ -6,12 +6,17 @@
 //! The change loop lives here: watcher batches → the registry says what they mean → each session
 //! hears about what it asked for. A manifest edit is read and built off the runtime, then swapped
 //! in for every session at once.
+//!
+//! Each session has its own outbox and delivery task: the change loop only posts, so a client
+//! that stops reading its stream (an HTTP session's SSE stream, a listen stream) delays nobody
+//! else; when its outbox is full, what does not fit is dropped for that session alone.
 
 // Handshake-era logging and `resources/subscribe` are deprecated by 2026-07-28 but are what
 // handshake-era clients speak.
 #![allow(deprecated)]
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use rmcp::model::{
@@ -89,6 +94,19 @@ pub(crate) struct Shared {
     /// True once the watcher watches what the first registry needs (or watching is off): a
     /// subscription is answered only then, so a change right after the answer is seen.
     watching: tokio::sync::watch::Sender<bool>,
+    /// Cancelled when the server stops: `subscriptions/listen` streams end with their result.
+    pub stopping: CancellationToken,
+}
+
+/// Notifications a session's outbox holds at most; more are dropped for that session.
+const OUTBOX: usize = 1024;
+
+/// One notification waiting in a session's outbox.
+#[derive(Debug)]
+enum Notice {
+    Updated(String),
+    ListChanged(ListChanged),
+    Error(String),
 }
 
 /// What belongs to one client session.
@@ -103,6 +121,10 @@ pub(crate) struct Session {
     log_level: Mutex<LoggingLevel>,
     /// Cancelled when the session's transport closes: rmcp sends nothing after that.
     pub closing: CancellationToken,
+    /// Notifications for this session, delivered in order by its own task.
+    outbox: tokio::sync::mpsc::Sender<Notice>,
+    /// Set once the outbox overflowed (said once on stderr).
+    overflowed: AtomicBool,
 }
 
 /// Which `*/list_changed` notifications to send.
@@ -119,6 +141,7 @@ impl Shared {
             snapshot: RwLock::new(Arc::new(Snapshot::new(Arc::new(registry)))),
             sessions: Mutex::new(Vec::new()),
             watching: tokio::sync::watch::Sender::new(false),
+            stopping: CancellationToken::new(),
         })
     }
 
@@ -141,14 +164,25 @@ impl Shared {
         }
     }
 
-    /// A new session of this server.
+    /// A new session of this server, with its delivery task (which ends with the session).
     pub fn open_session(&self, closing: CancellationToken) -> Arc<Session> {
+        let (outbox, mut rx) = tokio::sync::mpsc::channel(OUTBOX);
         let session = Arc::new(Session {
             peer: Mutex::new(None),
             subscriptions: Mutex::new(HashSet::new()),
             listens: Mutex::new(Vec::new()),
             log_level: Mutex::new(LoggingLevel::Info),
             closing,
+            outbox,
+            overflowed: AtomicBool::new(false),
+        });
+        let weak = Arc::downgrade(&session);
+        tokio::spawn(async move {
+            // Holds the session only while delivering: dropping the session closes the outbox.
+            while let Some(notice) = rx.recv().await {
+                let Some(s) = weak.upgrade() else { break };
+                s.deliver(notice).await;
+            }
         });
         let mut all = lock(&self.sessions);
         all.retain(|s| s.strong_count() > 0);
@@ -169,19 +203,19 @@ impl Shared {
         let _ = rx.wait_for(|ready| *ready).await;
     }
 
-    async fn list_changed(&self, which: ListChanged) {
+    fn list_changed(&self, which: ListChanged) {
         if !(which.resources || which.tools || which.prompts) {
             return;
         }
         for s in self.sessions() {
-            s.list_changed(which).await;
+            s.post(Notice::ListChanged(which));
         }
     }
 
-    async fn log_error(&self, text: &str) {
+    fn log_error(&self, text: &str) {
         tracing::error!("{text}");
         for s in self.sessions() {
-            s.log_error(text).await;
+            s.post(Notice::Error(text.to_owned()));
         }
     }
 
@@ -240,17 +274,25 @@ impl Shared {
         }
         let mut which = reloaded.unwrap_or_default();
         which.resources |= effect.list_changed;
-        self.list_changed(which).await;
-        let sessions = self.sessions();
-        let mut subscribed = HashSet::new();
-        for s in &sessions {
-            subscribed.extend(s.subscribed());
-        }
+        self.list_changed(which);
+        let sessions: Vec<(Arc<Session>, HashSet<String>)> = self
+            .sessions()
+            .into_iter()
+            .map(|s| {
+                let uris = s.subscribed();
+                (s, uris)
+            })
+            .collect();
+        let subscribed: HashSet<&String> = sessions.iter().flat_map(|(_, u)| u).collect();
+        let mut affected = Vec::new();
         for uri in subscribed {
-            if registry.affected(&uri, &changes) {
-                for s in &sessions {
-                    s.resource_updated(&uri).await;
-                }
+            if registry.affected(uri, &changes) {
+                affected.push(uri.clone());
+            }
+        }
+        for (s, uris) in &sessions {
+            for uri in affected.iter().filter(|u| uris.contains(*u)) {
+                s.post(Notice::Updated(uri.clone()));
             }
         }
     }
@@ -273,13 +315,11 @@ impl Shared {
             Ok(Err(d)) => {
                 self.log_error(&format!(
                     "the edited manifest is invalid; still serving the previous one:\n{d}"
-                ))
-                .await;
+                ));
                 return None;
             }
             Err(e) => {
-                self.log_error(&format!("reloading the manifest failed: {e}"))
-                    .await;
+                self.log_error(&format!("reloading the manifest failed: {e}"));
                 return None;
             }
         };
@@ -344,6 +384,26 @@ impl Session {
 
     fn sinks(&self) -> Vec<SubscriptionSink> {
         lock(&self.listens).clone()
+    }
+
+    /// Queues a notification for this session's delivery task; never waits.
+    fn post(&self, notice: Notice) {
+        if self.closing.is_cancelled() {
+            return;
+        }
+        if self.outbox.try_send(notice).is_err() && !self.overflowed.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                "a client is not reading its notifications; those that do not fit its outbox ({OUTBOX}) are dropped"
+            );
+        }
+    }
+
+    async fn deliver(&self, notice: Notice) {
+        match notice {
+            Notice::Updated(uri) => self.resource_updated(&uri).await,
+            Notice::ListChanged(which) => self.list_changed(which).await,
+            Notice::Error(text) => self.log_error(&text).await,
+        }
     }
 
     /// Every URI this session subscribed to, in either era.

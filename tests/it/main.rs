@@ -9,6 +9,7 @@ mod support;
 mod cli;
 mod files;
 mod git;
+mod http;
 mod hygiene;
 mod manifest_errors;
 mod prompts;

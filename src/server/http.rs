@@ -1,0 +1,856 @@
+//! MCP over Streamable HTTP (`serve --http`): one `/mcp` endpoint for both eras, on rmcp's
+//! `StreamableHttpService` hosted by axum, many sessions over one `Shared` (one manifest, one
+//! watcher, one set of caches).
+//!
+//! - Handshake-era clients get a session (`Mcp-Session-Id`; rmcp's `LocalSessionManager`) whose
+//!   server notifications travel on its GET stream; 2026-07-28 requests need no session (rmcp
+//!   serves them statelessly, one handler per request) and subscribe with
+//!   `subscriptions/listen`. rmcp answers the transport rules: unknown session 404, `Host` and
+//!   `Origin` checks (403), `Mcp-Method` / version header mismatches (400, -32020).
+//! - In front of rmcp, `front_layer` (one middleware for every route): refuses while draining (503),
+//!   authenticates `/mcp` (`auth.rs`), caps bodies (413), bounds each session's requests in
+//!   flight (429), answers CORS preflights for allowed origins, and writes one access line per
+//!   request when its response ends (method, session or none, status, duration).
+//! - A session that ends (DELETE, expiry, server stop) cancels its `SessionScope`: the calls it
+//!   still runs are dropped, which kills the process groups they started (`process.rs`).
+//! - SIGTERM / SIGINT: stop accepting, end listen streams, let requests in flight finish (up to
+//!   `DRAIN`), kill every tool process, end the sessions, return.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::{Body, Bytes, HttpBody};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, Response, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::routing::get;
+use futures_util::Stream;
+use http_body_util::BodyExt;
+use rmcp::model::{ClientJsonRpcMessage, ErrorData, ServerJsonRpcMessage};
+use rmcp::service::{RequestContext, RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+use rmcp::transport::streamable_http_server::session::local::{
+    LocalSessionManager, LocalSessionManagerError,
+};
+use rmcp::transport::streamable_http_server::session::{ServerSseMessage, SessionManager};
+use rmcp::transport::streamable_http_server::{
+    SessionId, StreamableHttpServerConfig, StreamableHttpService,
+};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::auth::Auth;
+use super::shared::{Shared, lock};
+use super::{Handler, scopeguard};
+use crate::manifest::open_listen_refusal;
+use crate::registry::Registry;
+
+/// The largest request body (larger is 413).
+pub(crate) const MAX_BODY: usize = 4 * 1024 * 1024;
+/// Requests one session may have in flight (as on stdio); more are 429.
+const SESSION_IN_FLIGHT: usize = 256;
+/// How long requests in flight may take to finish once SIGTERM arrived.
+const DRAIN: Duration = Duration::from_secs(10);
+/// How long an idle handshake-era session lives.
+const SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
+/// The name of the session header.
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// Serves `registry` over HTTP on `listen` until SIGTERM or SIGINT; `ready` hears the bound
+/// address (port 0 picks a free one).
+pub(crate) async fn serve_http(
+    registry: Registry,
+    listen: SocketAddr,
+    ready: impl FnOnce(SocketAddr, &str),
+) -> anyhow::Result<()> {
+    serve(registry, listen, ready, super::terminate_or_interrupt()).await
+}
+
+/// `serve_http` with the stop signal passed in.
+pub(crate) async fn serve(
+    registry: Registry,
+    listen: SocketAddr,
+    ready: impl FnOnce(SocketAddr, &str),
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<()> {
+    let http = registry.manifest.server.http.clone();
+    if !listen.ip().is_loopback() && matches!(http.auth, crate::manifest::HttpAuth::None) {
+        anyhow::bail!("{}", open_listen_refusal(&listen));
+    }
+    let auth = Auth::start(&http.auth).await?;
+    let children = registry.children.clone();
+    let _children = scopeguard(move || children.kill_all());
+    let name = registry.manifest.server.name.clone();
+    let shared = Shared::new(registry);
+    let watching = tokio::spawn(shared.clone().watch_loop());
+    let _stop_watching = scopeguard(move || watching.abort());
+
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
+    let bound = listener.local_addr()?;
+    // The server's own origins (a page it would serve itself) and the configured ones.
+    let mut origins = own_origins(bound);
+    origins.extend(http.allowed_origins.iter().cloned());
+
+    // rmcp's token: cancelling it ends every session and stream (the last step of a drain).
+    let sessions_end = CancellationToken::new();
+    let hosts = allowed_hosts(listen, &http.allowed_hosts);
+    let mut config = StreamableHttpServerConfig::default()
+        .with_allowed_origins(origins.clone())
+        .enforce_origin_validation()
+        .with_cancellation_token(sessions_end.clone())
+        .with_json_response(true)
+        .with_max_request_body_bytes(MAX_BODY);
+    config = match hosts {
+        Some(h) => config.with_allowed_hosts(h),
+        None => config.disable_allowed_hosts(),
+    };
+    let mut local = LocalSessionManager::default();
+    local.session_config.keep_alive = Some(SESSION_IDLE);
+    let factory_shared = shared.clone();
+    let service = StreamableHttpService::new(
+        move || {
+            Ok(Handler {
+                session: factory_shared.open_session(CancellationToken::new()),
+                shared: factory_shared.clone(),
+            })
+        },
+        Arc::new(Sessions { inner: local }),
+        config,
+    );
+
+    let front = Arc::new(Front {
+        shared: shared.clone(),
+        auth,
+        name,
+        origins,
+        draining: CancellationToken::new(),
+        in_flight: AtomicUsize::new(0),
+        idle: tokio::sync::Notify::new(),
+        per_session: Mutex::new(HashMap::new()),
+    });
+    let app = Router::new()
+        .route_service("/mcp", service)
+        .route("/healthz", get(healthz))
+        .route("/.well-known/oauth-protected-resource", get(metadata))
+        .route(
+            "/.well-known/oauth-protected-resource/{*rest}",
+            get(metadata),
+        )
+        .fallback(not_found)
+        .layer(middleware::from_fn_with_state(front.clone(), front_layer))
+        .with_state(front.clone());
+
+    ready(bound, front.auth.name());
+    let accepting = front.draining.clone();
+    let server = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(accepting.cancelled_owned())
+            .await
+    });
+    let mut server = std::pin::pin!(server);
+    tokio::select! {
+        r = &mut server => {
+            return match r {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(e)) => Err(anyhow::anyhow!("the HTTP server failed: {e}")),
+                Err(e) => Err(anyhow::anyhow!("the HTTP server failed: {e}")),
+            };
+        }
+        _ = shutdown => {}
+    }
+
+    // Drain: no new connections or requests; listen streams end with their result; requests in
+    // flight get `DRAIN` to finish; then every tool process goes and every session ends.
+    tracing::info!("stopping: finishing the requests in flight");
+    front.draining.cancel();
+    shared.stopping.cancel();
+    let finished = tokio::time::timeout(DRAIN, front.all_done()).await.is_ok();
+    if !finished {
+        tracing::warn!(
+            "{} requests still running after {DRAIN:?}; stopping them",
+            front.in_flight.load(Ordering::SeqCst)
+        );
+    }
+    shared.registry().children.kill_all();
+    sessions_end.cancel();
+    let _ = tokio::time::timeout(Duration::from_secs(2), &mut server).await;
+    Ok(())
+}
+
+/// The `Host` values accepted (DNS-rebinding protection): the listen address (and the loopback
+/// names for a loopback or any-interface address) plus `allowed_hosts`; `None` is any host.
+fn allowed_hosts(listen: SocketAddr, configured: &[String]) -> Option<Vec<String>> {
+    if configured.iter().any(|h| h == "*") {
+        return None;
+    }
+    let ip = listen.ip();
+    let mut hosts: Vec<String> = Vec::new();
+    if ip.is_loopback() || ip.is_unspecified() {
+        hosts.extend(["localhost", "127.0.0.1", "::1"].map(String::from));
+    }
+    if !ip.is_unspecified() && !hosts.contains(&ip.to_string()) {
+        hosts.push(ip.to_string());
+    } else if ip.is_unspecified() && configured.is_empty() {
+        tracing::warn!(
+            "listening on {listen} (every interface) accepts only loopback names in `Host`: list the names clients use in `server.http.allowed_hosts`"
+        );
+    }
+    for h in configured {
+        if !hosts.contains(h) {
+            hosts.push(h.clone());
+        }
+    }
+    Some(hosts)
+}
+
+/// `http://HOST:PORT` for the names this address is reached by directly: requests from a page
+/// of the same origin are not cross-origin.
+fn own_origins(bound: SocketAddr) -> Vec<String> {
+    let port = bound.port();
+    let ip = bound.ip();
+    let mut hosts = Vec::new();
+    if ip.is_loopback() || ip.is_unspecified() {
+        hosts.extend([
+            "localhost".to_owned(),
+            "127.0.0.1".to_owned(),
+            "[::1]".to_owned(),
+        ]);
+    }
+    if !ip.is_unspecified() {
+        hosts.push(match ip {
+            std::net::IpAddr::V6(v6) => format!("[{v6}]"),
+            v4 => v4.to_string(),
+        });
+    }
+    let mut out: Vec<String> = Vec::new();
+    for h in hosts {
+        let o = format!("http://{h}:{port}");
+        if !out.contains(&o) {
+            out.push(o);
+        }
+    }
+    out
+}
+
+/// What the middleware shares: authentication, the drain state, requests in flight.
+struct Front {
+    shared: Arc<Shared>,
+    auth: Auth,
+    /// The server's name (for the metadata document).
+    name: String,
+    /// Allowed origins, normalized (`scheme://host:port`, `:*`, `null`), for CORS.
+    origins: Vec<String>,
+    /// Cancelled on SIGTERM: no new requests.
+    draining: CancellationToken,
+    /// Requests whose answer is not complete yet (streams that only carry notifications, GET
+    /// and `subscriptions/listen`, are not counted).
+    in_flight: AtomicUsize,
+    idle: tokio::sync::Notify,
+    /// Requests in flight per `Mcp-Session-Id`.
+    per_session: Mutex<HashMap<String, usize>>,
+}
+
+impl Front {
+    /// Waits until no request is in flight.
+    async fn all_done(&self) {
+        loop {
+            let notified = self.idle.notified();
+            if self.in_flight.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    fn take_slot(&self, session: &str) -> bool {
+        let mut all = lock(&self.per_session);
+        let n = all.entry(session.to_owned()).or_insert(0);
+        if *n >= SESSION_IN_FLIGHT {
+            return false;
+        }
+        *n += 1;
+        true
+    }
+
+    fn give_slot(&self, session: &str) {
+        let mut all = lock(&self.per_session);
+        if let Some(n) = all.get_mut(session) {
+            *n -= 1;
+            if *n == 0 {
+                all.remove(session);
+            }
+        }
+    }
+
+    fn allowed_origin<'h>(&self, headers: &'h HeaderMap) -> Option<&'h HeaderValue> {
+        let value = headers.get(header::ORIGIN)?;
+        let origin = value.to_str().ok()?;
+        origin_allowed(origin, &self.origins).then_some(value)
+    }
+}
+
+/// Whether a browser's `Origin` is on the allow-list (entries as `manifest::http` normalized them).
+fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
+    let o = origin.trim().to_ascii_lowercase();
+    if o == "null" {
+        return allowed.iter().any(|a| a == "null");
+    }
+    let Some((scheme, authority)) = o.split_once("://") else {
+        return false;
+    };
+    let with_port = match authority.rsplit_once(':') {
+        Some((_, port)) if !authority.ends_with(']') && port.parse::<u16>().is_ok() => o.clone(),
+        _ => match scheme {
+            "http" => format!("{o}:80"),
+            "https" => format!("{o}:443"),
+            _ => return false,
+        },
+    };
+    allowed.iter().any(|a| match a.strip_suffix(":*") {
+        Some(base) => with_port
+            .rsplit_once(':')
+            .is_some_and(|(host, _)| host == base),
+        None => *a == with_port,
+    })
+}
+
+/// One request's entry in the access log and in the counts; it is written and released when
+/// the response body ends (or is dropped, when the client goes away).
+struct Entry {
+    front: Arc<Front>,
+    start: Instant,
+    method: Method,
+    path: String,
+    rpc: Option<String>,
+    session: Option<String>,
+    status: u16,
+    /// Counted in `in_flight`.
+    counted: bool,
+    /// Holds one of its session's slots.
+    slot: Option<String>,
+}
+
+impl Entry {
+    /// Wraps `response` so this entry ends with its body.
+    fn finish(mut self, mut response: Response<Body>) -> Response<Body> {
+        self.status = response.status().as_u16();
+        if self.session.is_none() {
+            self.session = response
+                .headers()
+                .get(SESSION_HEADER)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+        }
+        let body = std::mem::take(response.body_mut());
+        *response.body_mut() = Body::new(Watched {
+            inner: body,
+            _entry: self,
+        });
+        response
+    }
+}
+
+impl Drop for Entry {
+    fn drop(&mut self) {
+        if self.counted && self.front.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.front.idle.notify_waiters();
+        }
+        if let Some(s) = &self.slot {
+            self.front.give_slot(s);
+        }
+        // A session id gives access to the session: only its start is logged.
+        let session = match &self.session {
+            Some(s) => s.chars().take(8).collect::<String>(),
+            None => "none".to_owned(),
+        };
+        tracing::info!(
+            target: "mcp_manifest::access",
+            "{} {} {} session={} status={} {:.1}ms",
+            self.method,
+            self.path,
+            self.rpc.as_deref().unwrap_or("-"),
+            session,
+            self.status,
+            self.start.elapsed().as_secs_f64() * 1000.0
+        );
+    }
+}
+
+/// A response body that drops its `Entry` when it ends.
+struct Watched {
+    inner: Body,
+    _entry: Entry,
+}
+
+impl HttpBody for Watched {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+fn text_response(status: StatusCode, text: &str) -> Response<Body> {
+    let mut r = Response::new(Body::from(text.to_owned()));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    r
+}
+
+/// The JSON-RPC method of a body (`batch` for an array), for the log.
+fn rpc_method(body: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Peek {
+        method: Option<String>,
+    }
+    match body.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'[') => Some("batch".into()),
+        _ => serde_json::from_slice::<Peek>(body).ok()?.method,
+    }
+}
+
+/// The middleware in front of every route (see the module doc).
+async fn front_layer(State(front): State<Arc<Front>>, req: Request, next: Next) -> Response<Body> {
+    let method = req.method().clone();
+    let path = req.uri().path().to_owned();
+    let session = req
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let mut entry = Entry {
+        front: front.clone(),
+        start: Instant::now(),
+        method: method.clone(),
+        path: path.clone(),
+        rpc: None,
+        session: session.clone(),
+        status: 0,
+        counted: false,
+        slot: None,
+    };
+    let cors = front.allowed_origin(req.headers()).cloned();
+    if path != "/mcp" {
+        let response = next.run(req).await;
+        return entry.finish(response);
+    }
+    if method == Method::OPTIONS {
+        return entry.finish(preflight(cors));
+    }
+    if front.draining.is_cancelled() {
+        let mut r = text_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Service Unavailable: the server is stopping",
+        );
+        r.headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        return entry.finish(with_cors(r, cors));
+    }
+    if let Err(denied) = front.auth.check(req.headers()).await {
+        let r = front.auth.refusal(&denied, req.headers());
+        return entry.finish(with_cors(r, cors));
+    }
+    let (parts, body) = req.into_parts();
+    let body = if method == Method::POST {
+        let declared = parts
+            .headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if declared.is_some_and(|n| n > MAX_BODY as u64) {
+            return entry.finish(with_cors(too_large(), cors));
+        }
+        let bytes = match http_body_util::Limited::new(body, MAX_BODY).collect().await {
+            Ok(b) => b.to_bytes(),
+            Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+                return entry.finish(with_cors(too_large(), cors));
+            }
+            Err(_) => {
+                return entry.finish(text_response(
+                    StatusCode::BAD_REQUEST,
+                    "Bad Request: the body could not be read",
+                ));
+            }
+        };
+        entry.rpc = rpc_method(&bytes);
+        if entry.rpc.as_deref() == Some("subscriptions/listen")
+            && let Err(refusal) = admit_listen(&front.shared, &bytes).await
+        {
+            return entry.finish(with_cors(refusal, cors));
+        }
+        Body::from(bytes)
+    } else {
+        body
+    };
+    let streams_only =
+        method == Method::GET || entry.rpc.as_deref() == Some("subscriptions/listen");
+    if method == Method::POST
+        && let Some(s) = &session
+    {
+        if !front.take_slot(s) {
+            let mut r = text_response(
+                StatusCode::TOO_MANY_REQUESTS,
+                &format!(
+                    "Too Many Requests: this session already has {SESSION_IN_FLIGHT} requests in flight"
+                ),
+            );
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            return entry.finish(with_cors(r, cors));
+        }
+        entry.slot = Some(s.clone());
+    }
+    if !streams_only {
+        front.in_flight.fetch_add(1, Ordering::SeqCst);
+        entry.counted = true;
+    }
+    let mut response = next.run(Request::from_parts(parts, body)).await;
+    if method == Method::DELETE && response.status() == StatusCode::ACCEPTED {
+        // rmcp says 202; a finished DELETE is 204 (what the official SDKs expect).
+        *response.status_mut() = StatusCode::NO_CONTENT;
+    }
+    entry.finish(with_cors(response, cors))
+}
+
+/// rmcp acknowledges a `subscriptions/listen` before the handler sees it: what it needs first
+/// (`super::admit_listen`) is checked here. A refusal is the request's JSON-RPC error.
+async fn admit_listen(shared: &Shared, body: &[u8]) -> Result<(), Response<Body>> {
+    let Ok(request) = serde_json::from_slice::<serde_json::Value>(body) else {
+        // rmcp answers what does not parse.
+        return Ok(());
+    };
+    let uris: Vec<String> = request["params"]["notifications"]["resourceSubscriptions"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|u| u.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    match super::admit_listen(shared, &uris).await {
+        Ok(()) => Ok(()),
+        Err(e) => Err(json_response(
+            StatusCode::OK,
+            &json!({"jsonrpc": "2.0", "id": request["id"], "error": e}),
+        )),
+    }
+}
+
+fn too_large() -> Response<Body> {
+    text_response(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        &format!("Payload Too Large: a request body may hold at most {MAX_BODY} bytes"),
+    )
+}
+
+/// Headers a browser may send and read (CORS), for an allowed origin.
+const CORS_REQUEST_HEADERS: &str = "authorization, content-type, accept, last-event-id, mcp-session-id, mcp-protocol-version, mcp-method, mcp-name";
+const CORS_EXPOSED_HEADERS: &str = "mcp-session-id, www-authenticate";
+
+fn preflight(origin: Option<HeaderValue>) -> Response<Body> {
+    let Some(origin) = origin else {
+        return text_response(
+            StatusCode::FORBIDDEN,
+            "Forbidden: Origin header is not allowed",
+        );
+    };
+    let mut r = Response::new(Body::empty());
+    *r.status_mut() = StatusCode::NO_CONTENT;
+    let h = r.headers_mut();
+    h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+    h.insert(
+        header::ACCESS_CONTROL_ALLOW_METHODS,
+        HeaderValue::from_static("GET, POST, DELETE"),
+    );
+    h.insert(
+        header::ACCESS_CONTROL_ALLOW_HEADERS,
+        HeaderValue::from_static(CORS_REQUEST_HEADERS),
+    );
+    h.insert(
+        header::ACCESS_CONTROL_MAX_AGE,
+        HeaderValue::from_static("600"),
+    );
+    h.insert(header::VARY, HeaderValue::from_static("origin"));
+    r
+}
+
+fn with_cors(mut r: Response<Body>, origin: Option<HeaderValue>) -> Response<Body> {
+    if let Some(origin) = origin {
+        let h = r.headers_mut();
+        h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+        h.insert(
+            header::ACCESS_CONTROL_EXPOSE_HEADERS,
+            HeaderValue::from_static(CORS_EXPOSED_HEADERS),
+        );
+        h.append(header::VARY, HeaderValue::from_static("origin"));
+    }
+    r
+}
+
+/// `/healthz`: 200 with the version while serving, 503 while stopping.
+async fn healthz(State(front): State<Arc<Front>>) -> Response<Body> {
+    let (status, state) = if front.draining.is_cancelled() {
+        (StatusCode::SERVICE_UNAVAILABLE, "stopping")
+    } else {
+        (StatusCode::OK, "ok")
+    };
+    json_response(
+        status,
+        &json!({"status": state, "name": "mcp-manifest", "version": env!("CARGO_PKG_VERSION")}),
+    )
+}
+
+/// `/.well-known/oauth-protected-resource[/…]`: the RFC 9728 metadata (with `auth = "oauth"`).
+async fn metadata(State(front): State<Arc<Front>>, headers: HeaderMap) -> Response<Body> {
+    match front.auth.metadata(&headers, &front.name) {
+        Some(doc) => {
+            let mut r = json_response(StatusCode::OK, &doc);
+            // Public information that browser-based clients fetch cross-origin.
+            r.headers_mut().insert(
+                header::ACCESS_CONTROL_ALLOW_ORIGIN,
+                HeaderValue::from_static("*"),
+            );
+            r
+        }
+        None => not_found().await,
+    }
+}
+
+async fn not_found() -> Response<Body> {
+    text_response(
+        StatusCode::NOT_FOUND,
+        "Not Found: MCP is served at /mcp (and /healthz)",
+    )
+}
+
+fn json_response(status: StatusCode, value: &serde_json::Value) -> Response<Body> {
+    let mut r = Response::new(Body::from(value.to_string()));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+/// Marks the messages of one handshake-era session (an rmcp request extension): cancelled when
+/// the session ends.
+#[derive(Debug, Clone)]
+pub(super) struct SessionScope {
+    ended: CancellationToken,
+}
+
+/// Runs `work` for a request, unless the HTTP session it belongs to ends first: then `work` is
+/// dropped, which kills the process groups it started. Requests without a session (stdio,
+/// 2026-07-28) just run.
+pub(super) async fn unless_session_ends<T>(
+    cx: &RequestContext<RoleServer>,
+    work: impl Future<Output = T>,
+) -> Result<T, ErrorData> {
+    let Some(scope) = cx.extensions.get::<SessionScope>() else {
+        return Ok(work.await);
+    };
+    let ended = scope.ended.clone();
+    tokio::select! {
+        biased;
+        _ = ended.cancelled() => Err(ErrorData::internal_error("the session ended", None)),
+        r = work => Ok(r),
+    }
+}
+
+/// rmcp's in-memory sessions, with each session's transport wrapped so its end is seen at once.
+struct Sessions {
+    inner: LocalSessionManager,
+}
+
+impl SessionManager for Sessions {
+    type Error = LocalSessionManagerError;
+    type Transport = Scoped<<LocalSessionManager as SessionManager>::Transport>;
+
+    async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
+        let (id, transport) = self.inner.create_session().await?;
+        tracing::debug!("session {} started", short(&id));
+        let scoped = Scoped {
+            inner: transport,
+            scope: SessionScope {
+                ended: CancellationToken::new(),
+            },
+            id: id.clone(),
+        };
+        Ok((id, scoped))
+    }
+
+    async fn initialize_session(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<ServerJsonRpcMessage, Self::Error> {
+        self.inner.initialize_session(id, message).await
+    }
+
+    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
+        self.inner.has_session(id).await
+    }
+
+    async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        self.inner.close_session(id).await
+    }
+
+    async fn create_stream(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.inner.create_stream(id, message).await
+    }
+
+    async fn accept_message(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<(), Self::Error> {
+        self.inner.accept_message(id, message).await
+    }
+
+    async fn create_standalone_stream(
+        &self,
+        id: &SessionId,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.inner.create_standalone_stream(id).await
+    }
+
+    async fn resume(
+        &self,
+        id: &SessionId,
+        last_event_id: String,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.inner.resume(id, last_event_id).await
+    }
+}
+
+fn short(id: &str) -> String {
+    id.chars().take(8).collect()
+}
+
+/// A session's transport that tags every message with the session's scope and ends the scope
+/// when the session's worker stops (DELETE, idle expiry, server stop) or the transport goes.
+struct Scoped<T> {
+    inner: T,
+    scope: SessionScope,
+    id: SessionId,
+}
+
+impl<T> Scoped<T> {
+    fn end(&self) {
+        if !self.scope.ended.is_cancelled() {
+            tracing::debug!("session {} ended", short(&self.id));
+            self.scope.ended.cancel();
+        }
+    }
+}
+
+impl<T> Drop for Scoped<T> {
+    fn drop(&mut self) {
+        self.end();
+    }
+}
+
+impl<T: Transport<RoleServer>> Transport<RoleServer> for Scoped<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleServer>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        match self.inner.receive().await {
+            Some(mut message) => {
+                message.insert_extension(self.scope.clone());
+                Some(message)
+            }
+            None => {
+                self.end();
+                None
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.end();
+        self.inner.close().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origins_match_with_default_ports() {
+        let allowed = vec![
+            "https://app.example.com:443".to_owned(),
+            "http://localhost:*".to_owned(),
+            "null".to_owned(),
+        ];
+        assert!(origin_allowed("https://app.example.com", &allowed));
+        assert!(origin_allowed("https://APP.example.com:443", &allowed));
+        assert!(!origin_allowed("https://app.example.com:8443", &allowed));
+        assert!(!origin_allowed("http://app.example.com", &allowed));
+        assert!(origin_allowed("http://localhost:6274", &allowed));
+        assert!(origin_allowed("null", &allowed));
+        assert!(!origin_allowed("https://evil.example", &allowed));
+        assert!(!origin_allowed("null", &[]));
+    }
+
+    #[test]
+    fn hosts_follow_the_listen_address() {
+        let lo: SocketAddr = "127.0.0.1:80".parse().unwrap();
+        assert_eq!(
+            allowed_hosts(lo, &[]).unwrap(),
+            vec!["localhost", "127.0.0.1", "::1"]
+        );
+        let ip: SocketAddr = "10.1.2.3:80".parse().unwrap();
+        assert_eq!(
+            allowed_hosts(ip, &["mcp.example.com".into()]).unwrap(),
+            vec!["10.1.2.3", "mcp.example.com"]
+        );
+        assert_eq!(allowed_hosts(ip, &["*".into()]), None);
+    }
+
+    #[test]
+    fn rpc_methods_are_peeked() {
+        assert_eq!(
+            rpc_method(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}"#).as_deref(),
+            Some("tools/call")
+        );
+        assert_eq!(rpc_method(b" [{}]").as_deref(), Some("batch"));
+        assert_eq!(rpc_method(b"not json"), None);
+    }
+}
