@@ -50,12 +50,13 @@ pub async fn serve(manifest: Option<PathBuf>) -> i32 {
     if std::io::stdin().is_terminal() {
         let m = &registry.manifest;
         eprintln!(
-            "mcp-manifest {}: serving `{}` from {} ({} files, {} sqlite, {} git, {} templates, {} tools, {} prompts) over MCP on stdio; waiting for an MCP client (Ctrl-D quits)",
+            "mcp-manifest {}: serving `{}` from {} ({} files, {} sqlite, {} postgres, {} git, {} templates, {} tools, {} prompts) over MCP on stdio; waiting for an MCP client (Ctrl-D quits)",
             env!("CARGO_PKG_VERSION"),
             m.server.name,
             m.file,
             m.files.len(),
             m.sqlite.len(),
+            m.postgres.len(),
             m.git.len(),
             m.templates.len(),
             m.tools.len(),
@@ -81,6 +82,10 @@ pub async fn check(manifest: Option<PathBuf>) -> i32 {
         }
     };
     let m = &registry.manifest;
+    // Warnings: what will fail at run time but does not stop `serve` (exit 0).
+    for (loc, message) in registry.postgres_warnings().await {
+        eprintln!("{}:{}:{}: warning: {message}", m.file, loc.line, loc.col);
+    }
     let resources = match registry.list_resources().await {
         Ok(r) => r.len(),
         Err(e) => {
@@ -103,9 +108,10 @@ pub async fn check(manifest: Option<PathBuf>) -> i32 {
     let _ = writeln!(out, "  prompts    {prompts}");
     let _ = writeln!(
         out,
-        "  sources    {} files, {} sqlite, {} git, {} templates",
+        "  sources    {} files, {} sqlite, {} postgres, {} git, {} templates",
         m.files.len(),
         m.sqlite.len(),
+        m.postgres.len(),
         m.git.len(),
         m.templates.len()
     );

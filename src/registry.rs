@@ -12,6 +12,7 @@ use crate::manifest::{Diagnostics, Loc, Manifest, Role};
 use crate::prompts::{PromptDef, PromptInfo, Rendered};
 use crate::providers::files::{ChangeEffect, FilesSource};
 use crate::providers::git::GitSource;
+use crate::providers::postgres::PostgresSource;
 use crate::providers::sqlite::SqliteSource;
 use crate::providers::template::TemplateSource;
 use crate::providers::{Body, Completion, Contents, RequestError, ResourceInfo, TemplateInfo};
@@ -23,6 +24,7 @@ use crate::watch::Change;
 pub enum Source {
     Files(Arc<FilesSource>),
     Sqlite(Arc<SqliteSource>),
+    Postgres(Arc<PostgresSource>),
     Template(Arc<TemplateSource>),
     Git(Arc<GitSource>),
 }
@@ -71,13 +73,21 @@ impl Registry {
                 placed.push((def.loc, Source::Sqlite(src)));
             }
         }
+        let mut pg_sources = Vec::new();
+        for def in &manifest.postgres {
+            if let Some(src) = PostgresSource::build(def, &mut diags) {
+                let src = Arc::new(src);
+                pg_sources.push(src.clone());
+                placed.push((def.loc, Source::Postgres(src)));
+            }
+        }
         for def in &manifest.git {
             if let Some(src) = GitSource::build(def, &mut diags) {
                 placed.push((def.loc, Source::Git(Arc::new(src))));
             }
         }
         for def in &manifest.templates {
-            if let Some(t) = TemplateSource::build(def, &databases, &mut diags).await {
+            if let Some(t) = TemplateSource::build(def, &databases, &pg_sources, &mut diags).await {
                 placed.push((def.loc, Source::Template(Arc::new(t))));
             }
         }
@@ -120,7 +130,7 @@ impl Registry {
                         dirs.insert(dir.to_path_buf());
                     }
                 }
-                Source::Sqlite(_) | Source::Template(_) => {}
+                Source::Sqlite(_) | Source::Postgres(_) | Source::Template(_) => {}
                 Source::Git(g) => g.watch_dirs_blocking(&mut dirs),
             }
         }
@@ -142,7 +152,9 @@ impl Registry {
                 Source::Git(g) => g.apply_changes(changes),
                 // A database's tables can change too, but telling needs a query: the list is
                 // re-read on the next resources/list either way.
-                Source::Sqlite(_) | Source::Template(_) => ChangeEffect::default(),
+                Source::Sqlite(_) | Source::Postgres(_) | Source::Template(_) => {
+                    ChangeEffect::default()
+                }
             };
             effect.list_changed |= e.list_changed;
             effect.rewatch |= e.rewatch;
@@ -155,7 +167,7 @@ impl Registry {
         self.sources.iter().any(|source| match source {
             Source::Files(f) => f.watch && f.affected_by(uri, paths),
             Source::Sqlite(db) => db.watch && db.owns(uri) && db.changed_by(paths),
-            Source::Template(_) => false,
+            Source::Postgres(_) | Source::Template(_) => false,
             Source::Git(g) => g.watch && g.affected_by(uri, paths),
         })
     }
@@ -174,6 +186,7 @@ impl Registry {
                     out.extend(blocking(move || f.list_blocking()).await?);
                 }
                 Source::Sqlite(db) => out.extend(db.list().await?),
+                Source::Postgres(db) => out.extend(db.list().await?),
                 Source::Template(t) => out.extend(t.list()),
                 Source::Git(g) => out.extend(g.list()),
             }
@@ -187,6 +200,7 @@ impl Registry {
             match source {
                 Source::Files(f) => out.extend(f.templates()),
                 Source::Sqlite(db) => out.extend(db.templates()),
+                Source::Postgres(db) => out.extend(db.templates()),
                 Source::Template(t) => out.extend(t.templates()),
                 Source::Git(g) => out.extend(g.templates()),
             }
@@ -210,6 +224,8 @@ impl Registry {
                 Source::Files(_) => continue,
                 Source::Sqlite(db) if db.owns(uri) => db.read(uri).await,
                 Source::Sqlite(_) => continue,
+                Source::Postgres(db) if db.owns(uri) => db.read(uri).await,
+                Source::Postgres(_) => continue,
                 Source::Git(g) if g.owns(uri) => {
                     let (g, u) = (g.clone(), uri.to_owned());
                     blocking(move || g.read_blocking(&u)).await?
@@ -245,6 +261,10 @@ impl Registry {
                     return db.complete(template, var, value).await;
                 }
                 Source::Sqlite(_) => {}
+                Source::Postgres(db) if db.has_template(template) => {
+                    return db.complete(template, var, value).await;
+                }
+                Source::Postgres(_) => {}
                 Source::Template(t) if t.uri_template() == template => {
                     return t.complete(var, value, context).await;
                 }
@@ -263,6 +283,31 @@ impl Registry {
         Err(RequestError::InvalidParams(format!(
             "no resource template `{template}`"
         )))
+    }
+
+    /// `check`'s warnings about postgres sources: each source connects (with a short timeout)
+    /// and has PostgreSQL prepare its named queries and the `sql` templates that use it. An
+    /// unreachable database or a statement PostgreSQL rejects will fail at run time, but does not
+    /// stop `serve`.
+    pub async fn postgres_warnings(&self) -> Vec<(Loc, String)> {
+        let mut out = Vec::new();
+        for source in &self.sources {
+            let Source::Postgres(db) = source else {
+                continue;
+            };
+            let mut statements = db.query_statements();
+            for other in &self.sources {
+                if let Source::Template(t) = other
+                    && let Some((of, statement)) = t.postgres_statement()
+                    && Arc::ptr_eq(of, db)
+                {
+                    statements.push(statement);
+                }
+            }
+            out.extend(db.check_warnings(&statements).await);
+        }
+        out.sort_by_key(|(loc, _)| (loc.line, loc.col));
+        out
     }
 
     /// Completes an argument of a prompt (`ref/prompt`) from its declared `completions`.

@@ -1,8 +1,10 @@
-//! Resource providers (files, sqlite, git, user templates) and the plain types they answer with.
+//! Resource providers (files, sqlite, postgres, git, user templates) and the plain types they
+//! answer with.
 //! Nothing here knows MCP: `server.rs` converts these types to the wire.
 
 pub mod files;
 pub mod git;
+pub mod postgres;
 pub mod sql;
 pub mod sqlite;
 pub mod template;

@@ -1,6 +1,7 @@
 //! `[templates.NAME]`: a URI template you define (RFC 6570, parsed and matched by `crate::uri`),
 //! whose variables feed one backend: a `file` path template resolved inside a root, a `sql`
-//! statement of a `[sqlite.NAME]` source with the variables bound as `:name` parameters, or a
+//! statement of a `[sqlite.NAME]` or `[postgres.NAME]` source with the variables bound as `:name`
+//! parameters, or a
 //! `command` run through the crate's one process spawner (`tools::process`), argv built by the
 //! tools' brace rules (`tools::argv`) — no shell — whose stdout is the content.
 //!
@@ -15,6 +16,7 @@ use std::sync::Arc;
 use indexmap::IndexMap;
 
 use super::files::mime_for;
+use super::postgres::{self, CheckStatement, PostgresSource};
 use super::sqlite::{Bound, SqliteSource, bound_text};
 use super::{Body, Completion, Contents, RequestError, ResourceInfo, TemplateInfo};
 use crate::manifest::{
@@ -45,10 +47,11 @@ enum Backend {
         root: PathBuf,
     },
     Sql {
-        db: Arc<SqliteSource>,
-        /// The statement with `:var` rewritten as `?N`; `vars[N-1]` binds `?N`.
+        db: Database,
+        /// The statement with `:var` rewritten as `?N` (`$N`); `vars[N-1]` binds `?N`.
         sql: String,
         vars: Vec<String>,
+        sql_loc: manifest::Loc,
     },
     Command {
         argv: Argv,
@@ -57,12 +60,21 @@ enum Backend {
     },
 }
 
+/// The source a `sql` template queries.
+#[derive(Debug)]
+enum Database {
+    Sqlite(Arc<SqliteSource>),
+    Postgres(Arc<PostgresSource>),
+}
+
 impl TemplateSource {
     /// Builds a template: the URI template must parse, `completions` must name its variables,
-    /// and the backend must use exactly its variables. `sqlite` lists the sources that built.
+    /// and the backend must use exactly its variables. `sqlite` and `postgres` list the sources
+    /// that built.
     pub async fn build(
         def: &manifest::Template,
         sqlite: &[Arc<SqliteSource>],
+        pg_sources: &[Arc<PostgresSource>],
         diags: &mut Diagnostics,
     ) -> Option<TemplateSource> {
         let context = format!("[templates.{}]", def.name);
@@ -178,21 +190,34 @@ impl TemplateSource {
                 Backend::File { parts, root }
             }
             TemplateBackend::Sql {
+                engine,
                 source,
                 sql,
                 sql_loc,
                 ..
             } => {
                 // A missing source was reported when the manifest (or the source) was checked.
-                let db = sqlite.iter().find(|s| &s.name == source)?.clone();
                 let names: Vec<&str> = vars.iter().map(String::as_str).collect();
-                let named = db
-                    .check_template_sql(&context, sql, *sql_loc, &def.uri, &names, diags)
-                    .await?;
+                let (db, named) = match engine {
+                    manifest::SqlEngine::Sqlite => {
+                        let db = sqlite.iter().find(|s| &s.name == source)?.clone();
+                        let named = db
+                            .check_template_sql(&context, sql, *sql_loc, &def.uri, &names, diags)
+                            .await?;
+                        (Database::Sqlite(db), named)
+                    }
+                    manifest::SqlEngine::Postgres => {
+                        let db = pg_sources.iter().find(|s| &s.name == source)?.clone();
+                        let named = db
+                            .check_template_sql(&context, sql, *sql_loc, &def.uri, &names, diags)?;
+                        (Database::Postgres(db), named)
+                    }
+                };
                 Backend::Sql {
                     db,
                     sql: named.sql,
                     vars: named.names,
+                    sql_loc: *sql_loc,
                 }
             }
             TemplateBackend::Command(cmd) => {
@@ -267,6 +292,27 @@ impl TemplateSource {
             backend,
             completions: def.completions.clone(),
         })
+    }
+
+    /// The postgres source a `sql` template queries and its statement, for `check`.
+    pub fn postgres_statement(&self) -> Option<(&Arc<PostgresSource>, CheckStatement)> {
+        match &self.backend {
+            Backend::Sql {
+                db: Database::Postgres(db),
+                sql,
+                vars,
+                sql_loc,
+            } => Some((
+                db,
+                CheckStatement {
+                    context: format!("[templates.{}]", self.name),
+                    sql: sql.clone(),
+                    loc: *sql_loc,
+                    kinds: vec![postgres::Kind::Text; vars.len()],
+                },
+            )),
+            _ => None,
+        }
     }
 
     /// A template without variables is one fixed URI: it is listed as a resource.
@@ -349,13 +395,22 @@ impl TemplateSource {
                 db,
                 sql,
                 vars: names,
+                ..
             } => {
                 let mut args: Vec<Bound> = Vec::with_capacity(names.len());
                 for n in names {
                     args.push(bound_text(value(n)?.as_deref()));
                 }
-                db.read_sql(uri, sql, &args, self.mime_type.as_deref())
-                    .await
+                match db {
+                    Database::Sqlite(db) => {
+                        db.read_sql(uri, sql, &args, self.mime_type.as_deref())
+                            .await
+                    }
+                    Database::Postgres(db) => {
+                        db.read_sql(uri, sql, &args, self.mime_type.as_deref())
+                            .await
+                    }
+                }
             }
             Backend::Command { argv, spec } => {
                 let mut values = HashMap::new();

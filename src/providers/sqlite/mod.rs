@@ -13,7 +13,7 @@
 //! each is interrupted after the source's `timeout` or when its request goes away.
 
 mod pool;
-mod rows;
+pub(crate) mod rows;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -28,7 +28,8 @@ use sqlx::{
 use pool::{Pool, options};
 use rows::{Rows, collect};
 
-use super::sql::{self, NamedSql, Problem, quote_ident};
+pub use super::sql::Names;
+use super::sql::{self, Dialect, NamedSql, quote_ident};
 use super::{Completion, Contents, RequestError, ResourceInfo, TemplateInfo, encode_component};
 use crate::manifest::expand::format_duration;
 use crate::manifest::{self, Diagnostics, Loc, ParamType, type_phrase};
@@ -58,21 +59,22 @@ pub struct SqliteSource {
 }
 
 /// A checked named query: SQL rewritten for positional binding, parameters in binding order.
+/// (The postgres source's queries are the same.)
 #[derive(Debug)]
-struct NamedQuery {
-    name: String,
-    description: Option<String>,
-    sql: Arc<str>,
-    params: Vec<QueryParam>,
+pub(crate) struct NamedQuery {
+    pub(crate) name: String,
+    pub(crate) description: Option<String>,
+    pub(crate) sql: Arc<str>,
+    pub(crate) params: Vec<QueryParam>,
 }
 
 /// A declared parameter of a named query, ready to convert values from a URI.
 #[derive(Debug)]
-struct QueryParam {
-    name: String,
-    ty: ParamType,
-    default: Option<Bound>,
-    enum_values: Option<Vec<Bound>>,
+pub(crate) struct QueryParam {
+    pub(crate) name: String,
+    pub(crate) ty: ParamType,
+    pub(crate) default: Option<Bound>,
+    pub(crate) enum_values: Option<Vec<Bound>>,
     minimum: Option<f64>,
     maximum: Option<f64>,
     pattern: Option<Regex>,
@@ -84,6 +86,8 @@ pub enum Bound {
     Null,
     Integer(i64),
     Real(f64),
+    /// Bound as 1 or 0 in SQLite (which has no boolean type), as a boolean in PostgreSQL.
+    Bool(bool),
     Text(String),
 }
 
@@ -547,7 +551,7 @@ fn unknown_variable(template: &str, var: &str, vars: &[&str]) -> RequestError {
 impl NamedQuery {
     /// The bound values for a query string: every declared parameter converted to its type,
     /// defaults for the missing ones; unknown, repeated or missing required ones are errors.
-    fn arguments(&self, query: &str) -> Result<Vec<Bound>, RequestError> {
+    pub(crate) fn arguments(&self, query: &str) -> Result<Vec<Bound>, RequestError> {
         let mut given: Vec<(String, String)> = Vec::new();
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
@@ -647,7 +651,7 @@ impl QueryParam {
 }
 
 /// A value from a URI as `ty`: integers and numbers in Rust's syntax (finite only), booleans as
-/// `true`/`false`/`1`/`0` (bound as 1 or 0: SQLite has no boolean type).
+/// `true`/`false`/`1`/`0`.
 fn parse_text(ty: ParamType, raw: &str) -> Option<Bound> {
     match ty {
         ParamType::String | ParamType::Array => Some(Bound::Text(raw.to_owned())),
@@ -658,8 +662,8 @@ fn parse_text(ty: ParamType, raw: &str) -> Option<Bound> {
             .filter(|f| f.is_finite() && !raw.trim().is_empty())
             .map(Bound::Real),
         ParamType::Boolean => match raw.to_ascii_lowercase().as_str() {
-            "true" | "1" => Some(Bound::Integer(1)),
-            "false" | "0" => Some(Bound::Integer(0)),
+            "true" | "1" => Some(Bound::Bool(true)),
+            "false" | "0" => Some(Bound::Bool(false)),
             _ => None,
         },
     }
@@ -670,19 +674,20 @@ fn from_json(ty: ParamType, v: &Value) -> Option<Bound> {
     match (ty, v) {
         (ParamType::Integer, Value::Number(n)) => n.as_i64().map(Bound::Integer),
         (ParamType::Number, Value::Number(n)) => n.as_f64().map(Bound::Real),
-        (ParamType::Boolean, Value::Bool(b)) => Some(Bound::Integer(i64::from(*b))),
+        (ParamType::Boolean, Value::Bool(b)) => Some(Bound::Bool(*b)),
         (ParamType::String, Value::String(s)) => Some(Bound::Text(s.clone())),
         _ => None,
     }
 }
 
 impl Bound {
-    /// How the value reads in a URI (for completion and messages).
-    fn to_text(&self) -> String {
+    /// How the value reads in a URI (for completion and messages), and as PostgreSQL text.
+    pub(crate) fn to_text(&self) -> String {
         match self {
             Bound::Null => String::new(),
             Bound::Integer(i) => i.to_string(),
             Bound::Real(f) => f.to_string(),
+            Bound::Bool(b) => b.to_string(),
             Bound::Text(s) => s.clone(),
         }
     }
@@ -690,7 +695,7 @@ impl Bound {
 
 /// Checks the declared parameters of a query: SQL can bind strings, integers, numbers and
 /// booleans, not arrays. `None` after reporting problems.
-fn query_params(
+pub(crate) fn query_params(
     context: &str,
     params: &[manifest::Param],
     diags: &mut Diagnostics,
@@ -744,7 +749,10 @@ async fn check_sql(
             for p in problems {
                 diags.push(
                     loc,
-                    format!("{context} {}", problem_message(&p, declared, names)),
+                    format!(
+                        "{context} {}",
+                        sql::problem_message(Dialect::Sqlite, &p, declared, names)
+                    ),
                 );
             }
             return None;
@@ -779,66 +787,6 @@ async fn check_sql(
             }
             Some(named)
         }
-    }
-}
-
-/// Who declares the parameter names a statement may use.
-#[derive(Debug, Clone, Copy)]
-pub enum Names<'a> {
-    /// A named query's `params.NAME`.
-    QueryParams,
-    /// The variables of a URI template (the text of the template).
-    TemplateVars(&'a str),
-}
-
-impl Names<'_> {
-    fn phrase(&self) -> String {
-        match self {
-            Names::QueryParams => "declared".into(),
-            Names::TemplateVars(uri) => format!("a variable of `{uri}`"),
-        }
-    }
-}
-
-fn problem_message(p: &Problem, declared: &[&str], names: Names) -> String {
-    match p {
-        Problem::Empty => "`sql` holds no statement".into(),
-        Problem::MultipleStatements => {
-            "`sql` holds more than one statement; write exactly one".into()
-        }
-        Problem::NotARead(word) => format!(
-            "`sql` must read: start it with {} (found `{word}`); the database is opened read-only",
-            sql::READ_KEYWORDS.join(", ")
-        ),
-        Problem::Positional(token) => format!(
-            "positional parameter `{token}` cannot be bound; write a named parameter `:name` and declare it"
-        ),
-        Problem::OtherPrefix(token, name) => {
-            format!("write parameter `{token}` as `:{name}` (parameters are written `:name`)")
-        }
-        Problem::Undeclared(name) => {
-            let guess = manifest::diag::did_you_mean(name, declared.iter().copied());
-            match (names, guess) {
-                (_, Some(m)) => format!(
-                    "SQL parameter `:{name}` is not {}, did you mean `:{m}`?",
-                    names.phrase()
-                ),
-                (Names::QueryParams, None) => format!(
-                    "SQL parameter `:{name}` is not declared (declare it as `params.{name}`)"
-                ),
-                (Names::TemplateVars(_), None) => {
-                    format!("SQL parameter `:{name}` is not {}", names.phrase())
-                }
-            }
-        }
-        Problem::Unused(name) => match names {
-            Names::QueryParams => {
-                format!("parameter `{name}` is declared but the SQL never uses `:{name}`")
-            }
-            Names::TemplateVars(uri) => format!(
-                "variable `{name}` of `{uri}` is not used by the SQL (write `:{name}` where its value goes)"
-            ),
-        },
     }
 }
 
@@ -890,9 +838,12 @@ mod tests {
         assert_eq!(parse_text(ParamType::Number, "inf"), None);
         assert_eq!(
             parse_text(ParamType::Boolean, "TRUE"),
-            Some(Bound::Integer(1))
+            Some(Bound::Bool(true))
         );
-        assert_eq!(parse_text(ParamType::Boolean, "0"), Some(Bound::Integer(0)));
+        assert_eq!(
+            parse_text(ParamType::Boolean, "0"),
+            Some(Bound::Bool(false))
+        );
         assert_eq!(parse_text(ParamType::Boolean, "yes"), None);
         assert_eq!(
             parse_text(ParamType::String, "' OR 1=1 --"),

@@ -1,0 +1,1219 @@
+//! `[postgres.NAME]`: a PostgreSQL database served read-only through sqlx — the DDL of the
+//! listed schemas, one resource per table and view, and named queries whose parameters come from
+//! the URI's query string. `mod.rs` has the source (URIs, listing, reads, errors); `pool.rs` the
+//! connections and transactions; `plan.rs` how a statement binds and reads; `rows.rs` the values
+//! → JSON.
+//!
+//! URIs: `postgres://NAME/schema`, `postgres://NAME/tables/{table}` (tables of the first listed
+//! schema by name, the others as `schema.table`), `postgres://NAME/queries/QUERY{?p,…}`. Table
+//! and query reads answer `{"columns": [...], "rows": [{column: value}], "truncated": bool}`, like
+//! the sqlite source, with at most `row_limit` rows.
+//!
+//! Invariants: read-only by the engine — every statement runs in a `READ ONLY` transaction with
+//! `statement_timeout`, and that transaction is rolled back, never committed (functions such as
+//! `lo_from_bytea` write even in a read-only transaction; the rollback undoes them). Values are
+//! always bound, never spliced; the only names spliced into SQL are a table and schema the catalog
+//! listed (quoted) and type names `format_type` wrote. Nothing connects at start: the first request
+//! that needs the database does, and a database that is down is each request's clear error (naming
+//! the source and the host, never the password) while every other source keeps serving.
+
+mod plan;
+mod pool;
+mod rows;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::postgres::{PgConnectOptions, PgConnection};
+use sqlx::{AssertSqlSafe, ConnectOptions as _, Connection as _, Executor as _};
+
+pub use plan::Kind;
+use plan::{BindAs, Plan};
+use pool::{BeginError, Pool, is_connection_error};
+use rows::{Cell, cells, decoders};
+
+use super::sql::{self, Dialect, NamedSql, Names, quote_ident};
+use super::sqlite::rows::Rows;
+use super::sqlite::{Bound, NamedQuery, query_params};
+use super::{
+    Body, Completion, Contents, RequestError, ResourceInfo, TemplateInfo, encode_component,
+};
+use crate::manifest::expand::format_duration;
+use crate::manifest::{self, Diagnostics, Loc, ParamType, type_phrase};
+
+const JSON: &str = "application/json";
+/// How long opening a connection may take (also `check`'s probe), unless the URL's
+/// `connect_timeout` says otherwise.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Beyond the statement timeout, how long a request may wait for the server before its
+/// connection is dropped (a server that stopped answering).
+const GRACE: Duration = Duration::from_secs(2);
+/// Plans kept per source (named queries, templates, tables); more and the cache starts over.
+const MAX_PLANS: usize = 1024;
+/// URL parameters sqlx understands; anything else (libpq's `channel_binding`,
+/// `target_session_attrs`, …) is left out rather than passed on.
+const KNOWN_URL_PARAMS: [&str; 16] = [
+    "sslmode",
+    "ssl-mode",
+    "sslrootcert",
+    "ssl-root-cert",
+    "ssl-ca",
+    "sslcert",
+    "ssl-cert",
+    "sslkey",
+    "ssl-key",
+    "host",
+    "hostaddr",
+    "port",
+    "dbname",
+    "user",
+    "password",
+    "application_name",
+];
+
+/// Tables and views of the listed schemas (`$1`, in order), each named as its URI names it (bare
+/// in the first schema `$2`, `schema.table` in the others). Partitions are left out (their parent
+/// reads them all), and so is what this role may not read.
+const LISTED: &str = "\
+    SELECT CASE WHEN n.nspname = $2 THEN c.relname ELSE n.nspname || '.' || c.relname END AS uri_name, \
+           c.relkind::text AS kind, n.nspname AS schema, c.relname AS name \
+    FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+    WHERE n.nspname = ANY($1) AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition \
+      AND has_schema_privilege(n.oid, 'USAGE') \
+      AND (has_table_privilege(c.oid, 'SELECT') OR has_any_column_privilege(c.oid, 'SELECT'))";
+
+/// The live postgres source.
+#[derive(Debug)]
+pub struct PostgresSource {
+    pub name: String,
+    /// `postgres://NAME/`
+    prefix: String,
+    schemas: Vec<String>,
+    row_limit: u64,
+    tables: bool,
+    pub watch: bool,
+    pub poll_interval: Duration,
+    description: Option<String>,
+    queries: Vec<NamedQuery>,
+    /// Where each query's `sql` is written (same order as `queries`).
+    query_locs: Vec<Loc>,
+    url_loc: Loc,
+    /// "database `crm` on db.example.com:5432 as `app`": what messages name (no password).
+    target: String,
+    /// The URL's password, scrubbed from every message that could carry it.
+    secret: Option<String>,
+    timeout: Duration,
+    pool: Pool,
+    plans: std::sync::Mutex<HashMap<String, Arc<Plan>>>,
+}
+
+/// A statement `check` has PostgreSQL prepare: a named query's or a `sql` template's.
+#[derive(Debug, Clone)]
+pub struct CheckStatement {
+    /// `[postgres.crm.queries.q]` or `[templates.t]`.
+    pub context: String,
+    /// With `$N` parameters.
+    pub sql: String,
+    pub loc: Loc,
+    pub kinds: Vec<Kind>,
+}
+
+/// What a request runs.
+enum Statement<'a> {
+    /// A table or view by its URI name.
+    Table(&'a str),
+    /// A named query's or template's statement and its values.
+    Sql {
+        sql: &'a str,
+        kinds: &'a [Kind],
+        args: &'a [Bound],
+    },
+}
+
+/// Why a statement failed.
+enum Failure {
+    Db(sqlx::Error),
+    Decode(String),
+    NotFound,
+    TimedOut,
+}
+
+impl From<sqlx::Error> for Failure {
+    fn from(e: sqlx::Error) -> Self {
+        Failure::Db(e)
+    }
+}
+
+impl PostgresSource {
+    /// Builds the source without connecting: the URL must parse, and every named query must be
+    /// one reading statement whose `:name` parameters are exactly the declared ones (PostgreSQL
+    /// itself sees the SQL on first use, and in `check`).
+    pub fn build(def: &manifest::Postgres, diags: &mut Diagnostics) -> Option<PostgresSource> {
+        let context = format!("[postgres.{}]", def.name);
+        let (options, connect_timeout, secret) = match parse_url(&def.url) {
+            Ok(parsed) => parsed,
+            Err(why) => {
+                diags.push(def.url_loc, format!("{context} `url`: {why}"));
+                return None;
+            }
+        };
+        let target = describe_target(&options);
+        let mut ok = true;
+        let mut queries = Vec::new();
+        let mut query_locs = Vec::new();
+        for q in &def.queries {
+            let qcontext = format!("[postgres.{}.queries.{}]", def.name, q.name);
+            let params = query_params(&qcontext, &q.params, diags);
+            let names: Vec<&str> = q.params.iter().map(|p| p.name.as_str()).collect();
+            let named = check_text(
+                &qcontext,
+                &q.sql,
+                q.sql_loc,
+                &names,
+                Names::QueryParams,
+                diags,
+            );
+            match (named, params) {
+                (Some(named), Some(params)) => {
+                    queries.push(NamedQuery {
+                        name: q.name.clone(),
+                        description: q.description.clone(),
+                        sql: named.sql.into(),
+                        params,
+                    });
+                    query_locs.push(q.sql_loc);
+                }
+                _ => ok = false,
+            }
+        }
+        let pool = Pool::new(
+            options,
+            def.max_connections,
+            def.timeout,
+            connect_timeout.unwrap_or(CONNECT_TIMEOUT),
+        );
+        ok.then(|| PostgresSource {
+            name: def.name.clone(),
+            prefix: format!("postgres://{}/", def.name),
+            schemas: def.schemas.clone(),
+            row_limit: def.row_limit.max(1),
+            tables: def.tables,
+            watch: def.watch,
+            poll_interval: def.poll_interval,
+            description: def.description.clone(),
+            queries,
+            query_locs,
+            url_loc: def.url_loc,
+            target,
+            secret,
+            timeout: def.timeout,
+            pool,
+            plans: std::sync::Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Checks a `sql` template's text against the template's variables (the parameter names, in
+    /// binding order) and rewrites it for binding; `None` after reporting problems at `loc`.
+    pub fn check_template_sql(
+        &self,
+        context: &str,
+        sql: &str,
+        loc: Loc,
+        uri: &str,
+        vars: &[&str],
+        diags: &mut Diagnostics,
+    ) -> Option<NamedSql> {
+        check_text(context, sql, loc, vars, Names::TemplateVars(uri), diags)
+    }
+
+    /// The statements of the named queries, for `check`.
+    pub fn query_statements(&self) -> Vec<CheckStatement> {
+        self.queries
+            .iter()
+            .zip(&self.query_locs)
+            .map(|(q, loc)| CheckStatement {
+                context: format!("[postgres.{}.queries.{}]", self.name, q.name),
+                sql: q.sql.to_string(),
+                loc: *loc,
+                kinds: q.params.iter().map(|p| kind_of(p.ty)).collect(),
+            })
+            .collect()
+    }
+
+    /// `check`: connects (with the connect timeout) and has PostgreSQL prepare every statement.
+    /// Returns warnings: the database cannot be reached (once, at `url`), or it rejects a
+    /// statement (at its `sql`).
+    pub async fn check_warnings(&self, statements: &[CheckStatement]) -> Vec<(Loc, String)> {
+        let mut lease = match self.pool.begin().await {
+            Ok(l) => l,
+            Err(e) => {
+                return vec![(
+                    self.url_loc,
+                    format!(
+                        "{}; `serve` starts anyway and answers each request with this error until the database can be reached",
+                        self.begin_failed(&e)
+                    ),
+                )];
+            }
+        };
+        let mut out = Vec::new();
+        for s in statements {
+            let conn = lease.conn();
+            let checked = async {
+                conn.execute("SAVEPOINT mcp_check").await?;
+                let result = plan::make(conn, &s.sql, &s.kinds, self.row_limit).await;
+                conn.execute("ROLLBACK TO SAVEPOINT mcp_check").await?;
+                result
+            };
+            match tokio::time::timeout(self.timeout + GRACE, checked).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) if is_connection_error(&e) => {
+                    out.push((self.url_loc, self.connect_failed(&e)));
+                    lease.discard();
+                    return out;
+                }
+                Ok(Err(e)) => out.push((
+                    s.loc,
+                    format!(
+                        "{} PostgreSQL rejects the SQL: {}",
+                        s.context,
+                        self.scrub(&db_message(&e))
+                    ),
+                )),
+                Err(_) => {
+                    out.push((
+                        s.loc,
+                        format!(
+                            "{} PostgreSQL did not describe the SQL within {}",
+                            s.context,
+                            format_duration(self.timeout)
+                        ),
+                    ));
+                    lease.discard();
+                    return out;
+                }
+            }
+        }
+        lease.finish();
+        out
+    }
+
+    /// Whether `uri` is under `postgres://NAME/` (it may still be "not found").
+    pub fn owns(&self, uri: &str) -> bool {
+        uri.starts_with(&self.prefix)
+    }
+
+    fn table_template(&self) -> String {
+        format!("{}tables/{{table}}", self.prefix)
+    }
+
+    fn query_template(&self, q: &NamedQuery) -> String {
+        let names: Vec<&str> = q.params.iter().map(|p| p.name.as_str()).collect();
+        format!("{}queries/{}{{?{}}}", self.prefix, q.name, names.join(","))
+    }
+
+    /// The schema, each table and view (when `tables`), and each query whose parameters all
+    /// have defaults. A database that cannot be reached leaves its tables out (and says so on
+    /// stderr): the rest of the server's list still answers.
+    pub async fn list(&self) -> Result<Vec<ResourceInfo>, RequestError> {
+        let mut out = Vec::new();
+        let mut schema = ResourceInfo::new(
+            format!("{}schema", self.prefix),
+            format!("{}/schema", self.name),
+        );
+        schema.description = Some(self.description.clone().unwrap_or_else(|| {
+            format!(
+                "The DDL of the tables and views of [postgres.{}] (schemas: {})",
+                self.name,
+                self.schemas.join(", ")
+            )
+        }));
+        schema.mime_type = Some("text/plain".into());
+        out.push(schema);
+        if self.tables {
+            match self.table_names().await {
+                Ok(tables) => {
+                    for (table, kind) in tables {
+                        let mut r = ResourceInfo::new(
+                            format!("{}tables/{}", self.prefix, encode_component(&table)),
+                            format!("{}/tables/{table}", self.name),
+                        );
+                        r.description = Some(format!(
+                            "{} `{table}` of [postgres.{}]: up to {} rows as JSON",
+                            kind_word(&kind),
+                            self.name,
+                            self.row_limit
+                        ));
+                        r.mime_type = Some(JSON.into());
+                        out.push(r);
+                    }
+                }
+                Err(e) => tracing::warn!("tables not listed: {e}"),
+            }
+        }
+        for q in &self.queries {
+            if q.params.iter().all(|p| p.default.is_some()) {
+                let mut r = ResourceInfo::new(
+                    format!("{}queries/{}", self.prefix, q.name),
+                    format!("{}/queries/{}", self.name, q.name),
+                );
+                r.description = Some(self.query_description(q));
+                r.mime_type = Some(JSON.into());
+                out.push(r);
+            }
+        }
+        Ok(out)
+    }
+
+    fn query_description(&self, q: &NamedQuery) -> String {
+        q.description
+            .clone()
+            .unwrap_or_else(|| format!("Named query `{}` of [postgres.{}]", q.name, self.name))
+    }
+
+    /// The table template (when `tables`) and one template per query with parameters.
+    pub fn templates(&self) -> Vec<TemplateInfo> {
+        let mut out = Vec::new();
+        if self.tables {
+            out.push(TemplateInfo {
+                uri_template: self.table_template(),
+                name: format!("{}/tables", self.name),
+                description: Some(format!(
+                    "A table or view of [postgres.{}] by name (schema `{}`; others as schema.table): up to {} rows as JSON",
+                    self.name, self.schemas[0], self.row_limit
+                )),
+                mime_type: Some(JSON.into()),
+            });
+        }
+        for q in self.queries.iter().filter(|q| !q.params.is_empty()) {
+            let params: Vec<String> = q
+                .params
+                .iter()
+                .map(|p| match &p.default {
+                    Some(_) => format!("{} ({}, optional)", p.name, type_phrase(p.ty)),
+                    None => format!("{} ({})", p.name, type_phrase(p.ty)),
+                })
+                .collect();
+            out.push(TemplateInfo {
+                uri_template: self.query_template(q),
+                name: format!("{}/queries/{}", self.name, q.name),
+                description: Some(format!(
+                    "{}. Parameters: {}",
+                    self.query_description(q).trim_end_matches('.'),
+                    params.join(", ")
+                )),
+                mime_type: Some(JSON.into()),
+            });
+        }
+        out
+    }
+
+    /// Whether `template` is one of this source's URI templates.
+    pub fn has_template(&self, template: &str) -> bool {
+        self.templates().iter().any(|t| t.uri_template == template)
+    }
+
+    /// Completes a variable of one of this source's templates: table names, or the values a
+    /// query parameter allows (its `enum`, or true/false).
+    pub async fn complete(
+        &self,
+        template: &str,
+        var: &str,
+        prefix: &str,
+    ) -> Result<Completion, RequestError> {
+        if self.tables && template == self.table_template() {
+            if var != "table" {
+                return Err(unknown_variable(template, var, &["table"]));
+            }
+            let names = self.table_names().await?;
+            return Ok(Completion::from_candidates(
+                names.into_iter().map(|(n, _)| n),
+                prefix,
+            ));
+        }
+        let Some(q) = self
+            .queries
+            .iter()
+            .find(|q| self.query_template(q) == template)
+        else {
+            return Err(RequestError::InvalidParams(format!(
+                "no resource template `{template}`"
+            )));
+        };
+        let Some(p) = q.params.iter().find(|p| p.name == var) else {
+            let names: Vec<&str> = q.params.iter().map(|p| p.name.as_str()).collect();
+            return Err(unknown_variable(template, var, &names));
+        };
+        let candidates: Vec<String> = match (&p.enum_values, p.ty) {
+            (Some(values), _) => values.iter().map(Bound::to_text).collect(),
+            (None, ParamType::Boolean) => vec!["false".into(), "true".into()],
+            _ => Vec::new(),
+        };
+        Ok(Completion::from_candidates(candidates, prefix))
+    }
+
+    /// Reads `postgres://NAME/schema`, `…/tables/T` or `…/queries/Q?…`.
+    pub async fn read(&self, uri: &str) -> Result<Contents, RequestError> {
+        let not_found = || RequestError::NotFound(uri.to_owned());
+        let rest = uri.strip_prefix(&self.prefix).ok_or_else(not_found)?;
+        if rest == "schema" {
+            let text = self.schema().await?;
+            return Ok(Contents {
+                uri: uri.to_owned(),
+                mime_type: Some("text/plain".into()),
+                body: Body::Text(text),
+            });
+        }
+        let rows = if let Some(encoded) = rest.strip_prefix("tables/") {
+            if !self.tables {
+                return Err(not_found());
+            }
+            let table = crate::uri::percent_decode(encoded).ok_or_else(not_found)?;
+            if table.is_empty() || table.contains('\0') {
+                return Err(not_found());
+            }
+            self.fetch(uri, Statement::Table(&table)).await?
+        } else if let Some(rest) = rest.strip_prefix("queries/") {
+            let (name, query) = match rest.split_once('?') {
+                Some((n, q)) => (n, Some(q)),
+                None => (rest, None),
+            };
+            let q = self
+                .queries
+                .iter()
+                .find(|q| q.name == name)
+                .ok_or_else(not_found)?;
+            let args = q.arguments(query.unwrap_or(""))?;
+            let kinds: Vec<Kind> = q.params.iter().map(|p| kind_of(p.ty)).collect();
+            self.fetch(
+                uri,
+                Statement::Sql {
+                    sql: &q.sql,
+                    kinds: &kinds,
+                    args: &args,
+                },
+            )
+            .await?
+        } else {
+            return Err(not_found());
+        };
+        Ok(Contents {
+            uri: uri.to_owned(),
+            mime_type: Some(JSON.into()),
+            body: Body::Text(rows.to_json()),
+        })
+    }
+
+    /// Runs a `sql` template's statement (`$N` parameters, all text) with its bound values; JSON
+    /// content like a query.
+    pub async fn read_sql(
+        &self,
+        uri: &str,
+        sql: &str,
+        args: &[Bound],
+        mime_type: Option<&str>,
+    ) -> Result<Contents, RequestError> {
+        let kinds = vec![Kind::Text; args.len()];
+        let rows = self
+            .fetch(
+                uri,
+                Statement::Sql {
+                    sql,
+                    kinds: &kinds,
+                    args,
+                },
+            )
+            .await?;
+        Ok(Contents {
+            uri: uri.to_owned(),
+            mime_type: Some(mime_type.unwrap_or(JSON).to_owned()),
+            body: Body::Text(rows.to_json()),
+        })
+    }
+
+    /// A transaction for one request, or the request's error.
+    async fn begin(&self) -> Result<pool::Lease, RequestError> {
+        self.pool
+            .begin()
+            .await
+            .map_err(|e| RequestError::Refused(self.begin_failed(&e)))
+    }
+
+    /// Runs one statement in its own transaction and keeps at most `row_limit` rows. A plan that
+    /// no longer fits the database (a table changed) is made again once.
+    async fn fetch(&self, uri: &str, statement: Statement<'_>) -> Result<Rows<Cell>, RequestError> {
+        let mut retried = false;
+        loop {
+            let mut lease = self.begin().await?;
+            let run = self.run(lease.conn(), &statement);
+            let result = match tokio::time::timeout(self.timeout + GRACE, run).await {
+                Ok(r) => r,
+                Err(_) => Err((Failure::TimedOut, false)),
+            };
+            match result {
+                Ok(rows) => {
+                    lease.finish();
+                    return Ok(rows);
+                }
+                Err((Failure::Db(e), cached)) if !is_connection_error(&e) => {
+                    let stale = stale_plan(&e);
+                    if stale {
+                        self.forget_plans();
+                        let _ = lease.conn().clear_cached_statements().await;
+                    }
+                    lease.finish();
+                    if stale && cached && !retried {
+                        retried = true;
+                        continue;
+                    }
+                    return Err(self.statement_failed(uri, &statement, &e));
+                }
+                Err((Failure::Db(e), _)) => {
+                    lease.discard();
+                    return Err(RequestError::Refused(self.connect_failed(&e)));
+                }
+                Err((Failure::NotFound, _)) => {
+                    lease.finish();
+                    return Err(RequestError::NotFound(uri.to_owned()));
+                }
+                Err((Failure::Decode(why), _)) => {
+                    lease.finish();
+                    return Err(RequestError::Internal(format!(
+                        "[postgres.{}] a value cannot be read: {why}",
+                        self.name
+                    )));
+                }
+                Err((Failure::TimedOut, _)) => {
+                    lease.discard();
+                    return Err(self.timed_out());
+                }
+            }
+        }
+    }
+
+    /// The statement's rows. The error says whether the plan came from the cache.
+    async fn run(
+        &self,
+        conn: &mut PgConnection,
+        statement: &Statement<'_>,
+    ) -> Result<Rows<Cell>, (Failure, bool)> {
+        let (sql, kinds, args) = match statement {
+            Statement::Table(name) => {
+                let Some((schema, table)) = self
+                    .find_table(conn, name)
+                    .await
+                    .map_err(|e| (e.into(), false))?
+                else {
+                    return Err((Failure::NotFound, false));
+                };
+                let sql = format!(
+                    "SELECT * FROM {}.{}",
+                    quote_ident(&schema),
+                    quote_ident(&table)
+                );
+                (std::borrow::Cow::Owned(sql), &[][..], &[][..])
+            }
+            Statement::Sql { sql, kinds, args } => {
+                (std::borrow::Cow::Borrowed(*sql), *kinds, *args)
+            }
+        };
+        let (plan, cached) = self
+            .plan(conn, &sql, kinds)
+            .await
+            .map_err(|e| (e.into(), false))?;
+        collect(conn, &plan, args, self.limit())
+            .await
+            .map_err(|e| (e, cached))
+    }
+
+    /// The plan of a statement: from the cache, or worked out now (and cached).
+    async fn plan(
+        &self,
+        conn: &mut PgConnection,
+        sql: &str,
+        kinds: &[Kind],
+    ) -> Result<(Arc<Plan>, bool), sqlx::Error> {
+        let key = format!("{kinds:?}\n{sql}");
+        if let Some(p) = self.plans.lock().ok().and_then(|p| p.get(&key).cloned()) {
+            return Ok((p, true));
+        }
+        let plan = Arc::new(plan::make(conn, sql, kinds, self.row_limit).await?);
+        if let Ok(mut plans) = self.plans.lock() {
+            if plans.len() >= MAX_PLANS {
+                plans.clear();
+            }
+            plans.insert(key, plan.clone());
+        }
+        Ok((plan, false))
+    }
+
+    fn forget_plans(&self) {
+        if let Ok(mut plans) = self.plans.lock() {
+            plans.clear();
+        }
+    }
+
+    fn limit(&self) -> usize {
+        usize::try_from(self.row_limit).unwrap_or(usize::MAX)
+    }
+
+    /// The listed table or view a URI name means: a table of the first schema by its name, else
+    /// `schema.table` of a listed schema.
+    async fn find_table(
+        &self,
+        conn: &mut PgConnection,
+        name: &str,
+    ) -> Result<Option<(String, String)>, sqlx::Error> {
+        let sql = format!(
+            "SELECT l.schema, l.name FROM ({LISTED}) AS l \
+             WHERE l.uri_name = $3 OR l.schema || '.' || l.name = $3 \
+             ORDER BY (l.uri_name = $3) DESC LIMIT 1"
+        );
+        sqlx::query_as::<_, (String, String)>(AssertSqlSafe(sql))
+            .bind(&self.schemas)
+            .bind(&self.schemas[0])
+            .bind(name)
+            .fetch_optional(&mut *conn)
+            .await
+    }
+
+    /// Tables and views by URI name, with their kind (`r`, `v`, …), in schema order then name.
+    async fn table_names(&self) -> Result<Vec<(String, String)>, RequestError> {
+        let mut lease = self.begin().await?;
+        let sql = format!(
+            "SELECT l.uri_name, l.kind FROM ({LISTED}) AS l \
+             ORDER BY array_position($1, l.schema), l.name"
+        );
+        let query = sqlx::query_as::<_, (String, String)>(AssertSqlSafe(sql))
+            .bind(&self.schemas)
+            .bind(&self.schemas[0])
+            .fetch_all(lease.conn());
+        let result = tokio::time::timeout(self.timeout + GRACE, query).await;
+        self.settle(lease, result)
+    }
+
+    /// Ends a request's transaction after a catalog query, mapping its errors.
+    fn settle<T>(
+        &self,
+        lease: pool::Lease,
+        result: Result<Result<T, sqlx::Error>, tokio::time::error::Elapsed>,
+    ) -> Result<T, RequestError> {
+        match result {
+            Ok(Ok(v)) => {
+                lease.finish();
+                Ok(v)
+            }
+            Ok(Err(e)) if is_connection_error(&e) => {
+                lease.discard();
+                Err(RequestError::Refused(self.connect_failed(&e)))
+            }
+            Ok(Err(e)) => {
+                lease.finish();
+                Err(self.db_failed(&e))
+            }
+            Err(_) => {
+                lease.discard();
+                Err(self.timed_out())
+            }
+        }
+    }
+
+    /// The DDL of the listed schemas, rebuilt from the catalogs: enum and domain types, then
+    /// each table (columns, defaults, identity, constraints, partition key), view and
+    /// materialized view, its indexes and its comments.
+    async fn schema(&self) -> Result<String, RequestError> {
+        let mut lease = self.begin().await?;
+        let work = async {
+            let conn = lease.conn();
+            let types = sqlx::query_as::<_, (String,)>(TYPES_DDL)
+                .bind(&self.schemas)
+                .fetch_all(&mut *conn)
+                .await?;
+            let sql = format!("WITH l AS ({LISTED}) {RELATIONS_DDL}");
+            let relations: Vec<RelationRow> =
+                sqlx::query_as::<_, RelationTuple>(AssertSqlSafe(sql))
+                    .bind(&self.schemas)
+                    .bind(&self.schemas[0])
+                    .fetch_all(&mut *conn)
+                    .await?
+                    .into_iter()
+                    .map(RelationRow::from)
+                    .collect();
+            Ok::<_, sqlx::Error>((types, relations))
+        };
+        let result = tokio::time::timeout(self.timeout + GRACE, work).await;
+        let (types, relations) = self.settle(lease, result)?;
+        let mut out = String::new();
+        for (ddl,) in types {
+            out.push_str(&ddl);
+            out.push_str("\n\n");
+        }
+        for r in relations {
+            out.push_str(&relation_ddl(&r));
+            out.push('\n');
+        }
+        Ok(out)
+    }
+
+    fn begin_failed(&self, e: &BeginError) -> String {
+        match e {
+            BeginError::Connect(e) => self.connect_failed(e),
+            BeginError::Begin(e) if is_connection_error(e) => self.connect_failed(e),
+            BeginError::Begin(e) => format!(
+                "[postgres.{}] cannot start a read-only transaction on {}: {}",
+                self.name,
+                self.target,
+                self.scrub(&db_message(e))
+            ),
+        }
+    }
+
+    fn connect_failed(&self, e: &sqlx::Error) -> String {
+        self.scrub(&format!(
+            "[postgres.{}] cannot connect to {}: {}",
+            self.name,
+            self.target,
+            db_message(e)
+        ))
+    }
+
+    fn timed_out(&self) -> RequestError {
+        RequestError::Refused(format!(
+            "[postgres.{}] the query ran longer than {} (`timeout`) and was stopped",
+            self.name,
+            format_duration(self.timeout)
+        ))
+    }
+
+    /// A statement's error: a value PostgreSQL cannot read as its parameter's type is invalid
+    /// params; a timeout says so; anything else is PostgreSQL's message.
+    fn statement_failed(
+        &self,
+        uri: &str,
+        statement: &Statement<'_>,
+        e: &sqlx::Error,
+    ) -> RequestError {
+        let has_args = matches!(statement, Statement::Sql { args, .. } if !args.is_empty());
+        if let sqlx::Error::Database(d) = e {
+            let code = d.code().unwrap_or_default();
+            if code == "57014" && d.message().contains("statement timeout") {
+                return self.timed_out();
+            }
+            let bad_value = matches!(
+                &*code,
+                "22P02" | "22003" | "22007" | "22008" | "22021" | "22P05" | "22001"
+            );
+            if has_args && bad_value {
+                return RequestError::InvalidParams(format!(
+                    "`{uri}`: {}",
+                    self.scrub(&db_message(e))
+                ));
+            }
+        }
+        self.db_failed(e)
+    }
+
+    fn db_failed(&self, e: &sqlx::Error) -> RequestError {
+        let mut message = format!("[postgres.{}] {}", self.name, db_message(e));
+        if let sqlx::Error::Database(d) = e
+            && d.code().as_deref() == Some("25006")
+        {
+            message.push_str(" (every statement runs in a read-only transaction)");
+        }
+        match e {
+            sqlx::Error::Database(_) => RequestError::Refused(self.scrub(&message)),
+            _ => RequestError::Internal(self.scrub(&message)),
+        }
+    }
+
+    /// `text` with the URL's password replaced by `***`.
+    fn scrub(&self, text: &str) -> String {
+        match &self.secret {
+            Some(s) if !s.is_empty() => text.replace(s.as_str(), "***"),
+            _ => text.to_owned(),
+        }
+    }
+}
+
+/// Whether an error means the plan (or sqlx's prepared statement) no longer fits the database:
+/// "cached plan must not change result type", or a type or column problem of a cached statement.
+fn stale_plan(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Database(d) => d
+            .code()
+            .is_some_and(|c| c == "0A000" || c.starts_with("42")),
+        sqlx::Error::ColumnDecode { .. } | sqlx::Error::ColumnIndexOutOfBounds { .. } => true,
+        _ => false,
+    }
+}
+
+/// Runs a plan with its values bound and keeps at most `limit` rows (reading one more to know
+/// whether there were more).
+async fn collect(
+    conn: &mut PgConnection,
+    plan: &Plan,
+    args: &[Bound],
+    limit: usize,
+) -> Result<Rows<Cell>, Failure> {
+    use futures_util::TryStreamExt as _;
+    let mut query = sqlx::query(AssertSqlSafe(plan.sql.clone()));
+    for (i, a) in args.iter().enumerate() {
+        let bind = plan.binds.get(i).copied().unwrap_or(BindAs::Text);
+        let kind = plan.kinds.get(i).copied().unwrap_or(Kind::Text);
+        query = match (bind, kind, a) {
+            (BindAs::Text, _, Bound::Null) | (BindAs::Declared, Kind::Text, Bound::Null) => {
+                query.bind(None::<String>)
+            }
+            (BindAs::Text, _, v) => query.bind(v.to_text()),
+            (BindAs::Declared, Kind::Integer, Bound::Integer(n)) => query.bind(*n),
+            (BindAs::Declared, Kind::Integer, Bound::Null) => query.bind(None::<i64>),
+            (BindAs::Declared, Kind::Number, Bound::Real(f)) => query.bind(*f),
+            (BindAs::Declared, Kind::Number, Bound::Integer(n)) => query.bind(*n as f64),
+            (BindAs::Declared, Kind::Number, Bound::Null) => query.bind(None::<f64>),
+            (BindAs::Declared, Kind::Boolean, Bound::Bool(b)) => query.bind(*b),
+            (BindAs::Declared, Kind::Boolean, Bound::Null) => query.bind(None::<bool>),
+            (BindAs::Declared, _, v) => query.bind(v.to_text()),
+        };
+    }
+    let mut out = Rows::<Cell> {
+        columns: plan.names.clone(),
+        ..Rows::default()
+    };
+    let mut stream = query.fetch(&mut *conn);
+    let mut column_decoders = None;
+    while let Some(row) = stream.try_next().await? {
+        if out.rows.len() == limit {
+            out.truncated = true;
+            break;
+        }
+        let d = column_decoders.get_or_insert_with(|| decoders(&row));
+        out.rows.push(cells(&row, d).map_err(Failure::Decode)?);
+    }
+    Ok(out)
+}
+
+/// Text checks of a statement (one reading statement, parameters are the declared names), then
+/// the `:name` → `$N` rewrite.
+fn check_text(
+    context: &str,
+    sql: &str,
+    loc: Loc,
+    declared: &[&str],
+    names: Names<'_>,
+    diags: &mut Diagnostics,
+) -> Option<NamedSql> {
+    match sql::bind_by_name_in(Dialect::Postgres, sql, declared) {
+        Ok(n) => Some(n),
+        Err(problems) => {
+            for p in problems {
+                diags.push(
+                    loc,
+                    format!(
+                        "{context} {}",
+                        sql::problem_message(Dialect::Postgres, &p, declared, names)
+                    ),
+                );
+            }
+            None
+        }
+    }
+}
+
+/// How a declared parameter type binds.
+pub(crate) fn kind_of(ty: ParamType) -> Kind {
+    match ty {
+        ParamType::Integer => Kind::Integer,
+        ParamType::Number => Kind::Number,
+        ParamType::Boolean => Kind::Boolean,
+        ParamType::String | ParamType::Array => Kind::Text,
+    }
+}
+
+fn kind_word(relkind: &str) -> &'static str {
+    match relkind {
+        "v" => "View",
+        "m" => "Materialized view",
+        "f" => "Foreign table",
+        _ => "Table",
+    }
+}
+
+fn unknown_variable(template: &str, var: &str, vars: &[&str]) -> RequestError {
+    RequestError::InvalidParams(format!(
+        "`{template}` has no variable `{var}`; its variables are: {}",
+        vars.join(", ")
+    ))
+}
+
+/// What PostgreSQL (or the connection) said, without sqlx's wrapping; a database error keeps its
+/// detail and hint.
+fn db_message(e: &sqlx::Error) -> String {
+    match e {
+        sqlx::Error::Database(d) => {
+            let mut m = d.message().to_owned();
+            if let Some(pg) = d.try_downcast_ref::<sqlx::postgres::PgDatabaseError>() {
+                if let Some(detail) = pg.detail() {
+                    m.push_str(&format!(" ({detail})"));
+                }
+                if let Some(hint) = pg.hint() {
+                    m.push_str(&format!("; hint: {hint}"));
+                }
+            }
+            m
+        }
+        sqlx::Error::Io(io) => io.to_string(),
+        sqlx::Error::Tls(t) => format!("TLS: {t}"),
+        other => other.to_string(),
+    }
+}
+
+/// Parses the manifest's URL: a `postgres://` or `postgresql://` URL. Returns the options (the
+/// parameters sqlx does not know are left out, `application_name` defaults to `mcp-manifest`),
+/// the URL's `connect_timeout` (seconds, as libpq reads it) and its password. The error never
+/// holds the password.
+fn parse_url(text: &str) -> Result<(PgConnectOptions, Option<Duration>, Option<String>), String> {
+    let mut url = url::Url::parse(text).map_err(|e| {
+        format!(
+            "not a URL ({e}); write postgres://user:password@host:5432/database?sslmode=require"
+        )
+    })?;
+    if !matches!(url.scheme(), "postgres" | "postgresql") {
+        return Err(format!(
+            "the scheme is `{}`, not postgres:// (write postgres://user:password@host:5432/database)",
+            url.scheme()
+        ));
+    }
+    let secret = url
+        .password()
+        .map(|p| crate::uri::percent_decode(p).unwrap_or_else(|| p.to_owned()));
+    let mut connect_timeout = None;
+    let mut kept: Vec<(String, String)> = Vec::new();
+    let mut has_application_name = false;
+    let mut query_secret = None;
+    for (k, v) in url.query_pairs() {
+        match &*k {
+            "connect_timeout" => {
+                let secs: u64 = v.trim().parse().map_err(|_| {
+                    format!("`connect_timeout` is a number of seconds, found `{v}`")
+                })?;
+                connect_timeout = (secs > 0).then(|| Duration::from_secs(secs));
+            }
+            k if KNOWN_URL_PARAMS.contains(&k) || k == "options" || k.starts_with("options[") => {
+                has_application_name |= k == "application_name";
+                if k == "password" {
+                    query_secret = Some(v.to_string());
+                }
+                kept.push((k.to_owned(), v.into_owned()));
+            }
+            other => tracing::debug!("ignoring URL parameter `{other}` (not supported)"),
+        }
+    }
+    if !has_application_name {
+        kept.push(("application_name".into(), "mcp-manifest".into()));
+    }
+    url.query_pairs_mut().clear().extend_pairs(&kept);
+    let secret = secret.or(query_secret);
+    let options = PgConnectOptions::from_url(&url).map_err(|e| {
+        let mut m = e.to_string();
+        if let Some(s) = secret.as_deref().filter(|s| !s.is_empty()) {
+            m = m.replace(s, "***");
+        }
+        format!("not a PostgreSQL URL: {m}")
+    })?;
+    Ok((options, connect_timeout, secret))
+}
+
+/// "database `crm` on db.example.com:5432 as `app`" (or the socket folder).
+fn describe_target(o: &PgConnectOptions) -> String {
+    let place = match o.get_socket() {
+        Some(dir) => format!("the socket in {}", dir.display()),
+        None => format!("{}:{}", o.get_host(), o.get_port()),
+    };
+    match o.get_database() {
+        Some(db) => format!("database `{db}` on {place} as `{}`", o.get_username()),
+        None => format!("{place} as `{}`", o.get_username()),
+    }
+}
+
+/// The catalog rows `relation_ddl` rebuilds a `CREATE` statement from.
+struct RelationRow {
+    kind: String,
+    qualified: String,
+    columns: Option<String>,
+    constraints: Option<String>,
+    definition: Option<String>,
+    partition_key: Option<String>,
+    indexes: Option<String>,
+    comments: Option<String>,
+}
+
+type RelationTuple = (
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+);
+
+impl From<RelationTuple> for RelationRow {
+    fn from(t: RelationTuple) -> Self {
+        RelationRow {
+            kind: t.0,
+            qualified: t.1,
+            columns: t.2,
+            constraints: t.3,
+            definition: t.4,
+            partition_key: t.5,
+            indexes: t.6,
+            comments: t.7,
+        }
+    }
+}
+
+/// Enum and domain types of the listed schemas (`$1`), as `CREATE TYPE` / `CREATE DOMAIN`.
+const TYPES_DDL: &str = "\
+    SELECT CASE WHEN t.typtype = 'e' THEN \
+             'CREATE TYPE ' || quote_ident(n.nspname) || '.' || quote_ident(t.typname) || ' AS ENUM (' || \
+             (SELECT string_agg(quote_literal(e.enumlabel), ', ' ORDER BY e.enumsortorder) \
+                FROM pg_catalog.pg_enum e WHERE e.enumtypid = t.oid) || ');' \
+           ELSE \
+             'CREATE DOMAIN ' || quote_ident(n.nspname) || '.' || quote_ident(t.typname) || ' AS ' || \
+             pg_catalog.format_type(t.typbasetype, t.typtypmod) || \
+             CASE WHEN t.typdefault IS NOT NULL THEN ' DEFAULT ' || t.typdefault ELSE '' END || \
+             CASE WHEN t.typnotnull THEN ' NOT NULL' ELSE '' END || \
+             coalesce((SELECT string_agg(' CONSTRAINT ' || quote_ident(k.conname) || ' ' || \
+                        pg_catalog.pg_get_constraintdef(k.oid, true), '' ORDER BY k.conname) \
+                       FROM pg_catalog.pg_constraint k WHERE k.contypid = t.oid), '') || ';' \
+           END \
+    FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace \
+    WHERE n.nspname = ANY($1) AND t.typtype IN ('e', 'd') \
+    ORDER BY array_position($1, n.nspname), t.typname";
+
+/// One row per listed relation (`l`, the `LISTED` rows) with the pieces of its DDL.
+const RELATIONS_DDL: &str = "\
+    SELECT r.kind, quote_ident(r.schema) || '.' || quote_ident(r.name) AS qualified, \
+      (SELECT string_agg('    ' || quote_ident(a.attname) || ' ' || \
+                pg_catalog.format_type(a.atttypid, a.atttypmod) || \
+                CASE a.attidentity WHEN 'a' THEN ' GENERATED ALWAYS AS IDENTITY' \
+                                   WHEN 'd' THEN ' GENERATED BY DEFAULT AS IDENTITY' ELSE '' END || \
+                CASE WHEN a.attgenerated = 's' \
+                       THEN ' GENERATED ALWAYS AS (' || pg_catalog.pg_get_expr(d.adbin, d.adrelid) || ') STORED' \
+                     WHEN d.adbin IS NOT NULL THEN ' DEFAULT ' || pg_catalog.pg_get_expr(d.adbin, d.adrelid) \
+                     ELSE '' END || \
+                CASE WHEN a.attnotnull THEN ' NOT NULL' ELSE '' END, \
+              E',\\n' ORDER BY a.attnum) \
+         FROM pg_catalog.pg_attribute a \
+         LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum \
+         WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) AS columns, \
+      (SELECT string_agg('    CONSTRAINT ' || quote_ident(k.conname) || ' ' || \
+                pg_catalog.pg_get_constraintdef(k.oid, true), E',\\n' \
+              ORDER BY array_position(ARRAY['p', 'u', 'f', 'c', 'x'], k.contype::text), k.conname) \
+         FROM pg_catalog.pg_constraint k \
+         WHERE k.conrelid = c.oid AND k.contype IN ('p', 'u', 'f', 'c', 'x')) AS constraints, \
+      CASE WHEN r.kind IN ('v', 'm') THEN pg_catalog.pg_get_viewdef(c.oid, true) END AS definition, \
+      CASE WHEN r.kind = 'p' THEN pg_catalog.pg_get_partkeydef(c.oid) END AS partition_key, \
+      (SELECT string_agg(pg_catalog.pg_get_indexdef(i.indexrelid) || ';', E'\\n' ORDER BY i.indexrelid) \
+         FROM pg_catalog.pg_index i \
+         WHERE i.indrelid = c.oid AND NOT EXISTS \
+           (SELECT 1 FROM pg_catalog.pg_constraint k WHERE k.conindid = i.indexrelid AND k.conrelid = c.oid)) \
+        AS indexes, \
+      concat_ws(E'\\n', \
+        CASE WHEN pg_catalog.obj_description(c.oid, 'pg_class') IS NOT NULL THEN \
+          'COMMENT ON ' || CASE r.kind WHEN 'v' THEN 'VIEW' WHEN 'm' THEN 'MATERIALIZED VIEW' \
+                                        WHEN 'f' THEN 'FOREIGN TABLE' ELSE 'TABLE' END || ' ' || \
+          quote_ident(r.schema) || '.' || quote_ident(r.name) || ' IS ' || \
+          quote_literal(pg_catalog.obj_description(c.oid, 'pg_class')) || ';' END, \
+        (SELECT string_agg('COMMENT ON COLUMN ' || quote_ident(r.schema) || '.' || quote_ident(r.name) || \
+                  '.' || quote_ident(a.attname) || ' IS ' || \
+                  quote_literal(pg_catalog.col_description(c.oid, a.attnum)) || ';', E'\\n' ORDER BY a.attnum) \
+           FROM pg_catalog.pg_attribute a \
+           WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped \
+             AND pg_catalog.col_description(c.oid, a.attnum) IS NOT NULL)) AS comments \
+    FROM l AS r \
+    JOIN pg_catalog.pg_namespace n ON n.nspname = r.schema \
+    JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = r.name \
+    ORDER BY array_position($1, r.schema), r.name";
+
+/// One relation's `CREATE` statement, its indexes and comments.
+fn relation_ddl(r: &RelationRow) -> String {
+    let mut out = String::new();
+    match r.kind.as_str() {
+        "v" | "m" => {
+            let what = if r.kind == "v" {
+                "VIEW"
+            } else {
+                "MATERIALIZED VIEW"
+            };
+            let body = r.definition.as_deref().unwrap_or("").trim();
+            let body = body.trim_end_matches(';');
+            out.push_str(&format!("CREATE {what} {} AS\n{body};\n", r.qualified));
+        }
+        kind => {
+            let what = if kind == "f" {
+                "FOREIGN TABLE"
+            } else {
+                "TABLE"
+            };
+            let parts: Vec<&str> = [r.columns.as_deref(), r.constraints.as_deref()]
+                .into_iter()
+                .flatten()
+                .filter(|p| !p.is_empty())
+                .collect();
+            out.push_str(&format!("CREATE {what} {} (\n", r.qualified));
+            out.push_str(&parts.join(",\n"));
+            out.push_str("\n)");
+            if let Some(key) = &r.partition_key {
+                out.push_str(&format!(" PARTITION BY {key}"));
+            }
+            out.push_str(";\n");
+        }
+    }
+    for extra in [&r.indexes, &r.comments].into_iter().flatten() {
+        if !extra.is_empty() {
+            out.push_str(extra);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_parse_without_showing_the_password() {
+        let (o, timeout, secret) =
+            parse_url("postgres://app:s%3Cc%3Eret@db.example.com:6543/crm?sslmode=disable&connect_timeout=3&channel_binding=require")
+                .unwrap();
+        assert_eq!(o.get_host(), "db.example.com");
+        assert_eq!(o.get_port(), 6543);
+        assert_eq!(o.get_database(), Some("crm"));
+        assert_eq!(o.get_username(), "app");
+        assert_eq!(o.get_application_name(), Some("mcp-manifest"));
+        assert_eq!(timeout, Some(Duration::from_secs(3)));
+        assert_eq!(secret.as_deref(), Some("s<c>ret"));
+        assert_eq!(
+            describe_target(&o),
+            "database `crm` on db.example.com:6543 as `app`"
+        );
+        let e = parse_url("mysql://app:hunter2@db/crm").unwrap_err();
+        assert!(e.contains("mysql") && !e.contains("hunter2"), "{e}");
+        let e = parse_url("postgres://app:hunter2@db:99999/crm").unwrap_err();
+        assert!(!e.contains("hunter2"), "{e}");
+        let e = parse_url("postgres://app:hunter2@db/crm?connect_timeout=soon").unwrap_err();
+        assert!(
+            e.contains("connect_timeout") && !e.contains("hunter2"),
+            "{e}"
+        );
+        let (o, _, _) = parse_url("postgresql:///crm?host=/run/postgresql&user=me").unwrap();
+        assert_eq!(
+            describe_target(&o),
+            "database `crm` on the socket in /run/postgresql as `me`"
+        );
+    }
+}
