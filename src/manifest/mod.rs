@@ -8,6 +8,7 @@
 
 pub mod diag;
 pub mod expand;
+pub mod pgurl;
 pub mod raw;
 mod validate;
 
@@ -20,6 +21,7 @@ use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
 pub use diag::{Diagnostic, Diagnostics, Loc, SourceMap};
+pub use pgurl::PgUrl;
 pub use raw::{OutputKind, ParamType, Role};
 
 use raw::{Key, RawArg, RawManifest, RawParam, SizeValue, Sp};
@@ -101,8 +103,9 @@ pub const DEFAULT_PG_POLL: Duration = Duration::from_secs(2);
 pub struct Postgres {
     pub name: String,
     pub loc: Loc,
-    /// The connection URL, `${VAR}` already expanded (it may hold a password: never print it).
-    pub url: String,
+    /// The connection URL, `${VAR}` already expanded and checked (its `Debug` hides the
+    /// password). `None` only in a manifest that failed to load.
+    pub url: Option<PgUrl>,
     pub url_loc: Loc,
     /// At least one; the first one's tables are named without their schema.
     pub schemas: Vec<String>,
@@ -750,6 +753,13 @@ impl Checker<'_> {
                 format!("[postgres.{name}] `timeout` must be at least 1ms"),
             );
         }
+        let url = match PgUrl::parse(p.url.get()) {
+            Ok(u) => Some(u),
+            Err(why) => {
+                self.err(&p.url, format!("[postgres.{name}] `url`: {why}"));
+                None
+            }
+        };
         let poll_interval = self.duration(&p.poll_interval, DEFAULT_PG_POLL);
         if let Some(t) = &p.poll_interval
             && poll_interval < Duration::from_millis(100)
@@ -761,7 +771,7 @@ impl Checker<'_> {
         }
         Postgres {
             loc: self.loc(key),
-            url: p.url.get().clone(),
+            url,
             url_loc: self.loc(&p.url),
             schemas,
             row_limit: p.row_limit.as_ref().map_or(100, |r| *r.get()),

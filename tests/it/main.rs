@@ -7,6 +7,7 @@ mod cli;
 mod files;
 mod git;
 mod manifest_errors;
+mod postgres;
 mod prompts;
 mod protocol;
 mod sqlite;

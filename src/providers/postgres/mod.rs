@@ -23,6 +23,7 @@ mod rows;
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgConnection};
@@ -51,26 +52,11 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const GRACE: Duration = Duration::from_secs(2);
 /// Plans kept per source (named queries, templates, tables); more and the cache starts over.
 const MAX_PLANS: usize = 1024;
-/// URL parameters sqlx understands; anything else (libpq's `channel_binding`,
-/// `target_session_attrs`, …) is left out rather than passed on.
-const KNOWN_URL_PARAMS: [&str; 16] = [
-    "sslmode",
-    "ssl-mode",
-    "sslrootcert",
-    "ssl-root-cert",
-    "ssl-ca",
-    "sslcert",
-    "ssl-cert",
-    "sslkey",
-    "ssl-key",
-    "host",
-    "hostaddr",
-    "port",
-    "dbname",
-    "user",
-    "password",
-    "application_name",
-];
+/// Whether the connected role can act on the server outside the database (write files, run
+/// programs), which no read-only transaction prevents.
+const POWERFUL_ROLE: &str = "SELECT current_setting('is_superuser') = 'on' \
+    OR pg_has_role('pg_write_server_files', 'MEMBER') \
+    OR pg_has_role('pg_execute_server_program', 'MEMBER')";
 
 /// Tables and views of the listed schemas (`$1`, in order), each named as its URI names it (bare
 /// in the first schema `$2`, `schema.table` in the others). Partitions are left out (their parent
@@ -101,11 +87,14 @@ pub struct PostgresSource {
     url_loc: Loc,
     /// "database `crm` on db.example.com:5432 as `app`": what messages name (no password).
     target: String,
-    /// The URL's password, scrubbed from every message that could carry it.
-    secret: Option<String>,
+    /// The URL; its password is scrubbed from every message that could carry it.
+    url: manifest::PgUrl,
     timeout: Duration,
     pool: Pool,
     plans: std::sync::Mutex<HashMap<String, Arc<Plan>>>,
+    /// Whether the current outage was already said on stderr (or by `check`): said once, not on
+    /// every list.
+    down_reported: AtomicBool,
 }
 
 /// A statement `check` has PostgreSQL prepare: a named query's or a `sql` template's.
@@ -151,15 +140,17 @@ impl PostgresSource {
     /// itself sees the SQL on first use, and in `check`).
     pub fn build(def: &manifest::Postgres, diags: &mut Diagnostics) -> Option<PostgresSource> {
         let context = format!("[postgres.{}]", def.name);
-        let (options, connect_timeout, secret) = match parse_url(&def.url) {
-            Ok(parsed) => parsed,
-            Err(why) => {
+        // A URL that did not parse was reported when the manifest loaded.
+        let url = def.url.clone()?;
+        let options = match PgConnectOptions::from_url(url.url()) {
+            Ok(o) => o,
+            Err(e) => {
+                let why = url.scrub(&e.to_string());
                 diags.push(def.url_loc, format!("{context} `url`: {why}"));
                 return None;
             }
         };
         let target = describe_target(&options);
-        let mut ok = true;
         let mut queries = Vec::new();
         let mut query_locs = Vec::new();
         for q in &def.queries {
@@ -174,26 +165,24 @@ impl PostgresSource {
                 Names::QueryParams,
                 diags,
             );
-            match (named, params) {
-                (Some(named), Some(params)) => {
-                    queries.push(NamedQuery {
-                        name: q.name.clone(),
-                        description: q.description.clone(),
-                        sql: named.sql.into(),
-                        params,
-                    });
-                    query_locs.push(q.sql_loc);
-                }
-                _ => ok = false,
+            if let (Some(named), Some(params)) = (named, params) {
+                queries.push(NamedQuery {
+                    name: q.name.clone(),
+                    description: q.description.clone(),
+                    sql: named.sql.into(),
+                    params,
+                });
+                query_locs.push(q.sql_loc);
             }
         }
         let pool = Pool::new(
             options,
             def.max_connections,
             def.timeout,
-            connect_timeout.unwrap_or(CONNECT_TIMEOUT),
+            url.connect_timeout.unwrap_or(CONNECT_TIMEOUT),
         );
-        ok.then(|| PostgresSource {
+        // Queries with problems are left out; the diagnostics already fail the manifest.
+        Some(PostgresSource {
             name: def.name.clone(),
             prefix: format!("postgres://{}/", def.name),
             schemas: def.schemas.clone(),
@@ -206,10 +195,11 @@ impl PostgresSource {
             query_locs,
             url_loc: def.url_loc,
             target,
-            secret,
+            url,
             timeout: def.timeout,
             pool,
             plans: std::sync::Mutex::new(HashMap::new()),
+            down_reported: AtomicBool::new(false),
         })
     }
 
@@ -248,6 +238,7 @@ impl PostgresSource {
         let mut lease = match self.pool.begin().await {
             Ok(l) => l,
             Err(e) => {
+                self.down_reported.store(true, Ordering::Relaxed);
                 return vec![(
                     self.url_loc,
                     format!(
@@ -258,6 +249,18 @@ impl PostgresSource {
             }
         };
         let mut out = Vec::new();
+        let powerful = sqlx::query_scalar::<_, bool>(POWERFUL_ROLE)
+            .fetch_one(lease.conn())
+            .await;
+        if let Ok(true) = powerful {
+            out.push((
+                self.url_loc,
+                format!(
+                    "[postgres.{}] connects to {} with a role that is a superuser or may write server files: a read-only transaction does not stop such a role's server-side effects (lo_export, COPY … TO a file or program in a function); connect as a role that may only read",
+                    self.name, self.target
+                ),
+            ));
+        }
         for s in statements {
             let conn = lease.conn();
             let checked = async {
@@ -349,7 +352,11 @@ impl PostgresSource {
                         out.push(r);
                     }
                 }
-                Err(e) => tracing::warn!("tables not listed: {e}"),
+                Err(e) => {
+                    if !self.down_reported.swap(true, Ordering::Relaxed) {
+                        tracing::warn!("tables not listed (until the database answers): {e}");
+                    }
+                }
             }
         }
         for q in &self.queries {
@@ -534,15 +541,30 @@ impl PostgresSource {
 
     /// A transaction for one request, or the request's error.
     async fn begin(&self) -> Result<pool::Lease, RequestError> {
-        self.pool
-            .begin()
-            .await
-            .map_err(|e| RequestError::Refused(self.begin_failed(&e)))
+        match self.pool.begin().await {
+            Ok(lease) => {
+                if self.down_reported.swap(false, Ordering::Relaxed) {
+                    tracing::warn!("[postgres.{}] {} answers again", self.name, self.target);
+                }
+                Ok(lease)
+            }
+            Err(e) => Err(RequestError::Refused(self.begin_failed(&e))),
+        }
     }
 
     /// Runs one statement in its own transaction and keeps at most `row_limit` rows. A plan that
     /// no longer fits the database (a table changed) is made again once.
     async fn fetch(&self, uri: &str, statement: Statement<'_>) -> Result<Rows<Cell>, RequestError> {
+        // The manifest's SQL was checked when it loaded; this guards every other caller.
+        if let Statement::Sql { sql, .. } = &statement {
+            let first = sql::first_keyword(sql, Dialect::Postgres).unwrap_or_default();
+            if !sql::PG_READ_KEYWORDS.contains(&first.as_str()) {
+                return Err(RequestError::Refused(format!(
+                    "[postgres.{}] only statements that read run here (found `{first}`)",
+                    self.name
+                )));
+            }
+        }
         let mut retried = false;
         loop {
             let mut lease = self.begin().await?;
@@ -829,10 +851,7 @@ impl PostgresSource {
 
     /// `text` with the URL's password replaced by `***`.
     fn scrub(&self, text: &str) -> String {
-        match &self.secret {
-            Some(s) if !s.is_empty() => text.replace(s.as_str(), "***"),
-            _ => text.to_owned(),
-        }
+        self.url.scrub(text)
     }
 }
 
@@ -968,62 +987,6 @@ fn db_message(e: &sqlx::Error) -> String {
     }
 }
 
-/// Parses the manifest's URL: a `postgres://` or `postgresql://` URL. Returns the options (the
-/// parameters sqlx does not know are left out, `application_name` defaults to `mcp-manifest`),
-/// the URL's `connect_timeout` (seconds, as libpq reads it) and its password. The error never
-/// holds the password.
-fn parse_url(text: &str) -> Result<(PgConnectOptions, Option<Duration>, Option<String>), String> {
-    let mut url = url::Url::parse(text).map_err(|e| {
-        format!(
-            "not a URL ({e}); write postgres://user:password@host:5432/database?sslmode=require"
-        )
-    })?;
-    if !matches!(url.scheme(), "postgres" | "postgresql") {
-        return Err(format!(
-            "the scheme is `{}`, not postgres:// (write postgres://user:password@host:5432/database)",
-            url.scheme()
-        ));
-    }
-    let secret = url
-        .password()
-        .map(|p| crate::uri::percent_decode(p).unwrap_or_else(|| p.to_owned()));
-    let mut connect_timeout = None;
-    let mut kept: Vec<(String, String)> = Vec::new();
-    let mut has_application_name = false;
-    let mut query_secret = None;
-    for (k, v) in url.query_pairs() {
-        match &*k {
-            "connect_timeout" => {
-                let secs: u64 = v.trim().parse().map_err(|_| {
-                    format!("`connect_timeout` is a number of seconds, found `{v}`")
-                })?;
-                connect_timeout = (secs > 0).then(|| Duration::from_secs(secs));
-            }
-            k if KNOWN_URL_PARAMS.contains(&k) || k == "options" || k.starts_with("options[") => {
-                has_application_name |= k == "application_name";
-                if k == "password" {
-                    query_secret = Some(v.to_string());
-                }
-                kept.push((k.to_owned(), v.into_owned()));
-            }
-            other => tracing::debug!("ignoring URL parameter `{other}` (not supported)"),
-        }
-    }
-    if !has_application_name {
-        kept.push(("application_name".into(), "mcp-manifest".into()));
-    }
-    url.query_pairs_mut().clear().extend_pairs(&kept);
-    let secret = secret.or(query_secret);
-    let options = PgConnectOptions::from_url(&url).map_err(|e| {
-        let mut m = e.to_string();
-        if let Some(s) = secret.as_deref().filter(|s| !s.is_empty()) {
-            m = m.replace(s, "***");
-        }
-        format!("not a PostgreSQL URL: {m}")
-    })?;
-    Ok((options, connect_timeout, secret))
-}
-
 /// "database `crm` on db.example.com:5432 as `app`" (or the socket folder).
 fn describe_target(o: &PgConnectOptions) -> String {
     let place = match o.get_socket() {
@@ -1148,8 +1111,8 @@ fn relation_ddl(r: &RelationRow) -> String {
             } else {
                 "MATERIALIZED VIEW"
             };
-            let body = r.definition.as_deref().unwrap_or("").trim();
-            let body = body.trim_end_matches(';');
+            let body = r.definition.as_deref().unwrap_or("").trim_end();
+            let body = body.trim_end_matches(';').trim_start_matches('\n');
             out.push_str(&format!("CREATE {what} {} AS\n{body};\n", r.qualified));
         }
         kind => {
@@ -1179,41 +1142,4 @@ fn relation_ddl(r: &RelationRow) -> String {
         }
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn urls_parse_without_showing_the_password() {
-        let (o, timeout, secret) =
-            parse_url("postgres://app:s%3Cc%3Eret@db.example.com:6543/crm?sslmode=disable&connect_timeout=3&channel_binding=require")
-                .unwrap();
-        assert_eq!(o.get_host(), "db.example.com");
-        assert_eq!(o.get_port(), 6543);
-        assert_eq!(o.get_database(), Some("crm"));
-        assert_eq!(o.get_username(), "app");
-        assert_eq!(o.get_application_name(), Some("mcp-manifest"));
-        assert_eq!(timeout, Some(Duration::from_secs(3)));
-        assert_eq!(secret.as_deref(), Some("s<c>ret"));
-        assert_eq!(
-            describe_target(&o),
-            "database `crm` on db.example.com:6543 as `app`"
-        );
-        let e = parse_url("mysql://app:hunter2@db/crm").unwrap_err();
-        assert!(e.contains("mysql") && !e.contains("hunter2"), "{e}");
-        let e = parse_url("postgres://app:hunter2@db:99999/crm").unwrap_err();
-        assert!(!e.contains("hunter2"), "{e}");
-        let e = parse_url("postgres://app:hunter2@db/crm?connect_timeout=soon").unwrap_err();
-        assert!(
-            e.contains("connect_timeout") && !e.contains("hunter2"),
-            "{e}"
-        );
-        let (o, _, _) = parse_url("postgresql:///crm?host=/run/postgresql&user=me").unwrap();
-        assert_eq!(
-            describe_target(&o),
-            "database `crm` on the socket in /run/postgresql as `me`"
-        );
-    }
 }

@@ -7,7 +7,7 @@
 //! its own type (int8 for an integer, …) binds as that; any other binds as text with a cast to the
 //! inferred type (`($1::uuid)`), so PostgreSQL's input function reads the value: a bad value is
 //! PostgreSQL's clear "invalid input syntax for type uuid" error. A parameter PostgreSQL cannot
-//! type from its context (`SELECT $1`) gets its declared type.
+//! type from its context (`SELECT $1`: an error, or text) gets its declared type.
 //!
 //! Columns: a statement that reads rows (`SELECT`, `WITH`, `VALUES`, `TABLE`) runs wrapped as
 //! `SELECT q.c1, q.c2::text … FROM (statement) AS q(c1, c2 …) LIMIT row_limit + 1`: at most one row
@@ -89,10 +89,26 @@ pub(super) async fn make(
     kinds: &[Kind],
     row_limit: u64,
 ) -> Result<Plan, sqlx::Error> {
-    let (statement, declared) = describe(conn, sql, kinds).await?;
-    let inferred: Vec<PgTypeInfo> = match statement.parameters() {
-        Some(sqlx::Either::Left(types)) => types.to_vec(),
-        _ => Vec::new(),
+    let mut declared = vec![false; kinds.len()];
+    let (statement, inferred) = loop {
+        let statement = describe(conn, sql, kinds, &mut declared).await?;
+        let inferred: Vec<PgTypeInfo> = match statement.parameters() {
+            Some(sqlx::Either::Left(types)) => types.to_vec(),
+            _ => Vec::new(),
+        };
+        // PostgreSQL falls back to text for a parameter whose context says nothing
+        // (`SELECT $1`): a parameter declared as something else keeps its declared type.
+        let mut again = false;
+        for (i, kind) in kinds.iter().enumerate() {
+            let oid = inferred.get(i).and_then(PgTypeInfo::oid).map(|o| o.0);
+            if *kind != Kind::Text && !declared[i] && matches!(oid, Some(25 | 705)) {
+                declared[i] = true;
+                again = true;
+            }
+        }
+        if !again {
+            break (statement, inferred);
+        }
     };
     let mut binds = Vec::with_capacity(kinds.len());
     let mut casts: Vec<Option<u32>> = Vec::with_capacity(kinds.len());
@@ -166,13 +182,14 @@ pub(super) async fn make(
 
 /// Prepares `sql` with its parameter types left to PostgreSQL; a parameter it cannot type
 /// (`could not determine data type of parameter $N`) gets its declared type and the statement is
-/// prepared again. Returns the statement and which parameters were given their declared type.
+/// prepared again. `declared` says (and is updated with) which parameters get their declared
+/// type.
 async fn describe(
     conn: &mut PgConnection,
     sql: &str,
     kinds: &[Kind],
-) -> Result<(sqlx::postgres::PgStatement, Vec<bool>), sqlx::Error> {
-    let mut declared = vec![false; kinds.len()];
+    declared: &mut [bool],
+) -> Result<sqlx::postgres::PgStatement, sqlx::Error> {
     if !kinds.is_empty() {
         // A failed prepare aborts the transaction; the savepoint keeps it usable for the retry.
         conn.execute("SAVEPOINT mcp_describe").await?;
@@ -180,7 +197,7 @@ async fn describe(
     loop {
         let types: Vec<PgTypeInfo> = kinds
             .iter()
-            .zip(&declared)
+            .zip(declared.iter())
             .map(|(k, d)| {
                 if *d {
                     k.type_info()
@@ -195,7 +212,7 @@ async fn describe(
             .prepare_with(AssertSqlSafe(text).into_sql_str(), &types)
             .await
         {
-            Ok(statement) => return Ok((statement, declared)),
+            Ok(statement) => return Ok(statement),
             Err(sqlx::Error::Database(d))
                 if d.code().as_deref() == Some("42P18")
                     && let Some(i) = untyped_parameter(d.message())

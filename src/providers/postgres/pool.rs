@@ -209,7 +209,10 @@ impl Lease {
         };
         let inner = self.inner.clone();
         tokio::spawn(async move {
-            let rolled_back = tokio::time::timeout(ROLLBACK_TIMEOUT, conn.execute("ROLLBACK"))
+            // Session-level advisory locks are the one effect a read-only statement can leave
+            // that a rollback does not undo: released in the same round trip.
+            let end = conn.execute("ROLLBACK; SELECT pg_catalog.pg_advisory_unlock_all()");
+            let rolled_back = tokio::time::timeout(ROLLBACK_TIMEOUT, end)
                 .await
                 .is_ok_and(|r| r.is_ok());
             if rolled_back {

@@ -375,12 +375,17 @@ fn numeric_text(b: &[u8]) -> Result<String, String> {
 }
 
 /// A numeric as a JSON number when a double keeps every digit (the shortest text of the double
-/// is the number's own text, trailing fraction zeros aside), else as its exact text.
+/// is the number's own text, trailing fraction zeros aside), else as its exact text. A whole
+/// number within ±2^53 is written as an integer (`150.00` → `150`).
 fn numeric_cell(text: String) -> Cell {
+    let canonical = canonical_decimal(&text);
+    if let Ok(i) = canonical.parse::<i64>()
+        && i.unsigned_abs() <= 1 << 53
+    {
+        return Cell::Int(i);
+    }
     match text.parse::<f64>() {
-        // PostgreSQL's numeric has no negative zero.
-        Ok(0.0) => Cell::Float(0.0),
-        Ok(f) if f.is_finite() && f.to_string() == canonical_decimal(&text) => Cell::Float(f),
+        Ok(f) if f.is_finite() && f.to_string() == canonical => Cell::Float(f),
         _ => Cell::Text(text),
     }
 }
@@ -589,8 +594,13 @@ mod tests {
     fn numerics_are_numbers_only_when_a_double_keeps_them() {
         assert_eq!(numeric_cell("1.50".into()), Cell::Float(1.5));
         assert_eq!(numeric_cell("0.1".into()), Cell::Float(0.1));
-        assert_eq!(numeric_cell("-0.000".into()), Cell::Float(-0.0));
-        assert_eq!(numeric_cell("123456789".into()), Cell::Float(123456789.0));
+        assert_eq!(numeric_cell("-0.000".into()), Cell::Int(0));
+        assert_eq!(numeric_cell("150.00".into()), Cell::Int(150));
+        assert_eq!(numeric_cell("-123456789".into()), Cell::Int(-123456789));
+        assert_eq!(
+            numeric_cell("9007199254740993".into()),
+            Cell::Text("9007199254740993".into())
+        );
         assert_eq!(
             numeric_cell("12345678901234567890".into()),
             Cell::Text("12345678901234567890".into())
