@@ -1,6 +1,9 @@
 //! The command-line verbs: serve, check, schema, list, read, call. The only module besides
 //! `main.rs` that prints to stdout (and `serve` prints nothing there but protocol messages).
 
+// The command line prints its results and its errors: this module is where that happens.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
@@ -19,13 +22,13 @@ const OK: i32 = 0;
 const FAILED: i32 = 1;
 
 /// Loads and checks the manifest and builds its registry; diagnostics name the file as given.
-pub async fn load(manifest: Option<&Path>) -> Result<Registry, Diagnostics> {
+pub(crate) async fn load(manifest: Option<&Path>) -> Result<Registry, Diagnostics> {
     let (path, display) = match manifest {
         Some(p) => (p.to_path_buf(), p.display().to_string()),
         None => (PathBuf::from(DEFAULT_MANIFEST), DEFAULT_MANIFEST.to_owned()),
     };
     let checked = manifest::load(&path, &display)?;
-    Registry::build(checked).await
+    Registry::build(checked, crate::process::Children::new()).await
 }
 
 fn report(diags: &Diagnostics) {
@@ -83,7 +86,7 @@ pub async fn check(manifest: Option<PathBuf>) -> i32 {
     };
     let m = &registry.manifest;
     // Warnings: what will fail at run time but does not stop `serve` (exit 0).
-    for (loc, message) in registry.postgres_warnings().await {
+    for (loc, message) in registry.warnings().await {
         eprintln!("{}:{}:{}: warning: {message}", m.file, loc.line, loc.col);
     }
     let resources = match registry.list_resources().await {
@@ -360,6 +363,44 @@ pub fn build_args(
         args.insert(name.to_owned(), typed);
     }
     Ok(args)
+}
+
+/// `serve` on any byte streams until the input ends or `shutdown` completes: what the binary
+/// does on stdin/stdout, for running a server inside another program (the tests drive it this
+/// way). Returns the exit code `serve` would have.
+pub async fn serve_streams<R, W>(
+    manifest: &Path,
+    input: R,
+    output: W,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> i32
+where
+    R: std::io::Read + Send + 'static,
+    W: Write + Send + 'static,
+{
+    let registry = match load(Some(manifest)).await {
+        Ok(r) => r,
+        Err(d) => {
+            report(&d);
+            return FAILED;
+        }
+    };
+    match crate::server::serve(registry, input, output, shutdown).await {
+        Ok(()) => OK,
+        Err(e) => {
+            eprintln!("mcp-manifest: {e}");
+            FAILED
+        }
+    }
+}
+
+/// What `check` reports for `manifest`, as its `FILE:LINE:COL: message` lines (none when it is
+/// valid), without a process.
+pub async fn diagnostics(manifest: &Path) -> Vec<String> {
+    match load(Some(manifest)).await {
+        Ok(_) => Vec::new(),
+        Err(d) => d.to_string().lines().map(str::to_owned).collect(),
+    }
 }
 
 #[cfg(test)]

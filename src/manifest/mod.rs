@@ -20,7 +20,7 @@ use serde::Deserialize;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
-pub use diag::{Diagnostic, Diagnostics, Loc, SourceMap};
+pub use diag::{Diagnostics, Loc, SourceMap};
 pub use pgurl::PgUrl;
 pub use raw::{OutputKind, ParamType, Role};
 
@@ -32,6 +32,8 @@ pub const DEFAULT_MAX_SIZE: u64 = 10 * 1024 * 1024;
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default limit on how long one SQLite query may run.
 pub const DEFAULT_QUERY_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default change-notification window.
+pub const DEFAULT_DEBOUNCE: Duration = Duration::from_millis(50);
 /// Default cap on a process's captured output.
 pub const DEFAULT_MAX_OUTPUT: u64 = 1024 * 1024;
 
@@ -42,8 +44,6 @@ pub struct Manifest {
     pub file: String,
     /// Absolute path of the manifest file.
     pub path: PathBuf,
-    /// Absolute folder of the manifest: relative paths resolve against it.
-    pub dir: PathBuf,
     pub server: Server,
     pub files: Vec<Files>,
     pub sqlite: Vec<Sqlite>,
@@ -61,6 +61,8 @@ pub struct Server {
     pub instructions: Option<String>,
     pub page_size: usize,
     pub resource_tools: bool,
+    /// The change-notification window.
+    pub debounce: Duration,
 }
 
 #[derive(Debug, Clone)]
@@ -123,7 +125,6 @@ pub struct Postgres {
 #[derive(Debug, Clone)]
 pub struct Query {
     pub name: String,
-    pub loc: Loc,
     pub description: Option<String>,
     pub sql: String,
     pub sql_loc: Loc,
@@ -182,7 +183,6 @@ pub enum TemplateBackend {
     Sql {
         engine: SqlEngine,
         source: String,
-        source_loc: Loc,
         sql: String,
         sql_loc: Loc,
     },
@@ -232,7 +232,6 @@ pub enum ArgvItem {
 #[derive(Debug, Clone)]
 pub struct Tool {
     pub name: String,
-    pub loc: Loc,
     pub description: Option<String>,
     pub title: Option<String>,
     pub exec: Exec,
@@ -262,7 +261,6 @@ pub enum Exec {
 #[derive(Debug, Clone)]
 pub struct Prompt {
     pub name: String,
-    pub loc: Loc,
     pub description: Option<String>,
     pub title: Option<String>,
     pub args: Vec<PromptArg>,
@@ -272,7 +270,6 @@ pub struct Prompt {
 #[derive(Debug, Clone)]
 pub struct PromptArg {
     pub name: String,
-    pub loc: Loc,
     pub description: Option<String>,
     pub required: bool,
     pub completions: Vec<String>,
@@ -281,7 +278,6 @@ pub struct PromptArg {
 #[derive(Debug, Clone)]
 pub struct Message {
     pub role: Role,
-    pub loc: Loc,
     pub content: MessageContent,
     /// Where the `text` or `resource` value is written.
     pub content_loc: Loc,
@@ -297,7 +293,7 @@ pub enum MessageContent {
 
 /// Reads and checks the manifest at `path`; `display` is how to name the file in messages.
 pub fn load(path: &Path, display: &str) -> Result<Manifest, Diagnostics> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
+    let text = read_text(path).map_err(|e| {
         let mut d = Diagnostics::new(display);
         d.push(
             Loc { line: 1, col: 1 },
@@ -312,6 +308,34 @@ pub fn load(path: &Path, display: &str) -> Result<Manifest, Diagnostics> {
         .unwrap_or_else(|| PathBuf::from("/"));
     let env = |name: &str| std::env::var(name).ok();
     load_str(&text, display, &abs, &dir, &env)
+}
+
+/// The largest manifest read (a manifest is a page of TOML; this only stops a runaway file).
+const MAX_MANIFEST: u64 = 16 * 1024 * 1024;
+
+/// Reads the manifest: only a regular file (a FIFO or device put in its place is refused, never
+/// waited on), at most `MAX_MANIFEST` bytes, UTF-8.
+fn read_text(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    #[cfg(unix)]
+    let file = {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)?
+    };
+    #[cfg(not(unix))]
+    let file = std::fs::File::open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("it is not a regular file"));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_MANIFEST + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_MANIFEST {
+        return Err(std::io::Error::other("it is larger than 16 MiB"));
+    }
+    String::from_utf8(bytes).map_err(|_| std::io::Error::other("it is not UTF-8 text"))
 }
 
 /// Checks manifest `text` as if read from `path` in folder `dir`, with `env` for `${VAR}`.
@@ -603,7 +627,6 @@ impl Checker<'_> {
         Manifest {
             file: display.to_owned(),
             path: path.to_path_buf(),
-            dir: self.dir.to_path_buf(),
             server,
             files,
             sqlite,
@@ -635,6 +658,7 @@ impl Checker<'_> {
             instructions: Self::text(&s.instructions),
             page_size,
             resource_tools: s.resource_tools.unwrap_or(true),
+            debounce: self.duration(&s.debounce, DEFAULT_DEBOUNCE),
         }
     }
 
@@ -690,7 +714,6 @@ impl Checker<'_> {
             .iter()
             .map(|(qk, q)| Query {
                 name: qk.get().clone(),
-                loc: self.loc(qk),
                 description: Self::text(&q.description),
                 sql: q.sql.get().clone(),
                 sql_loc: self.loc(&q.sql),
@@ -1053,7 +1076,6 @@ impl Checker<'_> {
                     TemplateBackend::Sql {
                         engine,
                         source: src.get().clone(),
-                        source_loc: self.loc(src),
                         sql: sql.get().clone(),
                         sql_loc: self.loc(sql),
                     }
@@ -1146,7 +1168,6 @@ impl Checker<'_> {
         }
         let (cwd, cwd_loc) = self.cwd(&t.cwd, key);
         Some(Tool {
-            loc: self.loc(key),
             description: Self::text(&t.description),
             title: Self::text(&t.title),
             exec,
@@ -1176,7 +1197,6 @@ impl Checker<'_> {
             .iter()
             .map(|(k, a)| PromptArg {
                 name: k.get().clone(),
-                loc: self.loc(k),
                 description: Self::text(&a.description),
                 required: a.required.unwrap_or(false),
                 completions: a
@@ -1204,7 +1224,6 @@ impl Checker<'_> {
             };
             messages.push(Message {
                 role: *m.role.get(),
-                loc: self.loc(&m.role),
                 content,
                 content_loc,
             });
@@ -1213,7 +1232,6 @@ impl Checker<'_> {
             self.err(key, format!("prompt `{name}` has no `messages`"));
         }
         Prompt {
-            loc: self.loc(key),
             description: Self::text(&p.description),
             title: Self::text(&p.title),
             args,

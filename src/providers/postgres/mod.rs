@@ -17,11 +17,15 @@
 //! that needs the database does, and a database that is down is each request's clear error (naming
 //! the source and the host, never the password) while every other source keeps serving.
 
+mod changes;
 mod plan;
 mod pool;
 mod rows;
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -29,19 +33,22 @@ use std::time::Duration;
 use sqlx::postgres::{PgConnectOptions, PgConnection};
 use sqlx::{AssertSqlSafe, ConnectOptions as _, Connection as _, Executor as _};
 
-pub use plan::Kind;
+pub(crate) use plan::Kind;
 use plan::{BindAs, Plan};
 use pool::{BeginError, Pool, is_connection_error};
 use rows::{Cell, cells, decoders};
 
 use super::sql::{self, Dialect, NamedSql, Names, quote_ident};
 use super::sqlite::rows::Rows;
-use super::sqlite::{Bound, NamedQuery, query_params};
+use super::sqlite::{NamedQuery, query_params};
 use super::{
-    Body, Completion, Contents, RequestError, ResourceInfo, TemplateInfo, encode_component,
+    Body, BoxFut, ChangeEffect, Completion, CompletionRequest, Contents, Database, RequestError,
+    ResourceInfo, Source, SqlCheck, TemplateInfo, encode_component, ready,
 };
 use crate::manifest::expand::format_duration;
-use crate::manifest::{self, Diagnostics, Loc, ParamType, type_phrase};
+use crate::manifest::{self, Diagnostics, Loc, ParamType};
+use crate::params::Typed;
+use crate::watch::Change;
 
 const JSON: &str = "application/json";
 /// How long opening a connection may take (also `check`'s probe), unless the URL's
@@ -71,19 +78,21 @@ const LISTED: &str = "\
 
 /// The live postgres source.
 #[derive(Debug)]
-pub struct PostgresSource {
+pub(crate) struct PostgresSource {
     pub name: String,
     /// `postgres://NAME/`
     prefix: String,
     schemas: Vec<String>,
     row_limit: u64,
     tables: bool,
-    pub watch: bool,
-    pub poll_interval: Duration,
+    watch: bool,
+    poll_interval: Duration,
+    /// The last stamp of each subscribed URI and when it was taken (`changes.rs`).
+    stamps: std::sync::Mutex<HashMap<String, (String, std::time::Instant)>>,
     description: Option<String>,
-    queries: Vec<NamedQuery>,
-    /// Where each query's `sql` is written (same order as `queries`).
-    query_locs: Vec<Loc>,
+    queries: Vec<PgQuery>,
+    /// The `sql` templates that read this source, for `check` (registered as they are built).
+    template_statements: std::sync::Mutex<Vec<CheckStatement>>,
     url_loc: Loc,
     /// "database `crm` on db.example.com:5432 as `app`": what messages name (no password).
     target: String,
@@ -97,9 +106,18 @@ pub struct PostgresSource {
     down_reported: AtomicBool,
 }
 
+/// A named query and how its parameters bind.
+#[derive(Debug)]
+struct PgQuery {
+    q: NamedQuery,
+    kinds: Vec<Kind>,
+    /// Where its `sql` is written.
+    loc: Loc,
+}
+
 /// A statement `check` has PostgreSQL prepare: a named query's or a `sql` template's.
 #[derive(Debug, Clone)]
-pub struct CheckStatement {
+struct CheckStatement {
     /// `[postgres.crm.queries.q]` or `[templates.t]`.
     pub context: String,
     /// With `$N` parameters.
@@ -116,7 +134,7 @@ enum Statement<'a> {
     Sql {
         sql: &'a str,
         kinds: &'a [Kind],
-        args: &'a [Bound],
+        args: &'a [Typed],
     },
 }
 
@@ -138,7 +156,10 @@ impl PostgresSource {
     /// Builds the source without connecting: the URL must parse, and every named query must be
     /// one reading statement whose `:name` parameters are exactly the declared ones (PostgreSQL
     /// itself sees the SQL on first use, and in `check`).
-    pub fn build(def: &manifest::Postgres, diags: &mut Diagnostics) -> Option<PostgresSource> {
+    pub(crate) fn build(
+        def: &manifest::Postgres,
+        diags: &mut Diagnostics,
+    ) -> Option<PostgresSource> {
         let context = format!("[postgres.{}]", def.name);
         // A URL that did not parse was reported when the manifest loaded.
         let url = def.url.clone()?;
@@ -152,7 +173,6 @@ impl PostgresSource {
         };
         let target = describe_target(&options);
         let mut queries = Vec::new();
-        let mut query_locs = Vec::new();
         for q in &def.queries {
             let qcontext = format!("[postgres.{}.queries.{}]", def.name, q.name);
             let params = query_params(&qcontext, &q.params, diags);
@@ -166,13 +186,16 @@ impl PostgresSource {
                 diags,
             );
             if let (Some(named), Some(params)) = (named, params) {
-                queries.push(NamedQuery {
-                    name: q.name.clone(),
-                    description: q.description.clone(),
-                    sql: named.sql.into(),
-                    params,
+                queries.push(PgQuery {
+                    q: NamedQuery {
+                        name: q.name.clone(),
+                        description: q.description.clone(),
+                        sql: named.sql.into(),
+                        params,
+                    },
+                    kinds: q.params.iter().map(|p| kind_of(p.ty)).collect(),
+                    loc: q.sql_loc,
                 });
-                query_locs.push(q.sql_loc);
             }
         }
         let pool = Pool::new(
@@ -192,7 +215,8 @@ impl PostgresSource {
             poll_interval: def.poll_interval,
             description: def.description.clone(),
             queries,
-            query_locs,
+            template_statements: std::sync::Mutex::new(Vec::new()),
+            stamps: std::sync::Mutex::new(HashMap::new()),
             url_loc: def.url_loc,
             target,
             url,
@@ -203,38 +227,29 @@ impl PostgresSource {
         })
     }
 
-    /// Checks a `sql` template's text against the template's variables (the parameter names, in
-    /// binding order) and rewrites it for binding; `None` after reporting problems at `loc`.
-    pub fn check_template_sql(
-        &self,
-        context: &str,
-        sql: &str,
-        loc: Loc,
-        uri: &str,
-        vars: &[&str],
-        diags: &mut Diagnostics,
-    ) -> Option<NamedSql> {
-        check_text(context, sql, loc, vars, Names::TemplateVars(uri), diags)
-    }
-
-    /// The statements of the named queries, for `check`.
-    pub fn query_statements(&self) -> Vec<CheckStatement> {
-        self.queries
+    /// The statements `check` has PostgreSQL prepare: the named queries' and the templates'.
+    fn statements(&self) -> Vec<CheckStatement> {
+        let mut out: Vec<CheckStatement> = self
+            .queries
             .iter()
-            .zip(&self.query_locs)
-            .map(|(q, loc)| CheckStatement {
-                context: format!("[postgres.{}.queries.{}]", self.name, q.name),
-                sql: q.sql.to_string(),
-                loc: *loc,
-                kinds: q.params.iter().map(|p| kind_of(p.ty)).collect(),
+            .map(|pq| CheckStatement {
+                context: format!("[postgres.{}.queries.{}]", self.name, pq.q.name),
+                sql: pq.q.sql.to_string(),
+                loc: pq.loc,
+                kinds: pq.kinds.clone(),
             })
-            .collect()
+            .collect();
+        if let Ok(t) = self.template_statements.lock() {
+            out.extend(t.iter().cloned());
+        }
+        out
     }
 
     /// `check`: connects (with the connect timeout) and has PostgreSQL prepare every statement.
     /// Returns warnings: the database cannot be reached (once, at `url`), or it rejects a
     /// statement (at its `sql`).
-    pub async fn check_warnings(&self, statements: &[CheckStatement]) -> Vec<(Loc, String)> {
+    async fn check_warnings(&self) -> Vec<(Loc, String)> {
+        let statements = self.statements();
         let mut lease = match self.pool.begin().await {
             Ok(l) => l,
             Err(e) => {
@@ -261,7 +276,7 @@ impl PostgresSource {
                 ),
             ));
         }
-        for s in statements {
+        for s in &statements {
             let conn = lease.conn();
             let checked = async {
                 conn.execute("SAVEPOINT mcp_check").await?;
@@ -302,24 +317,19 @@ impl PostgresSource {
         out
     }
 
-    /// Whether `uri` is under `postgres://NAME/` (it may still be "not found").
-    pub fn owns(&self, uri: &str) -> bool {
-        uri.starts_with(&self.prefix)
-    }
-
     fn table_template(&self) -> String {
         format!("{}tables/{{table}}", self.prefix)
     }
 
     fn query_template(&self, q: &NamedQuery) -> String {
-        let names: Vec<&str> = q.params.iter().map(|p| p.name.as_str()).collect();
+        let names: Vec<&str> = q.params.names().collect();
         format!("{}queries/{}{{?{}}}", self.prefix, q.name, names.join(","))
     }
 
     /// The schema, each table and view (when `tables`), and each query whose parameters all
     /// have defaults. A database that cannot be reached leaves its tables out (and says so on
     /// stderr): the rest of the server's list still answers.
-    pub async fn list(&self) -> Result<Vec<ResourceInfo>, RequestError> {
+    async fn list_resources(&self) -> Result<Vec<ResourceInfo>, RequestError> {
         let mut out = Vec::new();
         let mut schema = ResourceInfo::new(
             format!("{}schema", self.prefix),
@@ -359,8 +369,8 @@ impl PostgresSource {
                 }
             }
         }
-        for q in &self.queries {
-            if q.params.iter().all(|p| p.default.is_some()) {
+        for PgQuery { q, .. } in &self.queries {
+            if q.params.all_optional() {
                 let mut r = ResourceInfo::new(
                     format!("{}queries/{}", self.prefix, q.name),
                     format!("{}/queries/{}", self.name, q.name),
@@ -380,7 +390,7 @@ impl PostgresSource {
     }
 
     /// The table template (when `tables`) and one template per query with parameters.
-    pub fn templates(&self) -> Vec<TemplateInfo> {
+    fn template_infos(&self) -> Vec<TemplateInfo> {
         let mut out = Vec::new();
         if self.tables {
             out.push(TemplateInfo {
@@ -393,15 +403,11 @@ impl PostgresSource {
                 mime_type: Some(JSON.into()),
             });
         }
-        for q in self.queries.iter().filter(|q| !q.params.is_empty()) {
-            let params: Vec<String> = q
-                .params
-                .iter()
-                .map(|p| match &p.default {
-                    Some(_) => format!("{} ({}, optional)", p.name, type_phrase(p.ty)),
-                    None => format!("{} ({})", p.name, type_phrase(p.ty)),
-                })
-                .collect();
+        for q in self.queries.iter().map(|pq| &pq.q) {
+            if q.params.is_empty() {
+                continue;
+            }
+            let params = q.params.summary();
             out.push(TemplateInfo {
                 uri_template: self.query_template(q),
                 name: format!("{}/queries/{}", self.name, q.name),
@@ -416,14 +422,9 @@ impl PostgresSource {
         out
     }
 
-    /// Whether `template` is one of this source's URI templates.
-    pub fn has_template(&self, template: &str) -> bool {
-        self.templates().iter().any(|t| t.uri_template == template)
-    }
-
     /// Completes a variable of one of this source's templates: table names, or the values a
     /// query parameter allows (its `enum`, or true/false).
-    pub async fn complete(
+    async fn complete_var(
         &self,
         template: &str,
         var: &str,
@@ -442,26 +443,22 @@ impl PostgresSource {
         let Some(q) = self
             .queries
             .iter()
+            .map(|pq| &pq.q)
             .find(|q| self.query_template(q) == template)
         else {
             return Err(RequestError::InvalidParams(format!(
                 "no resource template `{template}`"
             )));
         };
-        let Some(p) = q.params.iter().find(|p| p.name == var) else {
-            let names: Vec<&str> = q.params.iter().map(|p| p.name.as_str()).collect();
+        if !q.params.names().any(|n| n == var) {
+            let names: Vec<&str> = q.params.names().collect();
             return Err(unknown_variable(template, var, &names));
-        };
-        let candidates: Vec<String> = match (&p.enum_values, p.ty) {
-            (Some(values), _) => values.iter().map(Bound::to_text).collect(),
-            (None, ParamType::Boolean) => vec!["false".into(), "true".into()],
-            _ => Vec::new(),
-        };
-        Ok(Completion::from_candidates(candidates, prefix))
+        }
+        Ok(Completion::from_candidates(q.params.choices(var), prefix))
     }
 
     /// Reads `postgres://NAME/schema`, `…/tables/T` or `…/queries/Q?…`.
-    pub async fn read(&self, uri: &str) -> Result<Contents, RequestError> {
+    async fn read_uri(&self, uri: &str) -> Result<Contents, RequestError> {
         let not_found = || RequestError::NotFound(uri.to_owned());
         let rest = uri.strip_prefix(&self.prefix).ok_or_else(not_found)?;
         if rest == "schema" {
@@ -486,18 +483,17 @@ impl PostgresSource {
                 Some((n, q)) => (n, Some(q)),
                 None => (rest, None),
             };
-            let q = self
+            let pq = self
                 .queries
                 .iter()
-                .find(|q| q.name == name)
+                .find(|pq| pq.q.name == name)
                 .ok_or_else(not_found)?;
-            let args = q.arguments(query.unwrap_or(""))?;
-            let kinds: Vec<Kind> = q.params.iter().map(|p| kind_of(p.ty)).collect();
+            let args = pq.q.arguments(query.unwrap_or(""))?;
             self.fetch(
                 uri,
                 Statement::Sql {
-                    sql: &q.sql,
-                    kinds: &kinds,
+                    sql: &pq.q.sql,
+                    kinds: &pq.kinds,
                     args: &args,
                 },
             )
@@ -508,33 +504,6 @@ impl PostgresSource {
         Ok(Contents {
             uri: uri.to_owned(),
             mime_type: Some(JSON.into()),
-            body: Body::Text(rows.to_json()),
-        })
-    }
-
-    /// Runs a `sql` template's statement (`$N` parameters, all text) with its bound values; JSON
-    /// content like a query.
-    pub async fn read_sql(
-        &self,
-        uri: &str,
-        sql: &str,
-        args: &[Bound],
-        mime_type: Option<&str>,
-    ) -> Result<Contents, RequestError> {
-        let kinds = vec![Kind::Text; args.len()];
-        let rows = self
-            .fetch(
-                uri,
-                Statement::Sql {
-                    sql,
-                    kinds: &kinds,
-                    args,
-                },
-            )
-            .await?;
-        Ok(Contents {
-            uri: uri.to_owned(),
-            mime_type: Some(mime_type.unwrap_or(JSON).to_owned()),
             body: Body::Text(rows.to_json()),
         })
     }
@@ -698,6 +667,16 @@ impl PostgresSource {
             .bind(name)
             .fetch_optional(&mut *conn)
             .await
+    }
+
+    /// Whether a URI name means a listed table (never while the database cannot be reached).
+    async fn is_listed(&self, name: &str) -> bool {
+        let Ok(mut lease) = self.begin().await else {
+            return false;
+        };
+        let found = self.find_table(lease.conn(), name);
+        let result = tokio::time::timeout(self.timeout + GRACE, found).await;
+        self.settle(lease, result).is_ok_and(|t| t.is_some())
     }
 
     /// Tables and views by URI name, with their kind (`r`, `v`, …), in schema order then name.
@@ -872,7 +851,7 @@ fn stale_plan(e: &sqlx::Error) -> bool {
 async fn collect(
     conn: &mut PgConnection,
     plan: &Plan,
-    args: &[Bound],
+    args: &[Typed],
     limit: usize,
 ) -> Result<Rows<Cell>, Failure> {
     use futures_util::TryStreamExt as _;
@@ -881,17 +860,17 @@ async fn collect(
         let bind = plan.binds.get(i).copied().unwrap_or(BindAs::Text);
         let kind = plan.kinds.get(i).copied().unwrap_or(Kind::Text);
         query = match (bind, kind, a) {
-            (BindAs::Text, _, Bound::Null) | (BindAs::Declared, Kind::Text, Bound::Null) => {
+            (BindAs::Text, _, Typed::Null) | (BindAs::Declared, Kind::Text, Typed::Null) => {
                 query.bind(None::<String>)
             }
             (BindAs::Text, _, v) => query.bind(v.to_text()),
-            (BindAs::Declared, Kind::Integer, Bound::Integer(n)) => query.bind(*n),
-            (BindAs::Declared, Kind::Integer, Bound::Null) => query.bind(None::<i64>),
-            (BindAs::Declared, Kind::Number, Bound::Real(f)) => query.bind(*f),
-            (BindAs::Declared, Kind::Number, Bound::Integer(n)) => query.bind(*n as f64),
-            (BindAs::Declared, Kind::Number, Bound::Null) => query.bind(None::<f64>),
-            (BindAs::Declared, Kind::Boolean, Bound::Bool(b)) => query.bind(*b),
-            (BindAs::Declared, Kind::Boolean, Bound::Null) => query.bind(None::<bool>),
+            (BindAs::Declared, Kind::Integer, Typed::Integer(n)) => query.bind(*n),
+            (BindAs::Declared, Kind::Integer, Typed::Null) => query.bind(None::<i64>),
+            (BindAs::Declared, Kind::Number, Typed::Number(f)) => query.bind(*f),
+            (BindAs::Declared, Kind::Number, Typed::Integer(n)) => query.bind(*n as f64),
+            (BindAs::Declared, Kind::Number, Typed::Null) => query.bind(None::<f64>),
+            (BindAs::Declared, Kind::Boolean, Typed::Boolean(b)) => query.bind(*b),
+            (BindAs::Declared, Kind::Boolean, Typed::Null) => query.bind(None::<bool>),
             (BindAs::Declared, _, v) => query.bind(v.to_text()),
         };
     }
@@ -940,7 +919,7 @@ fn check_text(
 }
 
 /// How a declared parameter type binds.
-pub(crate) fn kind_of(ty: ParamType) -> Kind {
+fn kind_of(ty: ParamType) -> Kind {
     match ty {
         ParamType::Integer => Kind::Integer,
         ParamType::Number => Kind::Number,
@@ -1142,4 +1121,149 @@ fn relation_ddl(r: &RelationRow) -> String {
         }
     }
     out
+}
+
+impl Source for PostgresSource {
+    fn owns(&self, uri: &str) -> bool {
+        uri.starts_with(&self.prefix)
+    }
+
+    fn list(self: Arc<Self>) -> BoxFut<Result<Vec<ResourceInfo>, RequestError>> {
+        Box::pin(async move { self.list_resources().await })
+    }
+
+    fn templates(&self) -> Vec<TemplateInfo> {
+        self.template_infos()
+    }
+
+    fn read(self: Arc<Self>, uri: String) -> BoxFut<Result<Contents, RequestError>> {
+        Box::pin(async move { self.read_uri(&uri).await })
+    }
+
+    /// The schema, a listed table (by either of its names), or a named query (its parameters
+    /// are checked when read). While the database cannot be reached no table is served.
+    fn serves(self: Arc<Self>, uri: String) -> BoxFut<bool> {
+        Box::pin(async move {
+            let Some(rest) = uri.strip_prefix(&self.prefix) else {
+                return false;
+            };
+            let served = if rest == "schema" {
+                true
+            } else if let Some(encoded) = rest.strip_prefix("tables/") {
+                match crate::uri::percent_decode(encoded) {
+                    Some(table) => self.tables && self.is_listed(&table).await,
+                    None => false,
+                }
+            } else {
+                rest.strip_prefix("queries/").is_some_and(|q| {
+                    let name = q.split_once('?').map_or(q, |(n, _)| n);
+                    self.queries.iter().any(|x| x.q.name == name)
+                })
+            };
+            // A subscription starts here: changes are measured from now.
+            if served {
+                self.baseline(&uri).await;
+            }
+            served
+        })
+    }
+
+    fn complete(
+        self: Arc<Self>,
+        req: CompletionRequest,
+    ) -> BoxFut<Result<Completion, RequestError>> {
+        Box::pin(async move {
+            self.complete_var(&req.template, &req.var, &req.prefix)
+                .await
+        })
+    }
+
+    /// Nothing on the filesystem.
+    fn watch_dirs(self: Arc<Self>) -> BoxFut<Vec<PathBuf>> {
+        ready(Vec::new())
+    }
+
+    fn apply_changes(self: Arc<Self>, _changes: Arc<[Change]>) -> BoxFut<ChangeEffect> {
+        ready(ChangeEffect::default())
+    }
+
+    fn affected(&self, _uri: &str, _changes: &[Change]) -> bool {
+        false
+    }
+
+    fn poll_interval(&self) -> Option<Duration> {
+        self.watch.then_some(self.poll_interval)
+    }
+
+    fn poll(self: Arc<Self>, uris: Vec<String>) -> BoxFut<Vec<String>> {
+        Box::pin(async move { self.changed(uris).await })
+    }
+
+    fn warnings(self: Arc<Self>) -> BoxFut<Vec<(Loc, String)>> {
+        Box::pin(async move { self.check_warnings().await })
+    }
+}
+
+impl Database for PostgresSource {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn engine(&self) -> manifest::SqlEngine {
+        manifest::SqlEngine::Postgres
+    }
+
+    /// The text checks only (nothing connects while the manifest loads); PostgreSQL sees the
+    /// statement on first use, and in `check`.
+    fn check_template_sql<'a>(
+        &'a self,
+        check: SqlCheck<'a>,
+        diags: &'a mut Diagnostics,
+    ) -> Pin<Box<dyn Future<Output = Option<NamedSql>> + Send + 'a>> {
+        let named = check_text(
+            check.context,
+            check.sql,
+            check.loc,
+            check.vars,
+            Names::TemplateVars(check.uri),
+            diags,
+        );
+        if let (Some(n), Ok(mut t)) = (&named, self.template_statements.lock()) {
+            t.push(CheckStatement {
+                context: check.context.to_owned(),
+                sql: n.sql.clone(),
+                loc: check.loc,
+                kinds: vec![Kind::Text; n.names.len()],
+            });
+        }
+        Box::pin(std::future::ready(named))
+    }
+
+    /// Runs a template's statement; its variables are strings, typed by PostgreSQL.
+    fn read_sql(
+        self: Arc<Self>,
+        uri: String,
+        sql: Arc<str>,
+        args: Vec<Typed>,
+        mime_type: Option<String>,
+    ) -> BoxFut<Result<Contents, RequestError>> {
+        Box::pin(async move {
+            let kinds = vec![Kind::Text; args.len()];
+            let rows = self
+                .fetch(
+                    &uri,
+                    Statement::Sql {
+                        sql: &sql,
+                        kinds: &kinds,
+                        args: &args,
+                    },
+                )
+                .await?;
+            Ok(Contents {
+                uri,
+                mime_type: Some(mime_type.unwrap_or_else(|| JSON.to_owned())),
+                body: Body::Text(rows.to_json()),
+            })
+        })
+    }
 }

@@ -450,12 +450,15 @@ sql = "SELECT title FROM deals WHERE owner = :name ORDER BY title"
         ("postgres://crm/queries/nth?id=99999999999", "out of range"),
         (
             "postgres://crm/queries/by_owner?owner=eve",
-            "must be one of ada, bob",
+            "must be one of \"ada\", \"bob\", got \"eve\"",
         ),
-        ("postgres://crm/queries/by_owner", "needs parameter `owner`"),
+        (
+            "postgres://crm/queries/by_owner",
+            "missing required parameter `owner`",
+        ),
         (
             "postgres://crm/queries/by_owner?owner=ada&evil=1",
-            "no parameter `evil`",
+            "unknown parameter `evil`",
         ),
         (
             "postgres://crm/queries/since?day=yesterday-ish",
@@ -619,49 +622,157 @@ fn writes_fail_or_roll_back_and_leave_the_database_unchanged() {
     assert_eq!(fingerprint(pg, "ledger"), before);
 }
 
-/// What the text check refuses, the engine refuses too: the statements run straight through the
-/// source (as a `sql` template would run them), bypassing the manifest's check.
+/// Statements that write are refused when the manifest loads, whatever hides them; what passes
+/// that check and still writes fails in the read-only transaction (above).
 #[test]
-fn the_engine_refuses_what_the_text_check_refuses() {
-    use mcp_manifest::providers::postgres::PostgresSource;
+fn statements_that_write_are_refused_when_the_manifest_loads() {
+    let f = Fixture::new();
+    for sql in [
+        "COPY ledger FROM '/etc/passwd'",
+        "COPY ledger TO '/tmp/out'",
+        "CREATE TABLE made AS SELECT 1 AS v",
+        "INSERT INTO ledger VALUES (3, 'three')",
+        "UPDATE ledger SET note = 'changed'",
+        "DELETE FROM ledger",
+        "MERGE INTO ledger USING ledger l2 ON true WHEN MATCHED THEN DELETE",
+        "TRUNCATE ledger",
+        "DROP TABLE ledger",
+        "SET default_transaction_read_only = off",
+        "RESET ALL",
+        "COMMIT",
+        "CALL nothing()",
+        "DO $$ BEGIN INSERT INTO ledger VALUES (4, 'four'); END $$",
+        "SELECT 1; INSERT INTO ledger VALUES (5, 'five')",
+        "VACUUM ledger",
+        "LOCK TABLE ledger",
+        "PREPARE p AS SELECT 1",
+        "LISTEN x",
+        "/* SELECT */ GRANT ALL ON ledger TO PUBLIC",
+    ] {
+        let lines = f.diagnose(&format!(
+            "[postgres.crm]\nurl = \"postgres://u@127.0.0.1:1/x\"\n\n[postgres.crm.queries.q]\nsql = \"{}\"\n",
+            sql.replace('"', "\\\"")
+        ));
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains("[postgres.crm.queries.q] `sql`")),
+            "{sql}: {lines:?}"
+        );
+    }
+}
+
+/// A role that may only read cannot write server files either, which a superuser could do from
+/// a function even inside a read-only transaction (`check` warns about such roles).
+#[test]
+fn a_reading_role_cannot_write_server_files() {
     let pg = shared();
-    pg.database("engine", LEDGER);
-    let before = fingerprint(pg, "engine");
-    let _ = std::fs::remove_file("/tmp/mcp-manifest-copy-out");
-    let text = format!(
-        "[postgres.crm]\nurl = \"{}\"\ntimeout = \"2s\"\n",
-        pg.url("engine")
+    pg.database(
+        "reader",
+        &format!(
+            "{LEDGER}
+            CREATE FUNCTION copy_out() RETURNS int LANGUAGE plpgsql VOLATILE AS $$
+                BEGIN COPY ledger TO '/tmp/mcp-manifest-reader-out'; RETURN 1; END $$;
+            DO $$ BEGIN
+                IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'reader') THEN
+                    CREATE ROLE reader LOGIN PASSWORD 'reader-pw';
+                END IF;
+            END $$;
+            GRANT SELECT ON ALL TABLES IN SCHEMA public TO reader;"
+        ),
     );
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("mcp-server.toml");
-    let manifest = mcp_manifest::manifest::load_str(&text, "m.toml", &path, dir.path(), &|_| None)
-        .expect("a valid manifest");
-    let mut diags = mcp_manifest::manifest::Diagnostics::new("m.toml");
-    let source = PostgresSource::build(&manifest.postgres[0], &mut diags).expect("builds");
-    cluster::block_on(async {
-        for sql in [
-            "COPY ledger FROM '/etc/passwd'",
-            "COPY ledger TO '/tmp/mcp-manifest-copy-out'",
-            "CREATE TABLE made AS SELECT 1 AS v",
-            "INSERT INTO ledger VALUES (3, 'three')",
-            "UPDATE ledger SET note = 'changed'",
-            "DELETE FROM ledger",
-            "TRUNCATE ledger",
-            "DROP TABLE ledger",
-            "SET default_transaction_read_only = off",
-            "COMMIT",
-            "CALL nothing()",
-            "DO $$ BEGIN INSERT INTO ledger VALUES (4, 'four'); END $$",
-            "SELECT 1; INSERT INTO ledger VALUES (5, 'five')",
-            "VACUUM ledger",
-            "LOCK TABLE ledger",
-        ] {
-            let r = source.read_sql("postgres://crm/x", sql, &[], None).await;
-            assert!(r.is_err(), "{sql} ran: {r:?}");
-        }
-    });
-    assert!(!std::path::Path::new("/tmp/mcp-manifest-copy-out").exists());
-    assert_eq!(fingerprint(pg, "engine"), before);
+    let _ = std::fs::remove_file("/tmp/mcp-manifest-reader-out");
+    let before = fingerprint(pg, "reader");
+    let f = Fixture::new();
+    f.manifest(&format!(
+        "[postgres.crm]\nurl = \"postgres://reader:reader-pw@127.0.0.1:{}/reader\"\n\n\
+         [postgres.crm.queries.out]\nsql = \"SELECT copy_out()\"\n\n\
+         [postgres.crm.queries.lo]\nsql = \"SELECT lo_import('/etc/passwd')\"\n",
+        pg.port
+    ));
+    let mut s = f.serve().started();
+    for q in ["out", "lo"] {
+        let (_, message) = read_error(&mut s, &format!("postgres://crm/queries/{q}"));
+        assert!(
+            message.contains("permission denied") || message.contains("must be superuser"),
+            "{q}: {message}"
+        );
+    }
+    assert_eq!(
+        read_json(&mut s, "postgres://crm/tables/ledger")["rows"]
+            .as_array()
+            .map(Vec::len),
+        Some(2)
+    );
+    assert!(!std::path::Path::new("/tmp/mcp-manifest-reader-out").exists());
+    assert_eq!(fingerprint(pg, "reader"), before);
+    // `check` has nothing to say about this role.
+    let out = f.run(&["check"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
+}
+
+fn updated_for(uri: &str) -> impl Fn(&Value) -> bool + '_ {
+    move |v: &Value| v["method"] == "notifications/resources/updated" && v["params"]["uri"] == uri
+}
+
+#[test]
+fn subscribed_tables_queries_and_schema_are_announced_after_writes() {
+    let pg = shared();
+    pg.database(
+        "watched",
+        "CREATE TABLE a (v int); CREATE TABLE b (v int); CREATE VIEW va AS SELECT * FROM a;",
+    );
+    let f = manifest(
+        pg,
+        "watched",
+        "poll_interval = \"100ms\"",
+        "[postgres.crm.queries.count]\nsql = \"SELECT count(*) AS n FROM a\"\n",
+    );
+    let mut s = f.serve().started();
+    let (a, b, count, schema, view) = (
+        "postgres://crm/tables/a",
+        "postgres://crm/tables/b",
+        "postgres://crm/queries/count",
+        "postgres://crm/schema",
+        "postgres://crm/tables/va",
+    );
+    for uri in [a, b, count, schema, view] {
+        s.ok("resources/subscribe", json!({"uri": uri}));
+    }
+    let e = s.err(
+        "resources/subscribe",
+        json!({"uri": "postgres://crm/tables/nope"}),
+    );
+    assert_eq!(e["code"], -32002);
+    // The writer reports its statistics at once (they are otherwise sent within a second or so).
+    let write = |sql: &str| {
+        pg.query(
+            "watched",
+            &format!("{sql}; SELECT pg_stat_force_next_flush()"),
+        );
+    };
+    write("INSERT INTO b VALUES (1)");
+    s.wait_for(updated_for(b));
+    // Queries and views read tables nobody names: any write announces them.
+    s.wait_for(updated_for(count));
+    s.wait_for(updated_for(view));
+    // A second round, so every notification of the first poll has arrived: none was for `a`.
+    write("INSERT INTO b VALUES (2)");
+    s.wait_for(updated_for(b));
+    assert!(
+        !s.pending().iter().any(updated_for(a)),
+        "a write to b announced a: {:?}",
+        s.pending()
+    );
+    write("INSERT INTO a VALUES (1)");
+    s.wait_for(updated_for(a));
+    // TRUNCATE counts no rows but gives the table a new file.
+    write("TRUNCATE a");
+    s.wait_for(updated_for(a));
+    pg.query("watched", "ALTER TABLE a ADD COLUMN w int");
+    s.wait_for(updated_for(schema));
+    s.ok("resources/unsubscribe", json!({"uri": a}));
 }
 
 #[test]
