@@ -10,7 +10,7 @@
 //! went away is closed (the server then aborts its transaction), and a reused connection that
 //! turns out dead (the server restarted) is replaced by a fresh one within the same request.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -37,6 +37,10 @@ struct Inner {
     begin: String,
     connect_timeout: Duration,
     reaper: AtomicBool,
+    /// Connections being rolled back after their request (`Lease::finish`), and the signal that
+    /// one is back.
+    finishing: AtomicUsize,
+    returned: tokio::sync::Notify,
 }
 
 struct Idle {
@@ -77,6 +81,8 @@ impl Pool {
                 begin: format!("BEGIN READ ONLY; SET LOCAL statement_timeout = {millis}"),
                 connect_timeout,
                 reaper: AtomicBool::new(false),
+                finishing: AtomicUsize::new(0),
+                returned: tokio::sync::Notify::new(),
             }),
         }
     }
@@ -92,8 +98,19 @@ impl Pool {
             .await
             .map_err(|_| BeginError::Connect(sqlx::Error::PoolClosed))?;
         loop {
+            // Registered before looking, so a connection coming back meanwhile is not missed.
+            let returned = self.inner.returned.notified();
+            tokio::pin!(returned);
+            returned.as_mut().enable();
             let (mut conn, reused) = match self.inner.pop_idle() {
                 Some(c) => (c, true),
+                // A connection is being rolled back (the previous request's, answered already):
+                // it is back within a round trip; opening another would double the connections
+                // a client that reads one thing after another holds.
+                None if self.inner.finishing.load(Ordering::Relaxed) > 0 => {
+                    let _ = tokio::time::timeout(ROLLBACK_TIMEOUT, returned).await;
+                    continue;
+                }
                 None => {
                     let c = self.inner.connect().await.map_err(BeginError::Connect)?;
                     self.start_reaper();
@@ -208,6 +225,7 @@ impl Lease {
             return;
         };
         let inner = self.inner.clone();
+        inner.finishing.fetch_add(1, Ordering::Relaxed);
         tokio::spawn(async move {
             // Session-level advisory locks are the one effect a read-only statement can leave
             // that a rollback does not undo: released in the same round trip.
@@ -218,6 +236,8 @@ impl Lease {
             if rolled_back {
                 inner.push_idle(conn);
             }
+            inner.finishing.fetch_sub(1, Ordering::Relaxed);
+            inner.returned.notify_waiters();
             drop(permit);
         });
     }
