@@ -669,10 +669,12 @@ impl PostgresSource {
             .await
     }
 
-    /// Whether a URI name means a listed table (never while the database cannot be reached).
+    /// Whether a URI name means a listed table. While the database cannot be reached nothing
+    /// tells, so the name is taken (a subscription then waits for the database, reads fail with
+    /// the connection's error).
     async fn is_listed(&self, name: &str) -> bool {
         let Ok(mut lease) = self.begin().await else {
-            return false;
+            return true;
         };
         let found = self.find_table(lease.conn(), name);
         let result = tokio::time::timeout(self.timeout + GRACE, found).await;
@@ -1141,7 +1143,7 @@ impl Source for PostgresSource {
     }
 
     /// The schema, a listed table (by either of its names), or a named query (its parameters
-    /// are checked when read). While the database cannot be reached no table is served.
+    /// are checked when read).
     fn serves(self: Arc<Self>, uri: String) -> BoxFut<bool> {
         Box::pin(async move {
             let Some(rest) = uri.strip_prefix(&self.prefix) else {

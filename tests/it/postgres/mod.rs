@@ -928,6 +928,11 @@ fn a_database_that_is_down_is_each_requests_error_and_comes_back() {
         );
         assert!(!message.contains(PASSWORD), "{message}");
     }
+    // Nothing tells whether the table exists: the subscription is taken.
+    s.ok(
+        "resources/subscribe",
+        json!({"uri": "postgres://crm/tables/t"}),
+    );
     pg.resume();
     assert_eq!(
         read_json(&mut s, "postgres://crm/tables/t")["rows"],
