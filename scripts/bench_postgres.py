@@ -58,7 +58,8 @@ def free_port():
 class Cluster:
     def __init__(self):
         self.bin = find_bin()
-        self.dir = tempfile.mkdtemp(prefix="mcp-bench-pg-")
+        # Under /tmp when run as root: `nobody` must reach it whatever TMPDIR says.
+        self.dir = tempfile.mkdtemp(prefix="mcp-bench-pg-", dir="/tmp" if os.geteuid() == 0 else None)
         self.port = free_port()
         self.sock = os.path.join(self.dir, "sock")
         os.mkdir(self.sock)

@@ -58,11 +58,15 @@ impl Cluster {
     /// `initdb`, then start. Panics with what to install when the binaries are missing.
     pub fn start() -> Cluster {
         let bin = find_bin();
-        let dir = tempfile::Builder::new()
-            .prefix("mcp-pg-")
-            .tempdir()
-            .expect("temp dir for the cluster");
         let owner = run_as();
+        // `nobody` must reach the folder: under /tmp, whatever TMPDIR says, when run as root.
+        let mut builder = tempfile::Builder::new();
+        builder.prefix("mcp-pg-");
+        let dir = match owner {
+            Some(_) => builder.tempdir_in("/tmp"),
+            None => builder.tempdir(),
+        }
+        .expect("temp dir for the cluster");
         if let Some((uid, gid)) = owner {
             std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid))
                 .expect("chown the cluster dir");
