@@ -171,12 +171,12 @@ def main():
     args = ap.parse_args()
     binary = os.path.abspath(args.bin)
     cluster = Cluster()
+    d = tempfile.mkdtemp(prefix="mcp-bench-pg-manifest-")
     try:
         cluster.sql("postgres", "CREATE DATABASE bench")
         cluster.sql("bench", "CREATE TABLE items (id int PRIMARY KEY, name text, price numeric(10,2), "
                              "qty int, note text); INSERT INTO items SELECT g, 'item ' || g, g * 1.25, "
                              "g % 7, CASE WHEN g % 3 = 0 THEN 'sale' END FROM generate_series(1, 100) g")
-        d = tempfile.mkdtemp(prefix="mcp-bench-pg-manifest-")
         manifest = os.path.join(d, "mcp-server.toml")
         with open(manifest, "w") as f:
             f.write(
@@ -216,6 +216,7 @@ def main():
               f"idle after the reads {idle_after}, with 10 reads in flight {busy} (max_connections 4)")
     finally:
         cluster.stop()
+        shutil.rmtree(d, ignore_errors=True)
 
 
 if __name__ == "__main__":
