@@ -74,11 +74,12 @@ pub async fn serve(manifest: Option<PathBuf>, via: Via) -> i32 {
     };
     let m = &registry.manifest;
     let what = format!(
-        "`{}` from {} ({} files, {} sqlite, {} git, {} templates, {} tools, {} prompts)",
+        "`{}` from {} ({} files, {} sqlite, {} postgres, {} git, {} templates, {} tools, {} prompts)",
         m.server.name,
         m.file,
         m.files.len(),
         m.sqlite.len(),
+        m.postgres.len(),
         m.git.len(),
         m.templates.len(),
         m.tools.len(),
@@ -123,6 +124,10 @@ pub async fn check(manifest: Option<PathBuf>) -> i32 {
         }
     };
     let m = &registry.manifest;
+    // Warnings: what will fail at run time but does not stop `serve` (exit 0).
+    for (loc, message) in registry.warnings().await {
+        eprintln!("{}:{}:{}: warning: {message}", m.file, loc.line, loc.col);
+    }
     let resources = match registry.list_resources().await {
         Ok(r) => r.len(),
         Err(e) => {
@@ -145,9 +150,10 @@ pub async fn check(manifest: Option<PathBuf>) -> i32 {
     let _ = writeln!(out, "  prompts    {prompts}");
     let _ = writeln!(
         out,
-        "  sources    {} files, {} sqlite, {} git, {} templates",
+        "  sources    {} files, {} sqlite, {} postgres, {} git, {} templates",
         m.files.len(),
         m.sqlite.len(),
+        m.postgres.len(),
         m.git.len(),
         m.templates.len()
     );

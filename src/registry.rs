@@ -14,6 +14,7 @@ use crate::process::Children;
 use crate::prompts::{PromptDef, PromptInfo, Rendered};
 use crate::providers::files::FilesSource;
 use crate::providers::git::GitSource;
+use crate::providers::postgres::PostgresSource;
 use crate::providers::sqlite::SqliteSource;
 use crate::providers::template::TemplateSource;
 use crate::providers::{
@@ -72,6 +73,13 @@ impl Registry {
         }
         for def in &manifest.sqlite {
             if let Some(src) = SqliteSource::build(def, &mut diags).await {
+                let src = Arc::new(src);
+                databases.push(src.clone());
+                placed.push((def.loc, src));
+            }
+        }
+        for def in &manifest.postgres {
+            if let Some(src) = PostgresSource::build(def, &mut diags) {
                 let src = Arc::new(src);
                 databases.push(src.clone());
                 placed.push((def.loc, src));
@@ -143,6 +151,37 @@ impl Registry {
         self.sources
             .iter()
             .any(|s| s.owns(uri) && s.affected(uri, changes))
+    }
+
+    /// The shortest `poll_interval` of the sources that poll for changes, if any does.
+    pub fn poll_interval(&self) -> Option<std::time::Duration> {
+        self.sources.iter().filter_map(|s| s.poll_interval()).min()
+    }
+
+    /// Of the `subscribed` URIs, those a polling source says changed since its last poll.
+    pub async fn poll(&self, subscribed: &std::collections::HashSet<String>) -> Vec<String> {
+        let mut out = Vec::new();
+        for source in self.sources.iter().filter(|s| s.poll_interval().is_some()) {
+            let mine: Vec<String> = subscribed
+                .iter()
+                .filter(|u| source.owns(u))
+                .cloned()
+                .collect();
+            if !mine.is_empty() {
+                out.extend(source.clone().poll(mine).await);
+            }
+        }
+        out
+    }
+
+    /// `check`'s warnings from every source (see `Source::warnings`), in file order.
+    pub async fn warnings(&self) -> Vec<(Loc, String)> {
+        let mut out = Vec::new();
+        for source in &self.sources {
+            out.extend(source.clone().warnings().await);
+        }
+        out.sort_by_key(|(loc, _)| (loc.line, loc.col));
+        out
     }
 
     /// Whether `uri` names something a source would read (see `Source::serves`).

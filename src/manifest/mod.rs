@@ -9,6 +9,7 @@
 pub mod diag;
 pub mod expand;
 mod http;
+pub mod pgurl;
 pub mod raw;
 mod validate;
 
@@ -22,6 +23,7 @@ use toml::de::{DeTable, DeValue};
 
 pub use diag::{Diagnostics, Loc, SourceMap};
 pub use http::{Http, HttpAuth, Jwks, OAuth, open_listen_refusal, parse_listen};
+pub use pgurl::PgUrl;
 pub use raw::{OutputKind, ParamType, Role};
 
 use raw::{Key, RawArg, RawManifest, RawParam, SizeValue, Sp};
@@ -47,6 +49,7 @@ pub struct Manifest {
     pub server: Server,
     pub files: Vec<Files>,
     pub sqlite: Vec<Sqlite>,
+    pub postgres: Vec<Postgres>,
     pub git: Vec<Git>,
     pub templates: Vec<Template>,
     pub tools: Vec<Tool>,
@@ -93,6 +96,32 @@ pub struct Sqlite {
     pub watch: bool,
     /// How long one query may run before it is interrupted.
     pub timeout: Duration,
+    pub description: Option<String>,
+    pub queries: Vec<Query>,
+}
+
+/// Default `max_connections` of a postgres source.
+pub const DEFAULT_PG_CONNECTIONS: u32 = 4;
+/// Default `poll_interval` of a watched postgres source.
+pub const DEFAULT_PG_POLL: Duration = Duration::from_secs(2);
+
+#[derive(Debug, Clone)]
+pub struct Postgres {
+    pub name: String,
+    pub loc: Loc,
+    /// The connection URL, `${VAR}` already expanded and checked (its `Debug` hides the
+    /// password). `None` only in a manifest that failed to load.
+    pub url: Option<PgUrl>,
+    pub url_loc: Loc,
+    /// At least one; the first one's tables are named without their schema.
+    pub schemas: Vec<String>,
+    pub row_limit: u64,
+    pub tables: bool,
+    /// `statement_timeout` of every statement.
+    pub timeout: Duration,
+    pub max_connections: u32,
+    pub watch: bool,
+    pub poll_interval: Duration,
     pub description: Option<String>,
     pub queries: Vec<Query>,
 }
@@ -154,14 +183,32 @@ pub enum TemplateBackend {
         path_loc: Loc,
         root: PathBuf,
     },
-    /// `sqlite = "shop"` + `sql`: variables bind to `:var`.
+    /// `sqlite = "shop"` (or `postgres = "crm"`) + `sql`: variables bind to `:var`.
     Sql {
+        engine: SqlEngine,
         source: String,
         sql: String,
         sql_loc: Loc,
     },
     /// `command = [...]`: stdout is the content.
     Command(Command),
+}
+
+/// Which kind of database a `sql` template queries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SqlEngine {
+    Sqlite,
+    Postgres,
+}
+
+impl SqlEngine {
+    /// The section (and template key) naming this kind of source.
+    pub fn section(self) -> &'static str {
+        match self {
+            SqlEngine::Sqlite => "sqlite",
+            SqlEngine::Postgres => "postgres",
+        }
+    }
 }
 
 /// A process to run: argv (with `{name}` placeholders still in it) and its limits.
@@ -398,7 +445,15 @@ fn expand_value(
 }
 
 /// The sections whose tables hold named entries.
-const NAMED_SECTIONS: [&str; 6] = ["files", "sqlite", "git", "templates", "tools", "prompts"];
+const NAMED_SECTIONS: [&str; 7] = [
+    "files",
+    "sqlite",
+    "postgres",
+    "git",
+    "templates",
+    "tools",
+    "prompts",
+];
 
 /// Removes what holds a problem at one of the `bad` offsets: an unknown section, the
 /// `[server]` table, or one named entry of a section.
@@ -552,11 +607,20 @@ impl Checker<'_> {
         let server = self.server(raw.server.unwrap_or_default());
         let files = raw.files.iter().map(|(k, v)| self.files(k, v)).collect();
         let sqlite: Vec<Sqlite> = raw.sqlite.iter().map(|(k, v)| self.sqlite(k, v)).collect();
+        let postgres: Vec<Postgres> = raw
+            .postgres
+            .iter()
+            .map(|(k, v)| self.postgres(k, v))
+            .collect();
         let git = raw.git.iter().map(|(k, v)| self.git(k, v)).collect();
+        let databases = Databases {
+            sqlite: sqlite.iter().map(|s| s.name.as_str()).collect(),
+            postgres: postgres.iter().map(|s| s.name.as_str()).collect(),
+        };
         let templates = raw
             .templates
             .iter()
-            .map(|(k, v)| self.template(k, v, &sqlite))
+            .map(|(k, v)| self.template(k, v, &databases))
             .collect();
         let tools = raw
             .tools
@@ -570,6 +634,7 @@ impl Checker<'_> {
             server,
             files,
             sqlite,
+            postgres,
             git,
             templates,
             tools,
@@ -634,17 +699,7 @@ impl Checker<'_> {
     }
 
     fn sqlite(&mut self, key: &Key, s: &raw::RawSqlite) -> Sqlite {
-        let queries = s
-            .queries
-            .iter()
-            .map(|(qk, q)| Query {
-                name: qk.get().clone(),
-                description: Self::text(&q.description),
-                sql: q.sql.get().clone(),
-                sql_loc: self.loc(&q.sql),
-                params: self.params(&q.params),
-            })
-            .collect();
+        let queries = self.queries(&s.queries);
         Sqlite {
             name: key.get().clone(),
             loc: self.loc(key),
@@ -656,6 +711,106 @@ impl Checker<'_> {
             timeout: self.duration(&s.timeout, DEFAULT_QUERY_TIMEOUT),
             description: Self::text(&s.description),
             queries,
+        }
+    }
+
+    fn queries(&mut self, queries: &IndexMap<Key, raw::RawQuery>) -> Vec<Query> {
+        queries
+            .iter()
+            .map(|(qk, q)| Query {
+                name: qk.get().clone(),
+                description: Self::text(&q.description),
+                sql: q.sql.get().clone(),
+                sql_loc: self.loc(&q.sql),
+                params: self.params(&q.params),
+            })
+            .collect()
+    }
+
+    fn postgres(&mut self, key: &Key, p: &raw::RawPostgres) -> Postgres {
+        let name = key.get().clone();
+        let mut schemas: Vec<String> = Vec::new();
+        match &p.schemas {
+            None => schemas.push("public".into()),
+            Some(list) => {
+                if list.get().is_empty() {
+                    self.err(
+                        list,
+                        format!("[postgres.{name}] `schemas` is empty; name at least one schema (default [\"public\"])"),
+                    );
+                }
+                for s in list.get() {
+                    if s.get().is_empty() || s.get().contains('\0') {
+                        self.err(
+                            s,
+                            format!(
+                                "[postgres.{name}] `{}` is not a schema name",
+                                s.get().escape_debug()
+                            ),
+                        );
+                    } else if schemas.contains(s.get()) {
+                        self.err(
+                            s,
+                            format!("[postgres.{name}] schema `{}` is listed twice", s.get()),
+                        );
+                    } else {
+                        schemas.push(s.get().clone());
+                    }
+                }
+            }
+        }
+        let max_connections = match &p.max_connections {
+            None => DEFAULT_PG_CONNECTIONS,
+            Some(n) if (1..=100).contains(n.get()) => {
+                u32::try_from(*n.get()).unwrap_or(DEFAULT_PG_CONNECTIONS)
+            }
+            Some(n) => {
+                self.err(
+                    n,
+                    format!("[postgres.{name}] `max_connections` must be between 1 and 100"),
+                );
+                DEFAULT_PG_CONNECTIONS
+            }
+        };
+        let timeout = self.duration(&p.timeout, DEFAULT_QUERY_TIMEOUT);
+        if let Some(t) = &p.timeout
+            && timeout < Duration::from_millis(1)
+        {
+            self.err(
+                t,
+                format!("[postgres.{name}] `timeout` must be at least 1ms"),
+            );
+        }
+        let url = match PgUrl::parse(p.url.get()) {
+            Ok(u) => Some(u),
+            Err(why) => {
+                self.err(&p.url, format!("[postgres.{name}] `url`: {why}"));
+                None
+            }
+        };
+        let poll_interval = self.duration(&p.poll_interval, DEFAULT_PG_POLL);
+        if let Some(t) = &p.poll_interval
+            && poll_interval < Duration::from_millis(100)
+        {
+            self.err(
+                t,
+                format!("[postgres.{name}] `poll_interval` must be at least 100ms"),
+            );
+        }
+        Postgres {
+            loc: self.loc(key),
+            url,
+            url_loc: self.loc(&p.url),
+            schemas,
+            row_limit: p.row_limit.as_ref().map_or(100, |r| *r.get()),
+            tables: p.tables.unwrap_or(true),
+            timeout,
+            max_connections,
+            watch: p.watch.unwrap_or(true),
+            poll_interval,
+            description: Self::text(&p.description),
+            queries: self.queries(&p.queries),
+            name,
         }
     }
 
@@ -836,11 +991,11 @@ impl Checker<'_> {
         }
     }
 
-    fn template(&mut self, key: &Key, t: &raw::RawTemplate, sqlite: &[Sqlite]) -> Template {
+    fn template(&mut self, key: &Key, t: &raw::RawTemplate, databases: &Databases) -> Template {
         let name = key.get().clone();
         let backends = [
             t.file.is_some(),
-            t.sqlite.is_some() || t.sql.is_some(),
+            t.sqlite.is_some() || t.postgres.is_some() || t.sql.is_some(),
             t.command.is_some(),
         ];
         let count = backends.iter().filter(|b| **b).count();
@@ -848,7 +1003,15 @@ impl Checker<'_> {
             self.err(
                 key,
                 format!(
-                    "template `{name}` needs exactly one backend: `file`, `sqlite` + `sql`, or `command` (found {count})"
+                    "template `{name}` needs exactly one backend: `file`, `sqlite` + `sql`, `postgres` + `sql`, or `command` (found {count})"
+                ),
+            );
+        }
+        if let (Some(_), Some(pg)) = (&t.sqlite, &t.postgres) {
+            self.err(
+                pg,
+                format!(
+                    "template `{name}` names both a `sqlite` and a `postgres` source; keep one"
                 ),
             );
         }
@@ -888,52 +1051,56 @@ impl Checker<'_> {
                 &t.max_output,
             ))
         } else {
-            match (&t.sqlite, &t.sql) {
-                (Some(src), Some(sql)) => {
-                    if !sqlite.iter().any(|s| &s.name == src.get()) {
-                        let names: Vec<&str> = sqlite.iter().map(|s| s.name.as_str()).collect();
+            let db = match (&t.sqlite, &t.postgres) {
+                (Some(src), _) => Some((SqlEngine::Sqlite, src)),
+                (None, Some(src)) => Some((SqlEngine::Postgres, src)),
+                (None, None) => None,
+            };
+            let nothing = || TemplateBackend::File {
+                path: String::new(),
+                path_loc: Loc::default(),
+                root: self.dir.to_path_buf(),
+            };
+            match (db, &t.sql) {
+                (Some((engine, src)), Some(sql)) => {
+                    let names = databases.of(engine);
+                    let section = engine.section();
+                    if !names.contains(&src.get().as_str()) {
                         let hint = match diag::did_you_mean(src.get(), names.iter().copied()) {
                             Some(m) => format!(", did you mean `{m}`?"),
                             None if names.is_empty() => {
-                                "; there is no [sqlite.NAME] section".into()
+                                format!("; there is no [{section}.NAME] section")
                             }
-                            None => format!("; the sqlite sources are: {}", names.join(", ")),
+                            None => format!("; the {section} sources are: {}", names.join(", ")),
                         };
                         self.err(
                             src,
-                            format!("template `{name}` names sqlite source `{}`, which does not exist{hint}", src.get()),
+                            format!("template `{name}` names {section} source `{}`, which does not exist{hint}", src.get()),
                         );
                     }
                     TemplateBackend::Sql {
+                        engine,
                         source: src.get().clone(),
                         sql: sql.get().clone(),
                         sql_loc: self.loc(sql),
                     }
                 }
-                (Some(src), None) => {
-                    self.err(src, format!("template `{name}` has `sqlite` but no `sql`"));
-                    TemplateBackend::File {
-                        path: String::new(),
-                        path_loc: Loc::default(),
-                        root: self.dir.to_path_buf(),
-                    }
+                (Some((engine, src)), None) => {
+                    let section = engine.section();
+                    self.err(
+                        src,
+                        format!("template `{name}` has `{section}` but no `sql`"),
+                    );
+                    nothing()
                 }
                 (None, Some(sql)) => {
                     self.err(
                         sql,
-                        format!("template `{name}` has `sql` but no `sqlite` source"),
+                        format!("template `{name}` has `sql` but no `sqlite` or `postgres` source"),
                     );
-                    TemplateBackend::File {
-                        path: String::new(),
-                        path_loc: Loc::default(),
-                        root: self.dir.to_path_buf(),
-                    }
+                    nothing()
                 }
-                (None, None) => TemplateBackend::File {
-                    path: String::new(),
-                    path_loc: Loc::default(),
-                    root: self.dir.to_path_buf(),
-                },
+                (None, None) => nothing(),
             }
         };
         let mut completions = IndexMap::new();
@@ -1075,6 +1242,21 @@ impl Checker<'_> {
             args,
             messages,
             name,
+        }
+    }
+}
+
+/// The names of the database sources, for the checks of `sql` templates.
+struct Databases<'a> {
+    sqlite: Vec<&'a str>,
+    postgres: Vec<&'a str>,
+}
+
+impl Databases<'_> {
+    fn of(&self, engine: SqlEngine) -> &[&str] {
+        match engine {
+            SqlEngine::Sqlite => &self.sqlite,
+            SqlEngine::Postgres => &self.postgres,
         }
     }
 }

@@ -194,6 +194,11 @@ pub struct RawManifest {
     #[serde(default)]
     #[schemars(extend("propertyNames" = { "pattern": "^[a-z][a-z0-9_-]*$" }))]
     pub sqlite: IndexMap<Key, RawSqlite>,
+    /// PostgreSQL databases, read by the engine only (every statement in a rolled-back
+    /// `READ ONLY` transaction).
+    #[serde(default)]
+    #[schemars(extend("propertyNames" = { "pattern": "^[a-z][a-z0-9_-]*$" }))]
+    pub postgres: IndexMap<Key, RawPostgres>,
     /// Git repositories.
     #[serde(default)]
     #[schemars(extend("propertyNames" = { "pattern": "^[a-z][a-z0-9_-]*$" }))]
@@ -332,7 +337,41 @@ pub struct RawSqlite {
     pub queries: IndexMap<Key, RawQuery>,
 }
 
-/// `[sqlite.NAME.queries.QUERY]`
+/// `[postgres.NAME]`: a PostgreSQL database, read-only.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawPostgres {
+    /// Connection URL, e.g. "${DATABASE_URL}" or
+    /// "postgres://user:password@host:5432/db?sslmode=require"; TLS through `sslmode`.
+    pub url: Sp<String>,
+    /// Schemas whose tables and views are listed (default ["public"]). Tables of the first are
+    /// named by their name, the others as `schema.table`.
+    #[schemars(length(min = 1))]
+    pub schemas: Option<Sp<Vec<Sp<String>>>>,
+    /// Rows returned per table read and query (default 100).
+    #[schemars(range(min = 1))]
+    pub row_limit: Option<Sp<u64>>,
+    /// One resource per table and view (default true).
+    pub tables: Option<bool>,
+    /// `statement_timeout` of every query (default 30s).
+    pub timeout: Option<Sp<DurationStr>>,
+    /// Connections opened at most; more reads wait their turn (default 4).
+    #[schemars(range(min = 1, max = 100))]
+    pub max_connections: Option<Sp<u64>>,
+    /// Updated notifications for subscribed resources, by polling the database's change
+    /// counters (default true).
+    pub watch: Option<bool>,
+    /// How often subscribed resources are polled for changes (default 2s).
+    pub poll_interval: Option<Sp<DurationStr>>,
+    /// Description of this source.
+    pub description: Option<Sp<String>>,
+    /// Named queries: `postgres://NAME/queries/QUERY{?params}`.
+    #[serde(default)]
+    #[schemars(extend("propertyNames" = { "pattern": "^[a-z][a-z0-9_-]*$" }))]
+    pub queries: IndexMap<Key, RawQuery>,
+}
+
+/// `[sqlite.NAME.queries.QUERY]` and `[postgres.NAME.queries.QUERY]`
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawQuery {
@@ -412,6 +451,8 @@ pub struct RawTemplate {
     pub root: Option<Sp<String>>,
     /// Backend `sql`: the `[sqlite.NAME]` source to query.
     pub sqlite: Option<Sp<String>>,
+    /// Backend `sql`: the `[postgres.NAME]` source to query.
+    pub postgres: Option<Sp<String>>,
     /// Backend `sql`: one statement; template variables bind to `:var`.
     pub sql: Option<Sp<String>>,
     /// Backend `command`: argv, no shell; `{var}` is replaced inside an element. An element may

@@ -1,4 +1,4 @@
-//! Resource providers (files, sqlite, git, user templates): the one `Source` interface every kind
+//! Resource providers (files, sqlite, postgres, git, user templates): the one `Source` interface every kind
 //! implements, the plain types they answer with, and what they share (`blocking`, `paths`).
 //! Nothing here knows MCP: `server/` converts these types to the wire.
 //!
@@ -8,6 +8,7 @@
 pub(crate) mod files;
 pub(crate) mod git;
 pub(crate) mod paths;
+pub(crate) mod postgres;
 pub(crate) mod sql;
 pub(crate) mod sqlite;
 pub(crate) mod template;
@@ -66,11 +67,32 @@ pub(crate) trait Source: Send + Sync + std::fmt::Debug {
 
     /// Whether one of `changes` changes what `uri` (owned here, subscribed) reads as. No IO.
     fn affected(&self, uri: &str, changes: &[Change]) -> bool;
+
+    /// How often this source is asked which subscribed URIs changed (`poll`), for sources whose
+    /// changes no file shows (a database server). `None`: never.
+    fn poll_interval(&self) -> Option<std::time::Duration> {
+        None
+    }
+
+    /// Which of `uris` (owned here, subscribed) changed since the previous poll. A URI seen
+    /// for the first time is a baseline, not a change (`serves` takes one when it subscribes).
+    fn poll(self: Arc<Self>, _uris: Vec<String>) -> BoxFut<Vec<String>> {
+        ready(Vec::new())
+    }
+
+    /// `check`'s warnings: what will fail at run time without stopping `serve` (a database that
+    /// cannot be reached, SQL it rejects). May connect, with a short timeout.
+    fn warnings(self: Arc<Self>) -> BoxFut<Vec<(crate::manifest::Loc, String)>> {
+        ready(Vec::new())
+    }
 }
 
-/// A SQL database a `[templates]` entry may read through (`sqlite = "…"`).
+/// A SQL database a `[templates]` entry may read through (`sqlite = "…"`, `postgres = "…"`).
 pub(crate) trait Database: Send + Sync + std::fmt::Debug {
     fn name(&self) -> &str;
+
+    /// Which section the source comes from (`sqlite = "…"` or `postgres = "…"` names it).
+    fn engine(&self) -> crate::manifest::SqlEngine;
 
     /// Checks a template's `sql` against its variables (binding order) and compiles it.
     fn check_template_sql<'a>(

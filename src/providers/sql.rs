@@ -1,11 +1,13 @@
 //! SQL text checks for named queries and `sql` templates, pure (no database): a tokenizer that
-//! follows SQLite's own rules for strings, quoted identifiers, comments and parameters, used to
-//! find the `:name` parameters, to refuse multi-statement SQL and statements that do not read, and
-//! to rewrite `:name` as `?N` so sqlx (which binds only positional parameters) binds by name.
+//! follows the database's own rules for strings, quoted identifiers, comments and parameters
+//! (SQLite's, or PostgreSQL's with its dollar-quoted and `E''` strings, nested comments, `::`
+//! casts and `?`/`@` operators), used to find the `:name` parameters, to refuse multi-statement
+//! SQL and statements that do not read, and to rewrite `:name` as `?N` (SQLite) or `$N`
+//! (PostgreSQL) so sqlx (which binds only positional parameters) binds by name.
 //!
-//! The rewrite changes nothing but parameter tokens; the registry prepares the result with SQLite
-//! and checks that SQLite counts exactly the parameters found here, so a disagreement between this
-//! tokenizer and SQLite's is a build-time diagnostic, never a wrong binding.
+//! The rewrite changes nothing but parameter tokens; the providers prepare the result with the
+//! database and check that it counts exactly the parameters found here, so a disagreement between
+//! this tokenizer and the database's is a diagnostic, never a wrong binding.
 
 use std::ops::Range;
 
@@ -14,6 +16,28 @@ use std::ops::Range;
 /// `WITH … DELETE`, a `PRAGMA x = y`) still fails when it runs, since the database is opened
 /// read-only with `query_only` on.
 pub const READ_KEYWORDS: [&str; 5] = ["SELECT", "WITH", "VALUES", "PRAGMA", "EXPLAIN"];
+
+/// PostgreSQL's statements that read. A write hidden behind one (`WITH … INSERT`, `SELECT … INTO`,
+/// a function that writes) still fails: every statement runs in a `READ ONLY` transaction that
+/// is rolled back.
+pub const PG_READ_KEYWORDS: [&str; 6] = ["SELECT", "WITH", "VALUES", "TABLE", "EXPLAIN", "SHOW"];
+
+/// Whose rules the tokenizer follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
+impl Dialect {
+    /// The first keywords of the statements this dialect lets a manifest run.
+    pub fn read_keywords(self) -> &'static [&'static str] {
+        match self {
+            Dialect::Sqlite => &READ_KEYWORDS,
+            Dialect::Postgres => &PG_READ_KEYWORDS,
+        }
+    }
+}
 
 /// Something wrong with the SQL text of one statement.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,10 +65,20 @@ pub struct NamedSql {
     pub names: Vec<String>,
 }
 
-/// Checks one statement against the parameter names the caller declares (in binding order) and
-/// rewrites it for positional binding. Every problem is reported, in text order.
+/// Checks one SQLite statement against the parameter names the caller declares (in binding
+/// order) and rewrites it for positional binding (`?N`). Every problem is reported, in text order.
 pub fn bind_by_name(sql: &str, declared: &[&str]) -> Result<NamedSql, Vec<Problem>> {
-    let tokens = tokenize(sql);
+    bind_by_name_in(Dialect::Sqlite, sql, declared)
+}
+
+/// `bind_by_name` with `dialect`'s quoting rules, read keywords and placeholders (`$N` for
+/// PostgreSQL).
+pub fn bind_by_name_in(
+    dialect: Dialect,
+    sql: &str,
+    declared: &[&str],
+) -> Result<NamedSql, Vec<Problem>> {
+    let tokens = tokenize(sql, dialect);
     let mut problems = Vec::new();
     let significant: Vec<&Token> = tokens.iter().filter(|t| t.kind != Kind::Space).collect();
     let end = significant
@@ -58,10 +92,21 @@ pub fn bind_by_name(sql: &str, declared: &[&str]) -> Result<NamedSql, Vec<Proble
     if rest.iter().any(|t| t.kind != Kind::Semicolon) {
         problems.push(Problem::MultipleStatements);
     }
-    if let Some(first) = statement.first() {
+    // PostgreSQL reads `(SELECT …) UNION (SELECT …)`: the first word may follow parentheses.
+    let first = match dialect {
+        Dialect::Sqlite => statement.first(),
+        Dialect::Postgres => statement
+            .iter()
+            .find(|t| &sql[t.range.clone()] != "(")
+            .or(statement.first()),
+    };
+    if let Some(first) = first {
         let word = &sql[first.range.clone()];
-        let is_read =
-            first.kind == Kind::Word && READ_KEYWORDS.iter().any(|k| k.eq_ignore_ascii_case(word));
+        let is_read = first.kind == Kind::Word
+            && dialect
+                .read_keywords()
+                .iter()
+                .any(|k| k.eq_ignore_ascii_case(word));
         if !is_read {
             problems.push(Problem::NotARead(word.to_owned()));
         }
@@ -80,12 +125,18 @@ pub fn bind_by_name(sql: &str, declared: &[&str]) -> Result<NamedSql, Vec<Proble
         let text = &sql[t.range.clone()];
         let name = &text[1..];
         match prefix {
-            b'?' => problems.push(Problem::Positional(text.to_owned())),
+            b'?' | b'$' if text[1..].bytes().all(|b| b.is_ascii_digit()) => {
+                problems.push(Problem::Positional(text.to_owned()))
+            }
             b':' => match declared.iter().position(|d| *d == name) {
                 Some(i) => {
                     used[i] = true;
                     out.push_str(&sql[copied..t.range.start]);
-                    out.push_str(&format!("?{}", i + 1));
+                    out.push(match dialect {
+                        Dialect::Sqlite => '?',
+                        Dialect::Postgres => '$',
+                    });
+                    out.push_str(&(i + 1).to_string());
                     copied = t.range.end;
                 }
                 None => problems.push(Problem::Undeclared(name.to_owned())),
@@ -110,7 +161,103 @@ pub fn bind_by_name(sql: &str, declared: &[&str]) -> Result<NamedSql, Vec<Proble
     }
 }
 
-/// Quotes an identifier for SQLite (`"` doubled inside), so any table name is one identifier.
+/// PostgreSQL: `sql` with every `$N` parameter token replaced by `f(N)`; strings, quoted
+/// identifiers and comments are left alone.
+pub fn map_pg_params(sql: &str, f: impl Fn(usize) -> String) -> String {
+    let mut out = String::with_capacity(sql.len() + 16);
+    let mut copied = 0;
+    for t in tokenize(sql, Dialect::Postgres) {
+        if t.kind != Kind::Param(b'$') {
+            continue;
+        }
+        let Ok(n) = sql[t.range.start + 1..t.range.end].parse::<usize>() else {
+            continue;
+        };
+        out.push_str(&sql[copied..t.range.start]);
+        out.push_str(&f(n));
+        copied = t.range.end;
+    }
+    out.push_str(&sql[copied..]);
+    out
+}
+
+/// The first word of a statement after comments and opening parentheses, upper-cased.
+pub fn first_keyword(sql: &str, dialect: Dialect) -> Option<String> {
+    tokenize(sql, dialect)
+        .into_iter()
+        .filter(|t| t.kind != Kind::Space)
+        .find(|t| &sql[t.range.clone()] != "(")
+        .filter(|t| t.kind == Kind::Word)
+        .map(|t| sql[t.range].to_ascii_uppercase())
+}
+
+/// Who declares the parameter names a statement may use.
+#[derive(Debug, Clone, Copy)]
+pub enum Names<'a> {
+    /// A named query's `params.NAME`.
+    QueryParams,
+    /// The variables of a URI template (the text of the template).
+    TemplateVars(&'a str),
+}
+
+impl Names<'_> {
+    fn phrase(&self) -> String {
+        match self {
+            Names::QueryParams => "declared".into(),
+            Names::TemplateVars(uri) => format!("a variable of `{uri}`"),
+        }
+    }
+}
+
+/// The message for one problem of a statement, for a manifest diagnostic.
+pub fn problem_message(dialect: Dialect, p: &Problem, declared: &[&str], names: Names) -> String {
+    match p {
+        Problem::Empty => "`sql` holds no statement".into(),
+        Problem::MultipleStatements => {
+            "`sql` holds more than one statement; write exactly one".into()
+        }
+        Problem::NotARead(word) => format!(
+            "`sql` must read: start it with {} (found `{word}`); {}",
+            dialect.read_keywords().join(", "),
+            match dialect {
+                Dialect::Sqlite => "the database is opened read-only",
+                Dialect::Postgres => "every statement runs in a read-only transaction",
+            }
+        ),
+        Problem::Positional(token) => format!(
+            "positional parameter `{token}` cannot be bound; write a named parameter `:name` and declare it"
+        ),
+        Problem::OtherPrefix(token, name) => {
+            format!("write parameter `{token}` as `:{name}` (parameters are written `:name`)")
+        }
+        Problem::Undeclared(name) => {
+            let guess = crate::manifest::diag::did_you_mean(name, declared.iter().copied());
+            match (names, guess) {
+                (_, Some(m)) => format!(
+                    "SQL parameter `:{name}` is not {}, did you mean `:{m}`?",
+                    names.phrase()
+                ),
+                (Names::QueryParams, None) => format!(
+                    "SQL parameter `:{name}` is not declared (declare it as `params.{name}`)"
+                ),
+                (Names::TemplateVars(_), None) => {
+                    format!("SQL parameter `:{name}` is not {}", names.phrase())
+                }
+            }
+        }
+        Problem::Unused(name) => match names {
+            Names::QueryParams => {
+                format!("parameter `{name}` is declared but the SQL never uses `:{name}`")
+            }
+            Names::TemplateVars(uri) => format!(
+                "variable `{name}` of `{uri}` is not used by the SQL (write `:{name}` where its value goes)"
+            ),
+        },
+    }
+}
+
+/// Quotes an identifier for SQLite or PostgreSQL (`"` doubled inside), so any table name is one
+/// identifier.
 pub fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
@@ -140,10 +287,34 @@ fn id_char(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80
 }
 
-/// Splits SQL into tokens the way SQLite's tokenizer (`tokenize.c`) does, as far as parameters,
-/// quoting, comments and `;` are concerned. Unterminated quotes and comments run to the end (SQLite
-/// then refuses the statement when it is prepared).
-fn tokenize(sql: &str) -> Vec<Token> {
+/// PostgreSQL's `ident_cont`: letters, digits, `_`, `$` and every byte of a non-ASCII character.
+fn pg_id_char(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80
+}
+
+/// Characters of a `:name` parameter in PostgreSQL mode: the identifier characters but `$`.
+fn pg_name_char(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80
+}
+
+/// The length of the dollar-quote tag opening at `b[i]` (`$$` or `$tag$`), if one does.
+fn dollar_tag(b: &[u8], i: usize) -> Option<usize> {
+    let mut j = i + 1;
+    if b.get(j).is_some_and(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    while j < b.len() && pg_name_char(b[j]) {
+        j += 1;
+    }
+    (b.get(j) == Some(&b'$')).then_some(j + 1 - i)
+}
+
+/// Splits SQL into tokens the way the database's tokenizer (SQLite's `tokenize.c`, PostgreSQL's
+/// `scan.l`) does, as far as parameters, quoting, comments and `;` are concerned. Unterminated
+/// quotes and comments run to the end (the database then refuses the statement when it is
+/// prepared).
+fn tokenize(sql: &str, dialect: Dialect) -> Vec<Token> {
+    let pg = dialect == Dialect::Postgres;
     let b = sql.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;
@@ -163,14 +334,59 @@ fn tokenize(sql: &str) -> Vec<Token> {
                 Kind::Space
             }
             b'/' if b.get(i + 1) == Some(&b'*') => {
+                // PostgreSQL's comments nest; SQLite's end at the first `*/`.
                 i += 2;
-                while i < b.len() && !(b[i] == b'*' && b.get(i + 1) == Some(&b'/')) {
-                    i += 1;
+                let mut depth = 1;
+                while i < b.len() {
+                    if b[i] == b'*' && b.get(i + 1) == Some(&b'/') {
+                        i += 2;
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    } else if pg && b[i] == b'/' && b.get(i + 1) == Some(&b'*') {
+                        i += 2;
+                        depth += 1;
+                    } else {
+                        i += 1;
+                    }
                 }
-                i = (i + 2).min(b.len());
                 Kind::Space
             }
-            q @ (b'\'' | b'"' | b'`') => {
+            // PostgreSQL's escape strings: E'…' where a backslash escapes the next character.
+            b'E' | b'e' if pg && b.get(i + 1) == Some(&b'\'') => {
+                i += 2;
+                loop {
+                    match b.get(i) {
+                        None => break,
+                        Some(b'\\') => i = (i + 2).min(b.len()),
+                        Some(b'\'') if b.get(i + 1) == Some(&b'\'') => i += 2,
+                        Some(b'\'') => {
+                            i += 1;
+                            break;
+                        }
+                        Some(_) => i += 1,
+                    }
+                }
+                Kind::Quoted
+            }
+            b'$' if pg && dollar_tag(b, i).is_some() => {
+                let tag_len = dollar_tag(b, i).unwrap_or(2);
+                let tag = &b[i..i + tag_len];
+                i += tag_len;
+                loop {
+                    if i >= b.len() {
+                        break;
+                    }
+                    if b[i..].starts_with(tag) {
+                        i += tag_len;
+                        break;
+                    }
+                    i += 1;
+                }
+                Kind::Quoted
+            }
+            q @ (b'\'' | b'"' | b'`') if !(pg && q == b'`') => {
                 i += 1;
                 loop {
                     match b.get(i) {
@@ -188,21 +404,44 @@ fn tokenize(sql: &str) -> Vec<Token> {
                 }
                 Kind::Quoted
             }
-            b'[' => {
+            b'[' if !pg => {
                 while i < b.len() && b[i] != b']' {
                     i += 1;
                 }
                 i = (i + 1).min(b.len());
                 Kind::Quoted
             }
-            b'?' => {
+            b'?' if !pg => {
                 i += 1;
                 while i < b.len() && b[i].is_ascii_digit() {
                     i += 1;
                 }
                 Kind::Param(b'?')
             }
-            p @ (b':' | b'@' | b'$') if b.get(i + 1).is_some_and(|c| id_char(*c)) => {
+            // PostgreSQL's `$1`: positional, nothing could bind it by name.
+            b'$' if pg && b.get(i + 1).is_some_and(u8::is_ascii_digit) => {
+                i += 1;
+                while i < b.len() && b[i].is_ascii_digit() {
+                    i += 1;
+                }
+                Kind::Param(b'$')
+            }
+            // `::` is a cast and `:=` a named argument, never parameters.
+            b':' if pg && b.get(i + 1) == Some(&b':') => {
+                i += 2;
+                Kind::Other
+            }
+            b':' if pg
+                && b.get(i + 1)
+                    .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_' || *c >= 0x80) =>
+            {
+                i += 1;
+                while i < b.len() && pg_name_char(b[i]) {
+                    i += 1;
+                }
+                Kind::Param(b':')
+            }
+            p @ (b':' | b'@' | b'$') if !pg && b.get(i + 1).is_some_and(|c| id_char(*c)) => {
                 i += 1;
                 while i < b.len() && id_char(b[i]) {
                     i += 1;
@@ -213,8 +452,9 @@ fn tokenize(sql: &str) -> Vec<Token> {
                 i += 1;
                 Kind::Semicolon
             }
-            c if id_char(c) => {
-                while i < b.len() && id_char(b[i]) {
+            c if (pg && pg_id_char(c) && c != b'$') || (!pg && id_char(c)) => {
+                let cont = if pg { pg_id_char } else { id_char };
+                while i < b.len() && cont(b[i]) {
                     i += 1;
                 }
                 Kind::Word
@@ -340,6 +580,123 @@ mod tests {
         );
         assert_eq!(problems("(SELECT 1)", &[]), [Problem::NotARead("(".into())]);
         assert_eq!(ok("select 1; -- trailing comment", &[]), "select 1");
+    }
+
+    fn pg(sql: &str, declared: &[&str]) -> String {
+        match bind_by_name_in(Dialect::Postgres, sql, declared) {
+            Ok(n) => n.sql,
+            Err(p) => panic!("{sql}: {p:?}"),
+        }
+    }
+
+    fn pg_problems(sql: &str, declared: &[&str]) -> Vec<Problem> {
+        match bind_by_name_in(Dialect::Postgres, sql, declared) {
+            Ok(n) => panic!("{sql} should fail, got {}", n.sql),
+            Err(p) => p,
+        }
+    }
+
+    #[test]
+    fn postgres_parameters_become_dollar_numbers() {
+        assert_eq!(
+            pg(
+                "SELECT * FROM t WHERE a = :b AND c = :a OR d = :b",
+                &["a", "b"]
+            ),
+            "SELECT * FROM t WHERE a = $2 AND c = $1 OR d = $2"
+        );
+        // Casts are not parameters, also right after one.
+        assert_eq!(
+            pg("SELECT :id::uuid, x::text, y :: int FROM t", &["id"]),
+            "SELECT $1::uuid, x::text, y :: int FROM t"
+        );
+        // `:=` names a function argument; `[1:2]` is a slice.
+        assert_eq!(
+            pg("SELECT f(a := :v), arr[1:2] FROM t", &["v"]),
+            "SELECT f(a := $1), arr[1:2] FROM t"
+        );
+        // `?` and `@` are operators in PostgreSQL.
+        assert_eq!(
+            pg(
+                "SELECT j ? 'k', j ?| array['a'], p @> q, @ -5 FROM t WHERE v = :v",
+                &["v"]
+            ),
+            "SELECT j ? 'k', j ?| array['a'], p @> q, @ -5 FROM t WHERE v = $1"
+        );
+        assert_eq!(pg("TABLE t", &[]), "TABLE t");
+        assert_eq!(pg("SHOW work_mem", &[]), "SHOW work_mem");
+        assert_eq!(
+            pg("(SELECT :a) UNION (SELECT 2)", &["a"]),
+            "(SELECT $1) UNION (SELECT 2)"
+        );
+    }
+
+    #[test]
+    fn postgres_quoting_hides_parameters() {
+        // Dollar quotes, with and without a tag; a `$1` or `;` inside is text.
+        assert_eq!(
+            pg(
+                "SELECT $$ :a ; $1 $$, $tag$ :a $$ still $tag$ || :a",
+                &["a"]
+            ),
+            "SELECT $$ :a ; $1 $$, $tag$ :a $$ still $tag$ || $1"
+        );
+        // E'' strings: a backslash escapes the quote.
+        assert_eq!(
+            pg(r"SELECT E'it\'s :a', e'\\', :a", &["a"]),
+            r"SELECT E'it\'s :a', e'\\', $1"
+        );
+        // Standard strings: a backslash is just a character.
+        assert_eq!(pg(r"SELECT '\', :a", &["a"]), r"SELECT '\', $1");
+        // Nested comments.
+        assert_eq!(
+            pg("SELECT /* a /* :a */ :a */ :a", &["a"]),
+            "SELECT /* a /* :a */ :a */ $1"
+        );
+        assert_eq!(pg("SELECT \"x:a\" FROM t", &[]), "SELECT \"x:a\" FROM t");
+        // `$` inside an identifier is part of it, not a quote.
+        assert_eq!(pg("SELECT a$b, :a FROM t", &["a"]), "SELECT a$b, $1 FROM t");
+    }
+
+    #[test]
+    fn postgres_problems() {
+        assert_eq!(
+            pg_problems("SELECT $1, :x", &["x"]),
+            [Problem::Positional("$1".into())]
+        );
+        assert_eq!(
+            pg_problems("SELECT 1; SELECT 2", &[]),
+            [Problem::MultipleStatements]
+        );
+        assert_eq!(
+            pg_problems("SELECT $$;$$; COPY t TO STDOUT", &[]),
+            [Problem::MultipleStatements]
+        );
+        for write in [
+            "COPY t FROM STDIN",
+            "CREATE TABLE x AS SELECT 1",
+            "SET statement_timeout = 0",
+            "INSERT INTO t VALUES (1)",
+            "CALL p()",
+            "DO $$ BEGIN END $$",
+            "PRAGMA x",
+            "COMMIT",
+        ] {
+            let word = write.split_whitespace().next().unwrap_or("");
+            assert_eq!(
+                pg_problems(write, &[]),
+                [Problem::NotARead(word.into())],
+                "{write}"
+            );
+        }
+        assert_eq!(
+            map_pg_params("SELECT $1, '$2', $$ $1 $$, $2", |n| format!("(${n}::int)")),
+            "SELECT ($1::int), '$2', $$ $1 $$, ($2::int)"
+        );
+        assert_eq!(
+            first_keyword("/* x */ ((select 1))", Dialect::Postgres).as_deref(),
+            Some("SELECT")
+        );
     }
 
     #[test]

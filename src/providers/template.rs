@@ -1,6 +1,7 @@
 //! `[templates.NAME]`: a URI template you define (RFC 6570, parsed and matched by `crate::uri`),
 //! whose variables feed one backend: a `file` path template resolved inside a root, a `sql`
-//! statement of a `[sqlite.NAME]` source with the variables bound as `:name` parameters, or a
+//! statement of a `[sqlite.NAME]` or `[postgres.NAME]` source with the variables bound as `:name`
+//! parameters, or a
 //! `command` run through the crate's one process spawner (`tools::process`), argv built by the
 //! tools' brace rules (`tools::argv`) — no shell — whose stdout is the content.
 //!
@@ -184,13 +185,17 @@ impl TemplateSource {
                 Backend::File { parts, root }
             }
             TemplateBackend::Sql {
+                engine,
                 source,
                 sql,
                 sql_loc,
                 ..
             } => {
                 // A missing source was reported when the manifest (or the source) was checked.
-                let db = databases.iter().find(|s| s.name() == source)?.clone();
+                let db = databases
+                    .iter()
+                    .find(|s| s.engine() == *engine && s.name() == source)?
+                    .clone();
                 let names: Vec<&str> = vars.iter().map(String::as_str).collect();
                 let check = SqlCheck {
                     context: &context,

@@ -475,6 +475,8 @@ where
     });
     let watching = tokio::spawn(shared.clone().watch_loop());
     let _stop_watching = scopeguard(move || watching.abort());
+    let polling = tokio::spawn(shared.clone().poll_loop());
+    let _stop_polling = scopeguard(move || polling.abort());
     let running = match handler.serve(transport).await {
         Ok(r) => r,
         // The client went away before it started a session: a clean exit.

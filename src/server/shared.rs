@@ -18,6 +18,7 @@
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::Duration;
 
 use rmcp::model::{
     Implementation, LoggingLevel, LoggingMessageNotificationParam, MetaObject, PromptsCapability,
@@ -293,6 +294,35 @@ impl Shared {
         for (s, uris) in &sessions {
             for uri in affected.iter().filter(|u| uris.contains(*u)) {
                 s.post(Notice::Updated(uri.clone()));
+            }
+        }
+    }
+
+    /// Asks the sources that poll (databases) which subscribed URIs changed, every
+    /// `poll_interval`, and sends `notifications/resources/updated` for them. Runs until the
+    /// task is dropped.
+    pub async fn poll_loop(self: Arc<Self>) {
+        loop {
+            let every = self.registry().poll_interval();
+            // A manifest without polling sources is looked at again now and then (an edit may
+            // add one).
+            tokio::time::sleep(every.unwrap_or(Duration::from_secs(2))).await;
+            if every.is_none() {
+                continue;
+            }
+            let registry = self.registry();
+            let sessions = self.sessions();
+            let mut subscribed = HashSet::new();
+            for s in &sessions {
+                subscribed.extend(s.subscribed());
+            }
+            if subscribed.is_empty() {
+                continue;
+            }
+            for uri in registry.poll(&subscribed).await {
+                for s in &sessions {
+                    s.resource_updated(&uri).await;
+                }
             }
         }
     }

@@ -13,7 +13,7 @@
 //! each is interrupted after the source's `timeout` or when its request goes away.
 
 mod pool;
-mod rows;
+pub(crate) mod rows;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -26,7 +26,7 @@ use sqlx::{
 use pool::{Pool, options};
 use rows::{Rows, collect};
 
-use super::sql::{self, NamedSql, Problem, quote_ident};
+use super::sql::{self, Dialect, NamedSql, Names, quote_ident};
 use super::{
     BoxFut, ChangeEffect, Completion, CompletionRequest, Contents, Database, RequestError,
     ResourceInfo, Source, SqlCheck, TemplateInfo, encode_component, ready,
@@ -61,12 +61,13 @@ pub(crate) struct SqliteSource {
 }
 
 /// A checked named query: SQL rewritten for positional binding, parameters in binding order.
+/// (The postgres source's queries are the same.)
 #[derive(Debug)]
-struct NamedQuery {
-    name: String,
-    description: Option<String>,
-    sql: Arc<str>,
-    params: Params,
+pub(crate) struct NamedQuery {
+    pub(crate) name: String,
+    pub(crate) description: Option<String>,
+    pub(crate) sql: Arc<str>,
+    pub(crate) params: Params,
 }
 
 impl SqliteSource {
@@ -452,7 +453,7 @@ impl NamedQuery {
     /// The bound values for a query string: every declared parameter converted to its type and
     /// checked, defaults for the missing ones; unknown, repeated or missing required ones are
     /// errors.
-    fn arguments(&self, query: &str) -> Result<Vec<Typed>, RequestError> {
+    pub(crate) fn arguments(&self, query: &str) -> Result<Vec<Typed>, RequestError> {
         let mut given: Vec<(String, String)> = Vec::new();
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
@@ -473,7 +474,7 @@ impl NamedQuery {
 
 /// Checks the declared parameters of a query: SQL can bind strings, integers, numbers and
 /// booleans, not arrays. `None` after reporting problems.
-fn query_params(
+pub(crate) fn query_params(
     context: &str,
     params: &[manifest::Param],
     diags: &mut Diagnostics,
@@ -523,7 +524,10 @@ async fn check_sql(
             for p in problems {
                 diags.push(
                     loc,
-                    format!("{context} {}", problem_message(&p, declared, names)),
+                    format!(
+                        "{context} {}",
+                        sql::problem_message(Dialect::Sqlite, &p, declared, names)
+                    ),
                 );
             }
             return None;
@@ -558,66 +562,6 @@ async fn check_sql(
             }
             Some(named)
         }
-    }
-}
-
-/// Who declares the parameter names a statement may use.
-#[derive(Debug, Clone, Copy)]
-pub enum Names<'a> {
-    /// A named query's `params.NAME`.
-    QueryParams,
-    /// The variables of a URI template (the text of the template).
-    TemplateVars(&'a str),
-}
-
-impl Names<'_> {
-    fn phrase(&self) -> String {
-        match self {
-            Names::QueryParams => "declared".into(),
-            Names::TemplateVars(uri) => format!("a variable of `{uri}`"),
-        }
-    }
-}
-
-fn problem_message(p: &Problem, declared: &[&str], names: Names) -> String {
-    match p {
-        Problem::Empty => "`sql` holds no statement".into(),
-        Problem::MultipleStatements => {
-            "`sql` holds more than one statement; write exactly one".into()
-        }
-        Problem::NotARead(word) => format!(
-            "`sql` must read: start it with {} (found `{word}`); the database is opened read-only",
-            sql::READ_KEYWORDS.join(", ")
-        ),
-        Problem::Positional(token) => format!(
-            "positional parameter `{token}` cannot be bound; write a named parameter `:name` and declare it"
-        ),
-        Problem::OtherPrefix(token, name) => {
-            format!("write parameter `{token}` as `:{name}` (parameters are written `:name`)")
-        }
-        Problem::Undeclared(name) => {
-            let guess = manifest::diag::did_you_mean(name, declared.iter().copied());
-            match (names, guess) {
-                (_, Some(m)) => format!(
-                    "SQL parameter `:{name}` is not {}, did you mean `:{m}`?",
-                    names.phrase()
-                ),
-                (Names::QueryParams, None) => format!(
-                    "SQL parameter `:{name}` is not declared (declare it as `params.{name}`)"
-                ),
-                (Names::TemplateVars(_), None) => {
-                    format!("SQL parameter `:{name}` is not {}", names.phrase())
-                }
-            }
-        }
-        Problem::Unused(name) => match names {
-            Names::QueryParams => {
-                format!("parameter `{name}` is declared but the SQL never uses `:{name}`")
-            }
-            Names::TemplateVars(uri) => format!(
-                "variable `{name}` of `{uri}` is not used by the SQL (write `:{name}` where its value goes)"
-            ),
-        },
     }
 }
 
@@ -714,6 +658,10 @@ impl Source for SqliteSource {
 impl Database for SqliteSource {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn engine(&self) -> manifest::SqlEngine {
+        manifest::SqlEngine::Sqlite
     }
 
     fn check_template_sql<'a>(

@@ -58,7 +58,7 @@ pub(super) async fn collect(
 }
 
 /// Column names as JSON keys: a repeated name gets `:2`, `:3`, … so no value is lost.
-fn unique_names<'a>(names: impl Iterator<Item = &'a str>) -> Vec<String> {
+pub(crate) fn unique_names<'a>(names: impl Iterator<Item = &'a str>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for name in names {
         let mut candidate = name.to_owned();
@@ -123,7 +123,7 @@ enum Class {
 
 /// One value of a result, by storage class.
 #[derive(Debug, Clone, PartialEq)]
-pub(super) enum Cell {
+pub(crate) enum Cell {
     Null,
     Integer(i64),
     Real(f64),
@@ -131,17 +131,28 @@ pub(super) enum Cell {
     Blob(Vec<u8>),
 }
 
-/// A result: column names, rows in column order, and whether rows were left out.
-#[derive(Debug, Default)]
-pub(super) struct Rows {
-    pub(super) columns: Vec<String>,
-    pub(super) rows: Vec<Vec<Cell>>,
-    pub(super) truncated: bool,
+/// A result: column names, rows in column order, and whether rows were left out. The cells are
+/// SQLite's by default; the postgres source has its own.
+#[derive(Debug)]
+pub(crate) struct Rows<C = Cell> {
+    pub(crate) columns: Vec<String>,
+    pub(crate) rows: Vec<Vec<C>>,
+    pub(crate) truncated: bool,
 }
 
-impl Rows {
+impl<C> Default for Rows<C> {
+    fn default() -> Self {
+        Rows {
+            columns: Vec::new(),
+            rows: Vec::new(),
+            truncated: false,
+        }
+    }
+}
+
+impl<C: serde::Serialize> Rows<C> {
     /// `{"columns": [...], "rows": [{column: value}], "truncated": bool}`, keys in column order.
-    pub(super) fn to_json(&self) -> String {
+    pub(crate) fn to_json(&self) -> String {
         serde_json::to_string(self).unwrap_or_else(|e| {
             serde_json::json!({"error": format!("the result cannot be written as JSON: {e}")})
                 .to_string()
@@ -165,9 +176,9 @@ impl serde::Serialize for Cell {
     }
 }
 
-struct RowJson<'a>(&'a [String], &'a [Cell]);
+struct RowJson<'a, C>(&'a [String], &'a [C]);
 
-impl serde::Serialize for RowJson<'_> {
+impl<C: serde::Serialize> serde::Serialize for RowJson<'_, C> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut map = s.serialize_map(Some(self.0.len()))?;
         for (name, cell) in self.0.iter().zip(self.1) {
@@ -177,9 +188,9 @@ impl serde::Serialize for RowJson<'_> {
     }
 }
 
-struct RowsJson<'a>(&'a Rows);
+struct RowsJson<'a, C>(&'a Rows<C>);
 
-impl serde::Serialize for RowsJson<'_> {
+impl<C: serde::Serialize> serde::Serialize for RowsJson<'_, C> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut seq = s.serialize_seq(Some(self.0.rows.len()))?;
         for row in &self.0.rows {
@@ -189,7 +200,7 @@ impl serde::Serialize for RowsJson<'_> {
     }
 }
 
-impl serde::Serialize for Rows {
+impl<C: serde::Serialize> serde::Serialize for Rows<C> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut st = s.serialize_struct("Rows", 3)?;
         st.serialize_field("columns", &self.columns)?;
