@@ -10,6 +10,8 @@
 //! - `server`: the only module that imports rmcp; the stdio transport.
 //! - `uri`: RFC 6570 URI templates: expansion and matching (pure).
 //! - `watch`: file watching → debounced batches of changed paths.
+//! - `setup`: `init` (a starter manifest for a folder) and `register` / `unregister` (client
+//!   configuration files).
 //! - `cli`: the command-line verbs that print results.
 
 pub mod cli;
@@ -18,6 +20,7 @@ pub mod prompts;
 pub mod providers;
 pub mod registry;
 pub mod server;
+pub mod setup;
 pub mod tools;
 pub mod uri;
 pub mod watch;

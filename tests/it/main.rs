@@ -9,6 +9,7 @@ mod git;
 mod manifest_errors;
 mod prompts;
 mod protocol;
+mod setup;
 mod sqlite;
 mod templates;
 mod tools;
