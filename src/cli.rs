@@ -507,7 +507,7 @@ pub async fn init(dir: Option<PathBuf>, force: bool) -> i32 {
         "{}",
         init::report(&dir, &findings, &accepted, &left_out)
     );
-    // Every section passed alone; the whole must pass too before anything is written.
+    // Every section passed alone; the whole must build too before anything is written.
     if let Err(e) = init::check_text(&text, &dir).await {
         eprintln!(
             "mcp-manifest: the manifest init would write does not pass check (a bug; nothing written):\n{e}"

@@ -3,9 +3,9 @@
 //!
 //! The walk is bounded (depth, entries, header reads) so a huge tree stays fast; it never
 //! follows symlinks and skips `.git`, `node_modules`, `target`, hidden and gitignored folders.
-//! Every proposed section is checked on its own exactly as `check` would (a database that does
-//! not open is left out, with the reason), then the whole manifest is checked before it is
-//! written: what `init` writes passes `check`.
+//! Every proposed section is checked on its own as `check` would (a database that does not open
+//! is left out, with the reason), then the whole manifest is built before it is written: what
+//! `init` writes passes `check`.
 
 use std::collections::VecDeque;
 use std::fmt::Write as _;
@@ -259,7 +259,10 @@ pub(crate) fn propose(f: &Findings) -> Vec<Section> {
                 "blob/{rev}/{+path}. Read only: nothing here writes to the repository.".into(),
             ],
             body: vec!["path = \".\"".into(), "log_limit = 50".into()],
-            summary: format!("git repository   {}", top.display()),
+            summary: format!(
+                "git repository   {}",
+                top.display().to_string().trim_end_matches('/')
+            ),
         });
     }
     let mut include = Vec::new();
@@ -286,7 +289,10 @@ pub(crate) fn propose(f: &Findings) -> Vec<Section> {
         body.push("description = \"Documentation\"".into());
         let mut what: Vec<String> = f.readmes.clone();
         for (ext, n) in &f.doc_exts {
-            what.push(format!("{n} *.{ext}"));
+            what.push(format!(
+                "{n} *.{ext} file{}",
+                if *n == 1 { "" } else { "s" }
+            ));
         }
         for d in &f.doc_dirs {
             what.push(format!("{d}/"));
@@ -517,20 +523,28 @@ const FILES_EXAMPLE: &str = r#"#
 # description = "Documentation"
 "#;
 
-/// Checks manifest `text` as `check` would, as if it were `dir/mcp-server.toml`: loaded,
-/// built, and every resource listed.
-pub(crate) async fn check_text(text: &str, dir: &Path) -> Result<(), String> {
+/// Loads and builds manifest `text` as if it were `dir/mcp-server.toml`, as `check` does.
+pub(crate) async fn check_text(text: &str, dir: &Path) -> Result<Registry, String> {
     let path = dir.join(MANIFEST);
     let env = |name: &str| std::env::var(name).ok();
     let manifest = crate::manifest::load_str(text, MANIFEST, &path, dir, &env)
         .map_err(|d| d.to_string().trim_end().to_owned())?;
-    let registry = Registry::build(manifest)
+    Registry::build(manifest)
         .await
-        .map_err(|d| d.to_string().trim_end().to_owned())?;
-    registry
-        .list_resources()
-        .await
-        .map_err(|e| format!("listing resources failed: {e}"))?;
+        .map_err(|d| d.to_string().trim_end().to_owned())
+}
+
+/// Checks one section alone as `check` would: built, and its resources listed. Listing a files
+/// source cannot fail (unreadable entries are skipped) and walks its whole tree, so only the
+/// other kinds are listed: a huge folder stays fast.
+async fn check_section(section: &Section, dir: &Path) -> Result<(), String> {
+    let registry = check_text(&section.text(), dir).await?;
+    if section.kind != "files" {
+        registry
+            .list_resources()
+            .await
+            .map_err(|e| format!("listing its resources failed: {e}"))?;
+    }
     Ok(())
 }
 
@@ -542,7 +556,7 @@ pub(crate) async fn accept(
     let mut ok = Vec::new();
     let mut left_out = Vec::new();
     for s in proposed {
-        match check_text(&s.text(), dir).await {
+        match check_section(&s, dir).await {
             Ok(()) => ok.push(s),
             Err(why) => {
                 // The first line names the problem, after `FILE:LINE:COL:`.
