@@ -3,6 +3,9 @@
 //! protocol messages). Arguments are normalized here (`~/` expanded, defaults filled in); the
 //! work is done by the library modules.
 
+// The command line prints its results and its errors: this module is where that happens.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
@@ -33,10 +36,10 @@ fn manifest_path(manifest: Option<&Path>) -> (PathBuf, String) {
 }
 
 /// Loads and checks the manifest and builds its registry; diagnostics name the file as given.
-pub async fn load(manifest: Option<&Path>) -> Result<Registry, Diagnostics> {
+pub(crate) async fn load(manifest: Option<&Path>) -> Result<Registry, Diagnostics> {
     let (path, display) = manifest_path(manifest);
     let checked = manifest::load(&path, &display)?;
-    Registry::build(checked).await
+    Registry::build(checked, crate::process::Children::new()).await
 }
 
 fn report(diags: &Diagnostics) {
@@ -842,6 +845,44 @@ pub fn build_args(
         args.insert(name.to_owned(), typed);
     }
     Ok(args)
+}
+
+/// `serve` on any byte streams until the input ends or `shutdown` completes: what the binary
+/// does on stdin/stdout, for running a server inside another program (the tests drive it this
+/// way). Returns the exit code `serve` would have.
+pub async fn serve_streams<R, W>(
+    manifest: &Path,
+    input: R,
+    output: W,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> i32
+where
+    R: std::io::Read + Send + 'static,
+    W: Write + Send + 'static,
+{
+    let registry = match load(Some(manifest)).await {
+        Ok(r) => r,
+        Err(d) => {
+            report(&d);
+            return FAILED;
+        }
+    };
+    match crate::server::serve(registry, input, output, shutdown).await {
+        Ok(()) => OK,
+        Err(e) => {
+            eprintln!("mcp-manifest: {e}");
+            FAILED
+        }
+    }
+}
+
+/// What `check` reports for `manifest`, as its `FILE:LINE:COL: message` lines (none when it is
+/// valid), without a process.
+pub async fn diagnostics(manifest: &Path) -> Vec<String> {
+    match load(Some(manifest)).await {
+        Ok(_) => Vec::new(),
+        Err(d) => d.to_string().lines().map(str::to_owned).collect(),
+    }
 }
 
 #[cfg(test)]

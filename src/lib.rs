@@ -14,13 +14,16 @@
 //!   configuration files).
 //! - `cli`: the command-line verbs that print results.
 
+pub(crate) mod argv;
 pub mod cli;
-pub mod manifest;
-pub mod prompts;
-pub mod providers;
-pub mod registry;
-pub mod server;
+pub(crate) mod manifest;
+pub(crate) mod params;
+pub(crate) mod process;
+pub(crate) mod prompts;
+pub(crate) mod providers;
+pub(crate) mod registry;
+pub(crate) mod server;
 pub mod setup;
-pub mod tools;
-pub mod uri;
-pub mod watch;
+pub(crate) mod tools;
+pub(crate) mod uri;
+pub(crate) mod watch;

@@ -1,5 +1,7 @@
 //! Command line only: parse arguments, send logs to stderr, run one verb from the library.
 
+#![allow(clippy::print_stderr)]
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 

@@ -3,9 +3,9 @@
 
 use std::collections::HashMap;
 
+use crate::argv::{self, Kind, Piece};
 use crate::manifest::{self, Diagnostics, MessageContent, Role};
 use crate::providers::{Completion, RequestError, encode_path};
-use crate::tools::argv::{self, Kind, Piece};
 
 /// A prompt as listed.
 #[derive(Debug, Clone, PartialEq)]

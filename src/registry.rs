@@ -1,84 +1,90 @@
-//! The registry: a checked `Manifest` turned into live sources, tools and prompts, and the one
-//! `match` over source kinds. Every request the server gets is answered through here.
+//! The registry: a checked `Manifest` turned into live sources, tools and prompts. Every request
+//! the server gets is answered through here. Sources are `Arc<dyn Source>` in manifest order;
+//! the registry loops over them and delegates, knowing no kind but in `build`.
 
-use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use base64::Engine as _;
 use serde_json::{Value, json};
 
 use crate::manifest::{Diagnostics, Loc, Manifest, Role};
+use crate::process::Children;
 use crate::prompts::{PromptDef, PromptInfo, Rendered};
-use crate::providers::files::{ChangeEffect, FilesSource};
+use crate::providers::files::FilesSource;
 use crate::providers::git::GitSource;
 use crate::providers::sqlite::SqliteSource;
 use crate::providers::template::TemplateSource;
-use crate::providers::{Body, Completion, Contents, RequestError, ResourceInfo, TemplateInfo};
+use crate::providers::{
+    Body, ChangeEffect, Completion, CompletionRequest, Contents, Database, RequestError,
+    ResourceInfo, Source, TemplateInfo,
+};
 use crate::tools::{CallContext, Hints, ShellTool, ToolContent, ToolInfo, ToolResult};
 use crate::watch::Change;
 
-/// A live resource source.
-#[derive(Debug)]
-pub enum Source {
-    Files(Arc<FilesSource>),
-    Sqlite(Arc<SqliteSource>),
-    Template(Arc<TemplateSource>),
-    Git(Arc<GitSource>),
-}
-
 /// Everything one manifest serves.
 #[derive(Debug)]
-pub struct Registry {
+pub(crate) struct Registry {
     pub manifest: Manifest,
-    pub sources: Vec<Source>,
+    /// The manifest file, canonical when it can be (change events carry canonical paths).
+    pub manifest_path: PathBuf,
+    /// Every source, in manifest order.
+    sources: Vec<Arc<dyn Source>>,
     /// The manifest's tools, in manifest order.
-    pub tools: Vec<ShellTool>,
+    tools: Vec<ShellTool>,
     /// The manifest's prompts, in manifest order.
-    pub prompts: Vec<PromptDef>,
+    prompts: Vec<PromptDef>,
+    /// The processes tools and command templates started (shared with the registries that
+    /// replace this one after a manifest edit).
+    pub children: Arc<Children>,
 }
 
 /// A rendered prompt: its messages, embedded resources already read.
 #[derive(Debug, Clone, PartialEq)]
-pub struct PromptMessages {
+pub(crate) struct PromptMessages {
     pub description: Option<String>,
     pub messages: Vec<(Role, PromptContent)>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum PromptContent {
+pub(crate) enum PromptContent {
     Text(String),
     Resource(Contents),
 }
 
 impl Registry {
     /// Builds every source. Checks that need the filesystem happen here and are reported as
-    /// diagnostics with the manifest's line and column, all at once.
-    pub async fn build(manifest: Manifest) -> Result<Registry, Diagnostics> {
+    /// diagnostics with the manifest's line and column, all at once. The one place that names
+    /// each kind of source.
+    pub async fn build(
+        manifest: Manifest,
+        children: Arc<Children>,
+    ) -> Result<Registry, Diagnostics> {
         let mut diags = Diagnostics::new(manifest.file.clone());
         // Built kind by kind (templates need the databases), then put back in file order.
-        let mut placed: Vec<(Loc, Source)> = Vec::new();
+        let mut placed: Vec<(Loc, Arc<dyn Source>)> = Vec::new();
+        let mut databases: Vec<Arc<dyn Database>> = Vec::new();
         for def in &manifest.files {
             if let Some(src) = FilesSource::build(def, &mut diags) {
-                placed.push((def.loc, Source::Files(Arc::new(src))));
+                placed.push((def.loc, Arc::new(src)));
             }
         }
-        let mut databases = Vec::new();
         for def in &manifest.sqlite {
             if let Some(src) = SqliteSource::build(def, &mut diags).await {
                 let src = Arc::new(src);
                 databases.push(src.clone());
-                placed.push((def.loc, Source::Sqlite(src)));
+                placed.push((def.loc, src));
             }
         }
         for def in &manifest.git {
             if let Some(src) = GitSource::build(def, &mut diags) {
-                placed.push((def.loc, Source::Git(Arc::new(src))));
+                placed.push((def.loc, Arc::new(src)));
             }
         }
         for def in &manifest.templates {
-            if let Some(t) = TemplateSource::build(def, &databases, &mut diags).await {
-                placed.push((def.loc, Source::Template(Arc::new(t))));
+            if let Some(t) = TemplateSource::build(def, &databases, &children, &mut diags).await {
+                placed.push((def.loc, Arc::new(t)));
             }
         }
         placed.sort_by_key(|(loc, _)| (loc.line, loc.col));
@@ -86,78 +92,67 @@ impl Registry {
         let tools = manifest
             .tools
             .iter()
-            .filter_map(|t| ShellTool::build(t, &mut diags))
+            .filter_map(|t| ShellTool::build(t, &children, &mut diags))
             .collect();
         let prompts = manifest
             .prompts
             .iter()
             .filter_map(|p| PromptDef::build(p, &mut diags))
             .collect();
-        if diags.is_empty() {
-            Ok(Registry {
-                manifest,
-                sources,
-                tools,
-                prompts,
-            })
-        } else {
-            Err(diags.finish())
+        if !diags.is_empty() {
+            return Err(diags.finish());
         }
+        let manifest_path = crate::providers::paths::canonical_or_same(&manifest.path);
+        Ok(Registry {
+            manifest,
+            manifest_path,
+            sources,
+            tools,
+            prompts,
+            children,
+        })
     }
 
-    /// The folders to watch (blocking: walks the watched sources' visible folders), plus the
-    /// manifest's own folder.
-    pub fn watch_dirs_blocking(&self) -> HashSet<PathBuf> {
-        let mut dirs = HashSet::new();
-        if let Some(dir) = self.manifest_path().parent() {
-            dirs.insert(dir.to_path_buf());
+    /// The folders to watch: every watched source's, plus the manifest's own folder. Sorted and
+    /// without duplicates.
+    pub async fn watch_dirs(&self) -> Vec<PathBuf> {
+        let mut dirs = Vec::new();
+        if let Some(dir) = self.manifest_path.parent() {
+            dirs.push(dir.to_path_buf());
         }
         for source in &self.sources {
-            match source {
-                Source::Files(f) => f.watch_dirs_blocking(&mut dirs),
-                Source::Sqlite(db) if db.watch => {
-                    if let Some(dir) = db.db_path().parent() {
-                        dirs.insert(dir.to_path_buf());
-                    }
-                }
-                Source::Sqlite(_) | Source::Template(_) => {}
-                Source::Git(g) => g.watch_dirs_blocking(&mut dirs),
-            }
+            dirs.extend(source.clone().watch_dirs().await);
         }
+        dirs.sort();
+        dirs.dedup();
         dirs
     }
 
-    /// The manifest file, canonical when it can be (watch events carry canonical paths).
-    pub fn manifest_path(&self) -> PathBuf {
-        std::fs::canonicalize(&self.manifest.path).unwrap_or_else(|_| self.manifest.path.clone())
-    }
-
-    /// Applies a batch of file changes (blocking): drops stale caches and says whether the
-    /// resource list changed and whether the watched folders must be recomputed.
-    pub fn apply_changes_blocking(&self, changes: &[Change]) -> ChangeEffect {
+    /// Applies a batch of file changes: drops stale caches and says whether the resource list
+    /// changed and whether the watched folders must be recomputed.
+    pub async fn apply_changes(&self, changes: &Arc<[Change]>) -> ChangeEffect {
         let mut effect = ChangeEffect::default();
         for source in &self.sources {
-            let e = match source {
-                Source::Files(f) => f.apply_changes_blocking(changes),
-                Source::Git(g) => g.apply_changes(changes),
-                // A database's tables can change too, but telling needs a query: the list is
-                // re-read on the next resources/list either way.
-                Source::Sqlite(_) | Source::Template(_) => ChangeEffect::default(),
-            };
-            effect.list_changed |= e.list_changed;
-            effect.rewatch |= e.rewatch;
+            effect.merge(source.clone().apply_changes(changes.clone()).await);
         }
         effect
     }
 
-    /// Whether any of the changed `paths` changes what `uri` reads as.
-    pub fn affected(&self, uri: &str, paths: &[&Path]) -> bool {
-        self.sources.iter().any(|source| match source {
-            Source::Files(f) => f.watch && f.affected_by(uri, paths),
-            Source::Sqlite(db) => db.watch && db.owns(uri) && db.changed_by(paths),
-            Source::Template(_) => false,
-            Source::Git(g) => g.watch && g.affected_by(uri, paths),
-        })
+    /// Whether any of `changes` changes what `uri` reads as.
+    pub fn affected(&self, uri: &str, changes: &[Change]) -> bool {
+        self.sources
+            .iter()
+            .any(|s| s.owns(uri) && s.affected(uri, changes))
+    }
+
+    /// Whether `uri` names something a source would read (see `Source::serves`).
+    pub async fn serves(&self, uri: &str) -> bool {
+        for source in self.sources.iter().filter(|s| s.owns(uri)) {
+            if source.clone().serves(uri.to_owned()).await {
+                return true;
+            }
+        }
+        false
     }
 
     pub fn page_size(&self) -> usize {
@@ -168,56 +163,23 @@ impl Registry {
     pub async fn list_resources(&self) -> Result<Vec<ResourceInfo>, RequestError> {
         let mut out = Vec::new();
         for source in &self.sources {
-            match source {
-                Source::Files(f) => {
-                    let f = f.clone();
-                    out.extend(blocking(move || f.list_blocking()).await?);
-                }
-                Source::Sqlite(db) => out.extend(db.list().await?),
-                Source::Template(t) => out.extend(t.list()),
-                Source::Git(g) => out.extend(g.list()),
-            }
+            out.extend(source.clone().list().await?);
         }
         Ok(out)
     }
 
     pub fn templates(&self) -> Vec<TemplateInfo> {
-        let mut out = Vec::new();
-        for source in &self.sources {
-            match source {
-                Source::Files(f) => out.extend(f.templates()),
-                Source::Sqlite(db) => out.extend(db.templates()),
-                Source::Template(t) => out.extend(t.templates()),
-                Source::Git(g) => out.extend(g.templates()),
-            }
-        }
-        out
+        self.sources.iter().flat_map(|s| s.templates()).collect()
     }
 
     /// Reads one resource. Sources that own the URI are tried in manifest order, fixed URIs
     /// before user templates (which come last); the first answer that is not "not found" wins.
     pub async fn read(&self, uri: &str) -> Result<Vec<Contents>, RequestError> {
         let mut refused = None;
-        // Sources with fixed URIs first, then templates (both in manifest order).
-        let is_template = |s: &&Source| matches!(s, Source::Template(_));
-        let fixed = self.sources.iter().filter(|s| !is_template(s));
-        for source in fixed.chain(self.sources.iter().filter(is_template)) {
-            let result = match source {
-                Source::Files(f) if f.owns(uri) => {
-                    let (f, u) = (f.clone(), uri.to_owned());
-                    blocking(move || f.read_blocking(&u)).await?
-                }
-                Source::Files(_) => continue,
-                Source::Sqlite(db) if db.owns(uri) => db.read(uri).await,
-                Source::Sqlite(_) => continue,
-                Source::Git(g) if g.owns(uri) => {
-                    let (g, u) = (g.clone(), uri.to_owned());
-                    blocking(move || g.read_blocking(&u)).await?
-                }
-                Source::Git(_) => continue,
-                Source::Template(t) => t.read(uri).await,
-            };
-            match result {
+        let first = self.sources.iter().filter(|s| !s.tried_last());
+        let last = self.sources.iter().filter(|s| s.tried_last());
+        for source in first.chain(last).filter(|s| s.owns(uri)) {
+            match source.clone().read(uri.to_owned()).await {
                 Ok(c) => return Ok(vec![c]),
                 Err(RequestError::NotFound(_)) => {}
                 Err(e) => refused = Some(e),
@@ -234,35 +196,20 @@ impl Registry {
         value: &str,
         context: &HashMap<String, String>,
     ) -> Result<Completion, RequestError> {
-        for source in &self.sources {
-            match source {
-                Source::Files(f) if f.template_uri().as_deref() == Some(template) => {
-                    let (f, var, value) = (f.clone(), var.to_owned(), value.to_owned());
-                    return blocking(move || f.complete_blocking(&var, &value)).await;
-                }
-                Source::Files(_) => {}
-                Source::Sqlite(db) if db.has_template(template) => {
-                    return db.complete(template, var, value).await;
-                }
-                Source::Sqlite(_) => {}
-                Source::Template(t) if t.uri_template() == template => {
-                    return t.complete(var, value, context).await;
-                }
-                Source::Template(_) => {}
-                Source::Git(g) if g.has_template(template) => {
-                    let (g, var, value) = (g.clone(), var.to_owned(), value.to_owned());
-                    let (template, context) = (template.to_owned(), context.clone());
-                    return blocking(move || {
-                        g.complete_blocking(&template, &var, &value, &context)
-                    })
-                    .await?;
-                }
-                Source::Git(_) => {}
-            }
-        }
-        Err(RequestError::InvalidParams(format!(
-            "no resource template `{template}`"
-        )))
+        let source = self
+            .sources
+            .iter()
+            .find(|s| s.templates().iter().any(|t| t.uri_template == template))
+            .ok_or_else(|| {
+                RequestError::InvalidParams(format!("no resource template `{template}`"))
+            })?;
+        let req = CompletionRequest {
+            template: template.to_owned(),
+            var: var.to_owned(),
+            prefix: value.to_owned(),
+            context: context.clone(),
+        };
+        source.clone().complete(req).await
     }
 
     /// Completes an argument of a prompt (`ref/prompt`) from its declared `completions`.
@@ -277,6 +224,10 @@ impl Registry {
 
     pub fn has_completions(&self) -> bool {
         !self.templates().is_empty() || self.prompts.iter().any(PromptDef::has_completions)
+    }
+
+    pub fn has_prompts(&self) -> bool {
+        !self.prompts.is_empty()
     }
 
     /// Every prompt, in manifest order.
@@ -486,7 +437,7 @@ fn resource_tool_infos() -> [ToolInfo; 2] {
 }
 
 /// One page of `items` after `cursor`. Cursors are opaque to clients: base64 of the offset.
-pub fn paginate<'a, T>(
+pub(crate) fn paginate<'a, T>(
     items: &'a [T],
     cursor: Option<&str>,
     page_size: usize,
@@ -515,15 +466,6 @@ fn decode_cursor(cursor: &str) -> Option<usize> {
         .strip_prefix("page:")?
         .parse()
         .ok()
-}
-
-/// Runs blocking work (filesystem walks, SQLite, git) off the async runtime.
-pub async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, RequestError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| RequestError::Internal(format!("a worker failed: {e}")))
 }
 
 #[cfg(test)]

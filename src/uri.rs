@@ -180,14 +180,6 @@ impl UriTemplate {
         names
     }
 
-    /// The literal text before the first expression ("" if the template starts with one).
-    pub fn literal_prefix(&self) -> &str {
-        match self.parts.first() {
-            Some(Part::Literal(text, _)) => text,
-            _ => "",
-        }
-    }
-
     /// RFC 6570 expansion; variables missing from `vars` are undefined and expand to nothing.
     pub fn expand(&self, vars: &Vars) -> String {
         let mut out = String::new();
@@ -804,17 +796,12 @@ mod tests {
     }
 
     #[test]
-    fn variables_and_literal_prefix() {
+    fn variables_in_order() {
         let t = tpl("git://repo/blob/{rev}/{+path}{?rev,x}");
         assert_eq!(t.variables(), ["rev", "path", "x"]);
-        assert_eq!(t.literal_prefix(), "git://repo/blob/");
         assert_eq!(t.as_str(), "git://repo/blob/{rev}/{+path}{?rev,x}");
-        assert_eq!(tpl("{scheme}://x").literal_prefix(), "");
         let fixed = tpl("file:///docs");
-        assert_eq!(
-            (fixed.variables(), fixed.literal_prefix()),
-            (vec![], "file:///docs")
-        );
+        assert!(fixed.variables().is_empty());
         assert_eq!(fixed.matches("file:///docs"), Some(Vars::new()));
         assert_eq!(s("a").as_str(), Some("a"));
         assert_eq!(l(&["a"]).as_str(), None);

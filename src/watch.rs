@@ -1,136 +1,473 @@
-//! File watching: notify + notify-debouncer-full → debounced batches of changed paths on a
-//! channel. Never calls rmcp: `server.rs` turns batches into notifications through the registry.
+//! File watching: changed paths, in batches at most one `window` apart, on a channel. Runs on
+//! threads of its own (never on the async runtime) and never calls rmcp: `server/` turns batches
+//! into notifications through the registry.
 //!
-//! Folders are watched one by one, non-recursively, as the registry asks (`set_dirs`): a
-//! recursive inotify watch would also cover ignored trees like `target/` and run out of watches
-//! on big repositories. New folders are reported as `Created` so the registry can walk them and
-//! widen the watch (inotify misses files written into a folder before its watch exists).
+//! Folders are watched one by one, non-recursively, as the registry asks (`Watcher::set_dirs`): a
+//! recursive watch would also cover ignored trees like `target/` and run out of watches on big
+//! repositories. Setting up is linear in the number of folders (one system call each).
+//!
+//! On Linux the watcher is inotify, used directly, for three reasons a generic watcher does not
+//! give: it asks only for changes (creates, deletes, writes, renames), never for opens and reads,
+//! so the server's own listing and reading cause no events; a full kernel queue is reported
+//! (`ChangeKind::Rescan`: something was lost, look again); and the watcher stops cleanly when
+//! dropped. Elsewhere it is `notify`'s native watcher.
+//!
+//! Batching: the first change after a quiet spell opens a window; everything that arrives until
+//! it closes is one batch. So batches (and the notifications made from them) are at least one
+//! window apart, and the last change of a burst is always in a batch.
 
-use std::collections::HashSet;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::time::{Duration, Instant};
 
-use notify::event::{AccessKind, AccessMode, EventKind, ModifyKind, RenameMode};
-use notify::{RecommendedWatcher, RecursiveMode};
-use notify_debouncer_full::{DebounceEventResult, Debouncer, RecommendedCache, new_debouncer};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
-
-/// Bursts closer together than this are merged (editor "atomic saves" are several events).
-pub const DEBOUNCE: Duration = Duration::from_millis(50);
 
 /// What happened to one path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ChangeKind {
+pub(crate) enum ChangeKind {
     Created,
     Removed,
     Modified,
+    /// Changes were lost (the kernel's queue overflowed): anything under `path` may have changed.
+    Rescan,
 }
 
-/// One changed path in a debounced batch.
+/// One changed path in a batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Change {
+pub(crate) struct Change {
     pub path: PathBuf,
     pub kind: ChangeKind,
 }
 
-/// The live watcher; dropping it stops watching.
-pub struct Watcher {
-    debouncer: Debouncer<RecommendedWatcher, RecommendedCache>,
-    dirs: HashSet<PathBuf>,
+impl Change {
+    pub fn is_rescan(&self) -> bool {
+        self.kind == ChangeKind::Rescan
+    }
+}
+
+/// The live watcher; dropping it stops watching and ends its threads.
+pub(crate) struct Watcher {
+    backend: backend::Backend,
+}
+
+impl std::fmt::Debug for Watcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Watcher({} folders)", self.watched())
+    }
 }
 
 impl Watcher {
     /// Starts a watcher (watching nothing yet) and the channel its batches arrive on.
-    pub fn new(debounce: Duration) -> notify::Result<(Watcher, UnboundedReceiver<Vec<Change>>)> {
+    pub fn start(window: Duration) -> std::io::Result<(Watcher, UnboundedReceiver<Vec<Change>>)> {
+        let (raw_tx, raw_rx) = std::sync::mpsc::channel::<Change>();
         let (tx, rx) = unbounded_channel();
-        let debouncer = new_debouncer(debounce, None, move |result: DebounceEventResult| {
-            forward(&tx, result)
-        })?;
-        Ok((
-            Watcher {
-                debouncer,
-                dirs: HashSet::new(),
-            },
-            rx,
-        ))
+        std::thread::Builder::new()
+            .name("watch-batch".into())
+            .spawn(move || batch(raw_rx, tx, window))?;
+        let backend = backend::Backend::start(raw_tx)?;
+        Ok((Watcher { backend }, rx))
     }
 
-    /// Watches exactly `dirs` (each non-recursively) from now on.
-    pub fn set_dirs(&mut self, dirs: HashSet<PathBuf>) {
-        for gone in self.dirs.difference(&dirs) {
-            let _ = self.debouncer.unwatch(gone);
-        }
-        let mut watched = HashSet::with_capacity(dirs.len());
-        for dir in dirs {
-            if self.dirs.contains(&dir) {
-                watched.insert(dir);
-                continue;
-            }
-            match self.debouncer.watch(&dir, RecursiveMode::NonRecursive) {
-                Ok(()) => {
-                    watched.insert(dir);
-                }
-                Err(e) => tracing::warn!("cannot watch {}: {e}", dir.display()),
-            }
-        }
-        self.dirs = watched;
+    /// Watches exactly `dirs` (each non-recursively) from now on. Blocking: one system call per
+    /// folder that was not watched yet or is not any more.
+    pub fn set_dirs(&self, dirs: Vec<PathBuf>) {
+        self.backend.set_dirs(dirs);
     }
 
     pub fn watched(&self) -> usize {
-        self.dirs.len()
+        self.backend.watched()
     }
 }
 
-fn forward(tx: &UnboundedSender<Vec<Change>>, result: DebounceEventResult) {
-    let events = match result {
-        Ok(events) => events,
-        Err(errors) => {
-            for e in errors {
-                tracing::warn!("file watcher: {e}");
-            }
-            return;
-        }
-    };
-    let mut batch = Vec::new();
-    for e in events {
-        let kind = match e.kind {
-            EventKind::Create(_) => ChangeKind::Created,
-            EventKind::Remove(_) => ChangeKind::Removed,
-            EventKind::Modify(ModifyKind::Name(mode)) => {
-                match (mode, e.paths.as_slice()) {
-                    (RenameMode::Both, [from, to, ..]) => {
-                        batch.push(Change {
-                            path: from.clone(),
-                            kind: ChangeKind::Removed,
-                        });
-                        batch.push(Change {
-                            path: to.clone(),
-                            kind: ChangeKind::Created,
-                        });
-                        continue;
+/// Groups raw changes into batches: one opens a window of `window`; all that arrives until it
+/// closes goes out together (duplicates dropped, order kept).
+fn batch(raw: Receiver<Change>, out: UnboundedSender<Vec<Change>>, window: Duration) {
+    while let Ok(first) = raw.recv() {
+        let deadline = Instant::now() + window;
+        let mut changes = vec![first];
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match raw.recv_timeout(left) {
+                Ok(c) => {
+                    if !changes.contains(&c) {
+                        changes.push(c);
                     }
-                    (RenameMode::From, _) => ChangeKind::Removed,
-                    (RenameMode::To, _) => ChangeKind::Created,
-                    // The platform did not say which side this is: ask the filesystem.
-                    _ => match e.paths.first() {
-                        Some(p) if p.exists() => ChangeKind::Created,
-                        _ => ChangeKind::Removed,
-                    },
+                }
+                Err(RecvTimeoutError::Timeout) => break,
+                Err(RecvTimeoutError::Disconnected) => {
+                    let _ = out.send(changes);
+                    return;
                 }
             }
-            EventKind::Modify(_) => ChangeKind::Modified,
-            EventKind::Access(AccessKind::Close(AccessMode::Write)) => ChangeKind::Modified,
-            _ => continue,
-        };
-        for path in &e.paths {
-            batch.push(Change {
-                path: path.clone(),
-                kind,
-            });
+        }
+        if out.send(changes).is_err() {
+            return;
         }
     }
-    batch.dedup();
-    if !batch.is_empty() {
-        let _ = tx.send(batch);
+}
+
+fn send(tx: &Sender<Change>, path: PathBuf, kind: ChangeKind) {
+    let _ = tx.send(Change { path, kind });
+}
+
+#[cfg(target_os = "linux")]
+mod backend {
+    use std::collections::HashMap;
+    use std::os::fd::OwnedFd;
+    use std::path::PathBuf;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::mpsc::Sender;
+    use std::sync::{Arc, Mutex};
+
+    use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask, Watches};
+    use rustix::event::{EventfdFlags, PollFd, PollFlags};
+
+    use super::{Change, ChangeKind, send};
+
+    /// Changes only: no opens, reads or closes after reading (the server's own walks and reads
+    /// must not flood the queue), and never through a symlink.
+    fn mask() -> WatchMask {
+        WatchMask::CREATE
+            | WatchMask::DELETE
+            | WatchMask::MODIFY
+            | WatchMask::CLOSE_WRITE
+            | WatchMask::MOVED_FROM
+            | WatchMask::MOVED_TO
+            | WatchMask::DELETE_SELF
+            | WatchMask::MOVE_SELF
+            | WatchMask::ONLYDIR
+            | WatchMask::DONT_FOLLOW
+            | WatchMask::EXCL_UNLINK
+    }
+
+    #[derive(Default)]
+    struct Table {
+        by_path: HashMap<PathBuf, WatchDescriptor>,
+        by_id: HashMap<i32, PathBuf>,
+        /// Said once: the system's watch limit ran out.
+        warned_limit: bool,
+    }
+
+    pub(super) struct Backend {
+        watches: Mutex<Watches>,
+        table: Arc<Mutex<Table>>,
+        stop: Arc<AtomicBool>,
+        wake: Arc<OwnedFd>,
+    }
+
+    fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+        m.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    impl Backend {
+        pub(super) fn start(tx: Sender<Change>) -> std::io::Result<Backend> {
+            let inotify = Inotify::init()?;
+            let wake = Arc::new(rustix::event::eventfd(
+                0,
+                EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK,
+            )?);
+            let table = Arc::new(Mutex::new(Table::default()));
+            let stop = Arc::new(AtomicBool::new(false));
+            let watches = inotify.watches();
+            let (t, s, w) = (table.clone(), stop.clone(), wake.clone());
+            std::thread::Builder::new()
+                .name("watch".into())
+                .spawn(move || read(inotify, &t, &s, &w, &tx))?;
+            Ok(Backend {
+                watches: Mutex::new(watches),
+                table,
+                stop,
+                wake,
+            })
+        }
+
+        pub(super) fn set_dirs(&self, dirs: Vec<PathBuf>) {
+            let mut watches = lock(&self.watches);
+            let wanted: std::collections::HashSet<&PathBuf> = dirs.iter().collect();
+            let gone: Vec<(PathBuf, WatchDescriptor)> = lock(&self.table)
+                .by_path
+                .iter()
+                .filter(|(p, _)| !wanted.contains(p))
+                .map(|(p, wd)| (p.clone(), wd.clone()))
+                .collect();
+            for (path, wd) in gone {
+                let mut table = lock(&self.table);
+                table.by_path.remove(&path);
+                table.by_id.remove(&wd.get_watch_descriptor_id());
+                drop(table);
+                let _ = watches.remove(wd);
+            }
+            for dir in dirs {
+                if lock(&self.table).by_path.contains_key(&dir) {
+                    continue;
+                }
+                // The table is locked while adding, so the reader never sees an event of a
+                // watch it cannot name.
+                let mut table = lock(&self.table);
+                match watches.add(&dir, mask()) {
+                    Ok(wd) => {
+                        table
+                            .by_id
+                            .insert(wd.get_watch_descriptor_id(), dir.clone());
+                        table.by_path.insert(dir, wd);
+                    }
+                    Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => {
+                        if !table.warned_limit {
+                            table.warned_limit = true;
+                            tracing::warn!(
+                                "the system's limit of file watches is reached (fs.inotify.max_user_watches); changes below {} and further folders are not seen",
+                                dir.display()
+                            );
+                        }
+                    }
+                    // A folder that went away meanwhile: its parent's events say so.
+                    Err(e) => tracing::debug!("cannot watch {}: {e}", dir.display()),
+                }
+            }
+        }
+
+        pub(super) fn watched(&self) -> usize {
+            lock(&self.table).by_path.len()
+        }
+    }
+
+    impl Drop for Backend {
+        fn drop(&mut self) {
+            self.stop.store(true, Ordering::SeqCst);
+            let _ = rustix::io::write(&*self.wake, &1u64.to_ne_bytes());
+        }
+    }
+
+    /// The reader thread: waits for inotify (or the stop signal), turns events into changes.
+    fn read(
+        mut inotify: Inotify,
+        table: &Mutex<Table>,
+        stop: &AtomicBool,
+        wake: &OwnedFd,
+        tx: &Sender<Change>,
+    ) {
+        let mut buffer = vec![0u8; 64 * 1024];
+        while !stop.load(Ordering::SeqCst) {
+            let mut fds = [
+                PollFd::new(&inotify, PollFlags::IN),
+                PollFd::new(wake, PollFlags::IN),
+            ];
+            match rustix::event::poll(&mut fds, None) {
+                Ok(_) => {}
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => {
+                    tracing::warn!("file watching stopped: {e}");
+                    return;
+                }
+            }
+            if stop.load(Ordering::SeqCst) {
+                return;
+            }
+            let events = match inotify.read_events(&mut buffer) {
+                Ok(events) => events,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                Err(e) => {
+                    tracing::warn!("file watching stopped: {e}");
+                    return;
+                }
+            };
+            for e in events {
+                if e.mask.contains(EventMask::Q_OVERFLOW) {
+                    send(tx, PathBuf::from("/"), ChangeKind::Rescan);
+                    continue;
+                }
+                let id = e.wd.get_watch_descriptor_id();
+                let mut t = lock(table);
+                let Some(dir) = t.by_id.get(&id).cloned() else {
+                    continue;
+                };
+                if e.mask.contains(EventMask::IGNORED) {
+                    // The folder is gone (or was unwatched): forget its watch.
+                    if t.by_path
+                        .get(&dir)
+                        .is_some_and(|wd| wd.get_watch_descriptor_id() == id)
+                    {
+                        t.by_path.remove(&dir);
+                    }
+                    t.by_id.remove(&id);
+                    continue;
+                }
+                drop(t);
+                let path = match e.name {
+                    Some(name) => dir.join(name),
+                    None => dir,
+                };
+                let kind = if e.mask.intersects(EventMask::CREATE | EventMask::MOVED_TO) {
+                    ChangeKind::Created
+                } else if e.mask.intersects(
+                    EventMask::DELETE
+                        | EventMask::MOVED_FROM
+                        | EventMask::DELETE_SELF
+                        | EventMask::MOVE_SELF,
+                ) {
+                    ChangeKind::Removed
+                } else {
+                    ChangeKind::Modified
+                };
+                send(tx, path, kind);
+            }
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod backend {
+    use std::collections::HashSet;
+    use std::path::PathBuf;
+    use std::sync::Mutex;
+    use std::sync::mpsc::Sender;
+
+    use notify::event::{EventKind, ModifyKind, RenameMode};
+    use notify::{RecommendedWatcher, RecursiveMode, Watcher as _};
+
+    use super::{Change, ChangeKind, send};
+
+    pub(super) struct Backend {
+        watcher: Mutex<RecommendedWatcher>,
+        dirs: Mutex<HashSet<PathBuf>>,
+    }
+
+    fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+        m.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    impl Backend {
+        pub(super) fn start(tx: Sender<Change>) -> std::io::Result<Backend> {
+            let watcher = notify::recommended_watcher(move |r: notify::Result<notify::Event>| {
+                let e = match r {
+                    Ok(e) => e,
+                    Err(e) => {
+                        tracing::warn!("file watcher: {e}");
+                        return;
+                    }
+                };
+                if e.need_rescan() {
+                    send(&tx, PathBuf::from("/"), ChangeKind::Rescan);
+                    return;
+                }
+                let kind = match e.kind {
+                    EventKind::Create(_) => ChangeKind::Created,
+                    EventKind::Remove(_) => ChangeKind::Removed,
+                    EventKind::Modify(ModifyKind::Name(RenameMode::From)) => ChangeKind::Removed,
+                    EventKind::Modify(ModifyKind::Name(RenameMode::To)) => ChangeKind::Created,
+                    EventKind::Modify(ModifyKind::Name(_)) => {
+                        for p in &e.paths {
+                            let kind = if p.exists() {
+                                ChangeKind::Created
+                            } else {
+                                ChangeKind::Removed
+                            };
+                            send(&tx, p.clone(), kind);
+                        }
+                        return;
+                    }
+                    EventKind::Modify(_) => ChangeKind::Modified,
+                    _ => return,
+                };
+                for p in e.paths {
+                    send(&tx, p, kind);
+                }
+            })
+            .map_err(std::io::Error::other)?;
+            Ok(Backend {
+                watcher: Mutex::new(watcher),
+                dirs: Mutex::new(HashSet::new()),
+            })
+        }
+
+        pub(super) fn set_dirs(&self, dirs: Vec<PathBuf>) {
+            let mut watcher = lock(&self.watcher);
+            let mut current = lock(&self.dirs);
+            let wanted: HashSet<PathBuf> = dirs.into_iter().collect();
+            for gone in current.difference(&wanted) {
+                let _ = watcher.unwatch(gone);
+            }
+            let mut now = HashSet::with_capacity(wanted.len());
+            for dir in wanted {
+                if current.contains(&dir)
+                    || watcher.watch(&dir, RecursiveMode::NonRecursive).is_ok()
+                {
+                    now.insert(dir);
+                }
+            }
+            *current = now;
+        }
+
+        pub(super) fn watched(&self) -> usize {
+            lock(&self.dirs).len()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_are_a_window_apart_and_keep_the_last_change() {
+        let (raw_tx, raw_rx) = std::sync::mpsc::channel();
+        let (tx, mut rx) = unbounded_channel();
+        let window = Duration::from_millis(40);
+        let t = std::thread::spawn(move || batch(raw_rx, tx, window));
+        let start = Instant::now();
+        let mut n = 0;
+        while start.elapsed() < Duration::from_millis(400) {
+            n += 1;
+            send(
+                &raw_tx,
+                PathBuf::from(format!("/f{}", n % 3)),
+                ChangeKind::Modified,
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        send(&raw_tx, PathBuf::from("/last"), ChangeKind::Modified);
+        drop(raw_tx);
+        t.join().unwrap();
+        let mut batches = Vec::new();
+        while let Ok(b) = rx.try_recv() {
+            batches.push(b);
+        }
+        // 400 ms of changes in 40 ms windows: at most 11 batches, however many changes.
+        assert!(
+            !batches.is_empty() && batches.len() <= 11,
+            "{}",
+            batches.len()
+        );
+        assert!(batches.iter().all(|b| b.len() <= 4));
+        assert!(
+            batches
+                .last()
+                .unwrap()
+                .iter()
+                .any(|c| c.path == std::path::Path::new("/last"))
+        );
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn reports_changes_but_not_reads_and_stops_when_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::write(root.join("a"), "a").unwrap();
+        let (w, mut rx) = Watcher::start(Duration::from_millis(20)).unwrap();
+        w.set_dirs(vec![root.clone()]);
+        assert_eq!(w.watched(), 1);
+        // Reading and listing cause nothing.
+        for _ in 0..100 {
+            let _ = std::fs::read(root.join("a")).unwrap();
+            let _ = std::fs::read_dir(&root).unwrap().count();
+        }
+        std::fs::write(root.join("b"), "b").unwrap();
+        let batch = rx.recv().await.unwrap();
+        assert!(batch.iter().all(|c| c.path == root.join("b")), "{batch:?}");
+        assert!(batch.iter().any(|c| c.kind == ChangeKind::Created));
+        drop(w);
+        // The threads end and the channel closes (maybe after a last batch).
+        while rx.recv().await.is_some() {}
     }
 }

@@ -1,7 +1,6 @@
 //! Diagnostics: a manifest problem with its place, printed as `FILE:LINE:COL: message`.
 
 use std::fmt;
-use std::ops::Range;
 
 /// A line and column in the manifest, both 1-based; the column counts characters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -42,10 +41,6 @@ impl Diagnostics {
 
     pub fn is_empty(&self) -> bool {
         self.items.is_empty()
-    }
-
-    pub fn extend(&mut self, other: Diagnostics) {
-        self.items.extend(other.items);
     }
 
     /// Sorts by place and drops exact repeats, so the output reads top to bottom.
@@ -104,10 +99,6 @@ impl SourceMap {
             line: line + 1,
             col: col + 1,
         }
-    }
-
-    pub fn loc_of(&self, span: &Range<usize>) -> Loc {
-        self.loc(span.start)
     }
 }
 

@@ -19,7 +19,7 @@ use serde::Deserialize;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
-pub use diag::{Diagnostic, Diagnostics, Loc, SourceMap};
+pub use diag::{Diagnostics, Loc, SourceMap};
 pub use raw::{OutputKind, ParamType, Role};
 
 use raw::{Key, RawArg, RawManifest, RawParam, SizeValue, Sp};
@@ -30,6 +30,8 @@ pub const DEFAULT_MAX_SIZE: u64 = 10 * 1024 * 1024;
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default limit on how long one SQLite query may run.
 pub const DEFAULT_QUERY_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default change-notification window.
+pub const DEFAULT_DEBOUNCE: Duration = Duration::from_millis(50);
 /// Default cap on a process's captured output.
 pub const DEFAULT_MAX_OUTPUT: u64 = 1024 * 1024;
 
@@ -40,8 +42,6 @@ pub struct Manifest {
     pub file: String,
     /// Absolute path of the manifest file.
     pub path: PathBuf,
-    /// Absolute folder of the manifest: relative paths resolve against it.
-    pub dir: PathBuf,
     pub server: Server,
     pub files: Vec<Files>,
     pub sqlite: Vec<Sqlite>,
@@ -58,6 +58,8 @@ pub struct Server {
     pub instructions: Option<String>,
     pub page_size: usize,
     pub resource_tools: bool,
+    /// The change-notification window.
+    pub debounce: Duration,
 }
 
 #[derive(Debug, Clone)]
@@ -94,7 +96,6 @@ pub struct Sqlite {
 #[derive(Debug, Clone)]
 pub struct Query {
     pub name: String,
-    pub loc: Loc,
     pub description: Option<String>,
     pub sql: String,
     pub sql_loc: Loc,
@@ -152,7 +153,6 @@ pub enum TemplateBackend {
     /// `sqlite = "shop"` + `sql`: variables bind to `:var`.
     Sql {
         source: String,
-        source_loc: Loc,
         sql: String,
         sql_loc: Loc,
     },
@@ -185,7 +185,6 @@ pub enum ArgvItem {
 #[derive(Debug, Clone)]
 pub struct Tool {
     pub name: String,
-    pub loc: Loc,
     pub description: Option<String>,
     pub title: Option<String>,
     pub exec: Exec,
@@ -215,7 +214,6 @@ pub enum Exec {
 #[derive(Debug, Clone)]
 pub struct Prompt {
     pub name: String,
-    pub loc: Loc,
     pub description: Option<String>,
     pub title: Option<String>,
     pub args: Vec<PromptArg>,
@@ -225,7 +223,6 @@ pub struct Prompt {
 #[derive(Debug, Clone)]
 pub struct PromptArg {
     pub name: String,
-    pub loc: Loc,
     pub description: Option<String>,
     pub required: bool,
     pub completions: Vec<String>,
@@ -234,7 +231,6 @@ pub struct PromptArg {
 #[derive(Debug, Clone)]
 pub struct Message {
     pub role: Role,
-    pub loc: Loc,
     pub content: MessageContent,
     /// Where the `text` or `resource` value is written.
     pub content_loc: Loc,
@@ -251,7 +247,7 @@ pub enum MessageContent {
 /// Reads and checks the manifest at `path`; `display` is how to name the file in messages.
 pub fn load(path: &Path, display: &str) -> Result<Manifest, Diagnostics> {
     let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let text = std::fs::read_to_string(path).map_err(|e| {
+    let text = read_text(path).map_err(|e| {
         let mut d = Diagnostics::new(display);
         let cwd = std::env::current_dir()
             .map_or_else(|e| format!("unknown ({e})"), |p| p.display().to_string());
@@ -270,6 +266,34 @@ pub fn load(path: &Path, display: &str) -> Result<Manifest, Diagnostics> {
         .unwrap_or_else(|| PathBuf::from("/"));
     let env = |name: &str| std::env::var(name).ok();
     load_str(&text, display, &abs, &dir, &env)
+}
+
+/// The largest manifest read (a manifest is a page of TOML; this only stops a runaway file).
+const MAX_MANIFEST: u64 = 16 * 1024 * 1024;
+
+/// Reads the manifest: only a regular file (a FIFO or device put in its place is refused, never
+/// waited on), at most `MAX_MANIFEST` bytes, UTF-8.
+fn read_text(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    #[cfg(unix)]
+    let file = {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)?
+    };
+    #[cfg(not(unix))]
+    let file = std::fs::File::open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("it is not a regular file"));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_MANIFEST + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_MANIFEST {
+        return Err(std::io::Error::other("it is larger than 16 MiB"));
+    }
+    String::from_utf8(bytes).map_err(|_| std::io::Error::other("it is not UTF-8 text"))
 }
 
 /// Checks manifest `text` as if read from `path` in folder `dir`, with `env` for `${VAR}`.
@@ -544,7 +568,6 @@ impl Checker<'_> {
         Manifest {
             file: display.to_owned(),
             path: path.to_path_buf(),
-            dir: self.dir.to_path_buf(),
             server,
             files,
             sqlite,
@@ -575,6 +598,7 @@ impl Checker<'_> {
             instructions: Self::text(&s.instructions),
             page_size,
             resource_tools: s.resource_tools.unwrap_or(true),
+            debounce: self.duration(&s.debounce, DEFAULT_DEBOUNCE),
         }
     }
 
@@ -615,7 +639,6 @@ impl Checker<'_> {
             .iter()
             .map(|(qk, q)| Query {
                 name: qk.get().clone(),
-                loc: self.loc(qk),
                 description: Self::text(&q.description),
                 sql: q.sql.get().clone(),
                 sql_loc: self.loc(&q.sql),
@@ -883,7 +906,6 @@ impl Checker<'_> {
                     }
                     TemplateBackend::Sql {
                         source: src.get().clone(),
-                        source_loc: self.loc(src),
                         sql: sql.get().clone(),
                         sql_loc: self.loc(sql),
                     }
@@ -984,7 +1006,6 @@ impl Checker<'_> {
         }
         let (cwd, cwd_loc) = self.cwd(&t.cwd, key);
         Some(Tool {
-            loc: self.loc(key),
             description: Self::text(&t.description),
             title: Self::text(&t.title),
             exec,
@@ -1014,7 +1035,6 @@ impl Checker<'_> {
             .iter()
             .map(|(k, a)| PromptArg {
                 name: k.get().clone(),
-                loc: self.loc(k),
                 description: Self::text(&a.description),
                 required: a.required.unwrap_or(false),
                 completions: a
@@ -1042,7 +1062,6 @@ impl Checker<'_> {
             };
             messages.push(Message {
                 role: *m.role.get(),
-                loc: self.loc(&m.role),
                 content,
                 content_loc,
             });
@@ -1051,7 +1070,6 @@ impl Checker<'_> {
             self.err(key, format!("prompt `{name}` has no `messages`"));
         }
         Prompt {
-            loc: self.loc(key),
             description: Self::text(&p.description),
             title: Self::text(&p.title),
             args,

@@ -227,6 +227,9 @@ pub struct RawServer {
     pub page_size: Option<Sp<u64>>,
     /// Also serve resources through the `list_resources` and `read_resource` tools (default true).
     pub resource_tools: Option<bool>,
+    /// Change-notification window: one URI gets at most one `updated` per window, and the last
+    /// change of a burst is always announced (default "50ms").
+    pub debounce: Option<Sp<DurationStr>>,
 }
 
 /// `[files.NAME]`: a folder (or one file) served as resources.

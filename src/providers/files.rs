@@ -1,25 +1,32 @@
 //! `[files.NAME]`: a folder (or one file) served as `file://` resources, with include/exclude
 //! globs, `.gitignore` / `.ignore` rules and the one visibility check every read goes through.
 //!
-//! Invariant: a path is served only if `visible` says so and its canonical form lies under the
-//! canonical root. Listing and reading use the same `visible`, so what a client cannot list it
-//! cannot read, and every way out (`..`, encoded separators, symlinks) answers "not found".
+//! Invariant: a path is served only if `visible` accepts both the path asked for and the real
+//! path the file was opened by, and it was opened below the root by `paths::open_beneath` (no
+//! symlink leaving the root is followed, only regular files, checked on the descriptor that is
+//! read). Listing and reading use the same `visible`, so what a client cannot list it cannot
+//! read, and every way out (`..`, encoded separators, symlinks, races) answers "not found".
 
 use std::collections::HashMap;
 use std::fs;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use globset::{GlobSet, GlobSetBuilder};
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
-use super::{Body, Completion, Contents, RequestError, ResourceInfo, TemplateInfo, encode_path};
+use super::paths::{self, OpenError, ReadError, io_reason, mime_for, sniff_is_text};
+use super::{
+    Body, BoxFut, ChangeEffect, Completion, CompletionRequest, Contents, RequestError,
+    ResourceInfo, Source, TemplateInfo, encode_path, on_blocking, on_blocking_or, ready,
+};
 use crate::manifest::{self, Diagnostics, expand::format_size};
+use crate::watch::{Change, ChangeKind};
 
 /// The live files source.
 #[derive(Debug)]
-pub struct FilesSource {
+pub(crate) struct FilesSource {
     pub name: String,
     /// Canonical root.
     root: PathBuf,
@@ -59,7 +66,7 @@ struct Entry {
 
 impl FilesSource {
     /// Builds the source from its checked entry; the root must exist.
-    pub fn build(def: &manifest::Files, diags: &mut Diagnostics) -> Option<FilesSource> {
+    pub(crate) fn build(def: &manifest::Files, diags: &mut Diagnostics) -> Option<FilesSource> {
         let root = match fs::canonicalize(&def.root) {
             Ok(r) => r,
             Err(e) => {
@@ -121,48 +128,8 @@ impl FilesSource {
         })
     }
 
-    /// The URI template of this source, for folders.
-    pub fn template_uri(&self) -> Option<String> {
-        (!self.root_is_file).then(|| format!("{}/{{+path}}", self.root_uri))
-    }
-
-    pub fn templates(&self) -> Vec<TemplateInfo> {
-        self.template_uri()
-            .map(|uri_template| TemplateInfo {
-                uri_template,
-                name: self.name.clone(),
-                description: Some(
-                    self.description
-                        .clone()
-                        .unwrap_or_else(|| format!("A file of [files.{}] by its path", self.name)),
-                ),
-                mime_type: None,
-            })
-            .into_iter()
-            .collect()
-    }
-
-    /// Whether `uri` belongs to this source (it may still be "not found").
-    pub fn owns(&self, uri: &str) -> bool {
-        uri.strip_prefix(&self.root_uri)
-            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
-    }
-
-    /// Drops cached listings and ignore rules (called by the watcher when the tree changes).
-    pub fn invalidate(&self, changed: &Path) {
-        if let Ok(mut l) = self.listing.lock() {
-            *l = None;
-        }
-        let name = changed.file_name().and_then(|n| n.to_str());
-        if matches!(name, Some(".gitignore" | ".ignore"))
-            && let (Some(dir), Ok(mut map)) = (changed.parent(), self.ignores.lock())
-        {
-            map.remove(dir);
-        }
-    }
-
     /// Every visible file, sorted by name. Walks the tree (blocking: call from a blocking thread).
-    pub fn list_blocking(&self) -> Vec<ResourceInfo> {
+    fn list_blocking(&self) -> Vec<ResourceInfo> {
         self.entries()
             .iter()
             .map(|e| ResourceInfo {
@@ -338,13 +305,14 @@ impl FilesSource {
         {
             return r.clone();
         }
+        // Read like any served file: only a regular file, never blocking, at most 1 MiB.
         let load = |file: &str| {
             let p = dir.join(file);
-            if !p.is_file() {
-                return None;
-            }
+            let bytes = paths::read_regular(&p, 1024 * 1024).ok()?;
             let mut b = GitignoreBuilder::new(dir);
-            b.add(&p);
+            for line in String::from_utf8_lossy(&bytes).lines() {
+                let _ = b.add_line(Some(p.clone()), line);
+            }
             b.build().ok().filter(|g| !g.is_empty())
         };
         let rules = Arc::new(DirRules {
@@ -357,77 +325,69 @@ impl FilesSource {
         rules
     }
 
-    /// Maps a URI to a served file, or `None` ("not found") for anything else: malformed
-    /// escapes, encoded separators, `.`/`..` segments, paths outside the root after resolving
-    /// symlinks, hidden or ignored files, folders.
-    fn resolve(&self, uri: &str) -> Option<(PathBuf, String)> {
+    /// Opens the served file a URI names, or `None` ("not found") for anything else: malformed
+    /// escapes, encoded separators, `.`/`..` segments, paths leaving the root through a symlink
+    /// (also when swapped in while we look), hidden or ignored files, folders, FIFOs and devices.
+    /// Blocking.
+    fn open(&self, uri: &str) -> Option<paths::Opened> {
         let rest = uri.strip_prefix(&self.root_uri)?;
         if self.root_is_file {
-            return rest.is_empty().then(|| {
-                let name = self.root.file_name()?.to_str()?.to_owned();
-                Some((self.root.clone(), name))
-            })?;
+            if !rest.is_empty() {
+                return None;
+            }
+            let name = self.root.file_name()?.to_str()?;
+            let opened = paths::open_beneath(self.root.parent()?, name).ok()?;
+            return (opened.real_rel == name).then_some(opened);
         }
-        let encoded = rest.strip_prefix('/')?;
-        let lower = encoded.to_ascii_lowercase();
-        if lower.contains("%2f") || lower.contains("%5c") || lower.contains("%00") {
+        let rel = paths::plain_relative(rest.strip_prefix('/')?)?;
+        if !self.visible(&rel) {
             return None;
         }
-        let rel = crate::uri::percent_decode(encoded)?;
-        if rel.is_empty()
-            || rel.contains('\0')
-            || rel.contains('\\')
-            || rel
-                .split('/')
-                .any(|s| s.is_empty() || s == "." || s == "..")
-        {
-            return None;
-        }
-        let requested = self.root.join(&rel);
-        let canonical = fs::canonicalize(&requested).ok()?;
-        let real_rel = canonical.strip_prefix(&self.root).ok()?;
-        if real_rel
-            .components()
-            .any(|c| !matches!(c, Component::Normal(_)))
-        {
-            return None;
-        }
-        let real_rel = real_rel.to_str()?.to_owned();
-        if real_rel.is_empty() || !canonical.is_file() || !self.visible(&real_rel) {
-            return None;
-        }
-        Some((canonical, real_rel))
+        let opened = match paths::open_beneath(&self.root, &rel) {
+            Ok(o) => o,
+            Err(OpenError::NotFound) => return None,
+            Err(OpenError::Io(e)) => {
+                tracing::debug!("[files.{}] {rel}: {e}", self.name);
+                return None;
+            }
+        };
+        (opened.real_rel == rel || self.visible(&opened.real_rel)).then_some(opened)
     }
 
     /// Reads one resource (blocking: call from a blocking thread).
-    pub fn read_blocking(&self, uri: &str) -> Result<Contents, RequestError> {
+    fn read_blocking(&self, uri: &str) -> Result<Contents, RequestError> {
         let not_found = || RequestError::NotFound(uri.to_owned());
         self.forget_rules_unless_watched();
-        let (path, _rel) = self.resolve(uri).ok_or_else(not_found)?;
-        let meta = fs::metadata(&path).map_err(|_| not_found())?;
-        if meta.len() > self.max_size {
-            return Err(RequestError::Refused(format!(
+        let mut opened = self.open(uri).ok_or_else(not_found)?;
+        let too_large = |size: u64| {
+            RequestError::Refused(format!(
                 "{uri} is {}, larger than max_size {} of [files.{}]",
-                format_size(meta.len()),
+                format_size(size),
                 format_size(self.max_size),
                 self.name
-            )));
-        }
-        let bytes = fs::read(&path).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => not_found(),
-            _ => RequestError::Refused(format!("{uri} cannot be read: {}", io_reason(&e))),
-        })?;
+            ))
+        };
+        let bytes = match paths::read_capped(&mut opened.file, self.max_size, opened.size) {
+            Ok(b) => b,
+            Err(ReadError::TooLarge(n)) => return Err(too_large(n.max(opened.size))),
+            Err(ReadError::Io(e)) => {
+                return Err(RequestError::Refused(format!(
+                    "{uri} cannot be read: {}",
+                    io_reason(&e)
+                )));
+            }
+        };
         let body = Body::from_bytes(bytes);
         let is_text = matches!(body, Body::Text(_));
         Ok(Contents {
             uri: uri.to_owned(),
-            mime_type: Some(mime_for(&path, || is_text)),
+            mime_type: Some(mime_for(Path::new(&opened.real_rel), || is_text)),
             body,
         })
     }
 
     /// Completes the `path` variable of this source's template (blocking).
-    pub fn complete_blocking(&self, var: &str, prefix: &str) -> Completion {
+    fn complete_blocking(&self, var: &str, prefix: &str) -> Completion {
         if var != "path" || self.root_is_file {
             return Completion::default();
         }
@@ -436,32 +396,38 @@ impl FilesSource {
     }
 
     /// Whether a listed file lives at `path` (used to decide between updated and list_changed).
-    pub fn is_listed(&self, path: &Path) -> bool {
+    fn is_listed(&self, path: &Path) -> bool {
         match path.strip_prefix(&self.root).ok().and_then(Path::to_str) {
             Some("") => self.root_is_file,
-            Some(rel) => !self.root_is_file && self.visible(rel) && path.is_file(),
+            Some(rel) => {
+                !self.root_is_file
+                    && self.visible(rel)
+                    && fs::symlink_metadata(path).is_ok_and(|m| m.is_file())
+            }
             None => false,
         }
     }
 }
 
 impl FilesSource {
-    /// The folders to watch for this source (blocking: walks the visible folders).
-    pub fn watch_dirs_blocking(&self, out: &mut std::collections::HashSet<PathBuf>) {
+    /// The folders to watch for this source (blocking: walks the visible folders): the root's
+    /// parent too, so the root itself going away or coming back is seen.
+    fn watch_dirs_blocking(&self) -> Vec<PathBuf> {
+        let mut out = Vec::new();
         if !self.watch {
-            return;
+            return out;
         }
-        if self.root_is_file {
-            if let Some(parent) = self.root.parent() {
-                out.insert(parent.to_path_buf());
-            }
-            return;
+        if let Some(parent) = self.root.parent() {
+            out.push(parent.to_path_buf());
         }
-        out.insert(self.root.clone());
-        self.walk_dirs(&self.root, "", out);
+        if !self.root_is_file {
+            out.push(self.root.clone());
+            self.walk_dirs(&self.root, "", &mut out);
+        }
+        out
     }
 
-    fn walk_dirs(&self, dir: &Path, rel_dir: &str, out: &mut std::collections::HashSet<PathBuf>) {
+    fn walk_dirs(&self, dir: &Path, rel_dir: &str, out: &mut Vec<PathBuf>) {
         let Ok(read) = fs::read_dir(dir) else { return };
         for item in read.flatten() {
             let Ok(ft) = item.file_type() else { continue };
@@ -478,7 +444,7 @@ impl FilesSource {
             };
             let path = item.path();
             if self.dir_visible(&rel, &path) {
-                out.insert(path.clone());
+                out.push(path.clone());
                 self.walk_dirs(&path, &rel, out);
             }
         }
@@ -486,12 +452,23 @@ impl FilesSource {
 
     /// Applies a batch of changes (blocking): drops stale caches and says whether the list of
     /// resources changed and whether the set of watched folders must be recomputed.
-    pub fn apply_changes_blocking(&self, changes: &[crate::watch::Change]) -> ChangeEffect {
-        use crate::watch::ChangeKind;
+    fn apply_changes_blocking(&self, changes: &[Change]) -> ChangeEffect {
         let mut effect = ChangeEffect::default();
         let old = self.listing.lock().ok().and_then(|l| l.clone());
         let mut touched = false;
         for c in changes {
+            if c.is_rescan() || (self.root.starts_with(&c.path) && c.kind != ChangeKind::Modified) {
+                // Events were lost, or the root itself (or a folder above it) came or went.
+                touched = true;
+                if let Ok(mut map) = self.ignores.lock() {
+                    map.clear();
+                }
+                effect.merge(ChangeEffect {
+                    list_changed: true,
+                    rewatch: true,
+                });
+                continue;
+            }
             let Ok(rel) = c.path.strip_prefix(&self.root) else {
                 continue;
             };
@@ -509,7 +486,7 @@ impl FilesSource {
                 effect.rewatch = true;
                 continue;
             }
-            let is_dir = c.path.is_dir();
+            let is_dir = fs::symlink_metadata(&c.path).is_ok_and(|m| m.is_dir());
             if is_dir
                 || (c.kind == ChangeKind::Removed
                     && old.as_ref().is_none_or(|o| {
@@ -543,35 +520,91 @@ impl FilesSource {
         effect
     }
 
-    /// Whether a change to one of `paths` changes what `uri` reads as.
-    pub fn affected_by(&self, uri: &str, paths: &[&Path]) -> bool {
-        let Some(rest) = uri.strip_prefix(&self.root_uri) else {
-            return false;
-        };
-        let target = if self.root_is_file {
-            if !rest.is_empty() {
-                return false;
-            }
-            self.root.clone()
-        } else {
-            match rest.strip_prefix('/').and_then(crate::uri::percent_decode) {
-                Some(rel) => self.root.join(rel),
-                None => return false,
-            }
-        };
-        paths.iter().any(|p| {
-            *p == target
-                || p.file_name()
-                    .is_some_and(|n| n == ".gitignore" || n == ".ignore")
-        })
+    /// The file a URI of this source names, if it can name one (no IO).
+    fn target(&self, uri: &str) -> Option<PathBuf> {
+        let rest = uri.strip_prefix(&self.root_uri)?;
+        if self.root_is_file {
+            return rest.is_empty().then(|| self.root.clone());
+        }
+        rest.strip_prefix('/')
+            .and_then(crate::uri::percent_decode)
+            .map(|rel| self.root.join(rel))
     }
 }
 
-/// What a batch of changes means for one source.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ChangeEffect {
-    pub list_changed: bool,
-    pub rewatch: bool,
+impl Source for FilesSource {
+    fn owns(&self, uri: &str) -> bool {
+        uri.strip_prefix(&self.root_uri)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    }
+
+    fn list(self: Arc<Self>) -> BoxFut<Result<Vec<ResourceInfo>, RequestError>> {
+        on_blocking(move || Ok(self.list_blocking()))
+    }
+
+    fn templates(&self) -> Vec<TemplateInfo> {
+        if self.root_is_file {
+            return Vec::new();
+        }
+        vec![TemplateInfo {
+            uri_template: format!("{}/{{+path}}", self.root_uri),
+            name: self.name.clone(),
+            description: Some(
+                self.description
+                    .clone()
+                    .unwrap_or_else(|| format!("A file of [files.{}] by its path", self.name)),
+            ),
+            mime_type: None,
+        }]
+    }
+
+    fn read(self: Arc<Self>, uri: String) -> BoxFut<Result<Contents, RequestError>> {
+        on_blocking(move || self.read_blocking(&uri))
+    }
+
+    fn serves(self: Arc<Self>, uri: String) -> BoxFut<bool> {
+        on_blocking_or(false, move || {
+            self.forget_rules_unless_watched();
+            self.open(&uri).is_some()
+        })
+    }
+
+    fn complete(
+        self: Arc<Self>,
+        req: CompletionRequest,
+    ) -> BoxFut<Result<Completion, RequestError>> {
+        on_blocking(move || Ok(self.complete_blocking(&req.var, &req.prefix)))
+    }
+
+    fn watch_dirs(self: Arc<Self>) -> BoxFut<Vec<PathBuf>> {
+        if !self.watch {
+            return ready(Vec::new());
+        }
+        on_blocking_or(Vec::new(), move || self.watch_dirs_blocking())
+    }
+
+    fn apply_changes(self: Arc<Self>, changes: Arc<[Change]>) -> BoxFut<ChangeEffect> {
+        on_blocking_or(ChangeEffect::default(), move || {
+            self.apply_changes_blocking(&changes)
+        })
+    }
+
+    fn affected(&self, uri: &str, changes: &[Change]) -> bool {
+        if !self.watch {
+            return false;
+        }
+        let Some(target) = self.target(uri) else {
+            return false;
+        };
+        changes.iter().any(|c| {
+            c.is_rescan()
+                || c.path == target
+                || target.starts_with(&c.path) && c.kind != ChangeKind::Modified
+                || c.path
+                    .file_name()
+                    .is_some_and(|n| n == ".gitignore" || n == ".ignore")
+        })
+    }
 }
 
 /// Folders above `root` whose ignore files apply: up to and including the git work tree that
@@ -588,61 +621,4 @@ fn ignore_parents(root: &Path) -> Vec<PathBuf> {
         }
     }
     Vec::new()
-}
-
-/// MIME type from the extension; for unknown extensions, text/plain when `is_text()` says so.
-pub fn mime_for(path: &Path, is_text: impl FnOnce() -> bool) -> String {
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase);
-    // mime_guess maps a few source-code extensions to media types (`.ts` is MPEG transport
-    // stream); these are the ones a code assistant meets every day.
-    let fixed = match ext.as_deref() {
-        Some("ts" | "mts" | "cts") => Some("text/x-typescript"),
-        Some("tsx") => Some("text/x-tsx"),
-        Some("rs") => Some("text/x-rust"),
-        Some("md" | "markdown") => Some("text/markdown"),
-        Some("toml") => Some("application/toml"),
-        Some("lock") => Some("text/plain"),
-        _ => None,
-    };
-    if let Some(m) = fixed {
-        return m.to_owned();
-    }
-    if let Some(m) = mime_guess::from_path(path).first_raw() {
-        return m.to_owned();
-    }
-    if is_text() {
-        "text/plain".to_owned()
-    } else {
-        "application/octet-stream".to_owned()
-    }
-}
-
-/// Whether the first 8 KiB of a file are UTF-8 (a cut multi-byte character at the end is fine).
-fn sniff_is_text(path: &Path) -> bool {
-    use std::io::Read;
-    let mut buf = [0u8; 8192];
-    let Ok(mut f) = fs::File::open(path) else {
-        return false;
-    };
-    let Ok(n) = f.read(&mut buf) else {
-        return false;
-    };
-    if buf[..n].contains(&0) {
-        return false;
-    }
-    match std::str::from_utf8(&buf[..n]) {
-        Ok(_) => true,
-        Err(e) => e.error_len().is_none() && n == buf.len(),
-    }
-}
-
-fn io_reason(e: &std::io::Error) -> String {
-    match e.kind() {
-        std::io::ErrorKind::NotFound => "no such file or folder".into(),
-        std::io::ErrorKind::PermissionDenied => "permission denied".into(),
-        _ => e.to_string(),
-    }
 }

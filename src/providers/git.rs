@@ -14,18 +14,22 @@
 use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use git2::{
     BranchType, Commit, Delta, Diff, DiffFindOptions, DiffFormat, DiffOptions, ErrorCode,
     ObjectType, Repository, Status, StatusOptions, Tree,
 };
 
-use super::files::{ChangeEffect, mime_for};
-use super::{Body, Completion, Contents, RequestError, ResourceInfo, TemplateInfo};
+use super::paths::{is_plain_relative, mime_for};
+use super::{
+    Body, BoxFut, ChangeEffect, Completion, CompletionRequest, Contents, RequestError,
+    ResourceInfo, Source, TemplateInfo, on_blocking, on_blocking_or, ready,
+};
 use crate::manifest::{self, Diagnostics, expand::format_size};
 use crate::uri::UriTemplate;
 use crate::uri::percent_decode as decode_percent;
+use crate::watch::{Change, ChangeKind};
 
 /// Diffs (`diff`, the patch of `commit/{rev}`) longer than this are cut, with a line saying so.
 pub const DIFF_CAP: usize = 1024 * 1024;
@@ -74,7 +78,7 @@ impl Fixed {
 
 /// The live git source.
 #[derive(Debug)]
-pub struct GitSource {
+pub(crate) struct GitSource {
     pub name: String,
     /// `git://NAME/`.
     prefix: String,
@@ -111,7 +115,7 @@ impl std::fmt::Debug for Pool {
 impl GitSource {
     /// Builds the source from its checked entry: `path` must be in a repository (a work tree, a
     /// folder inside one, or a bare repository). Problems are reported at `path`.
-    pub fn build(def: &manifest::Git, diags: &mut Diagnostics) -> Option<GitSource> {
+    pub(crate) fn build(def: &manifest::Git, diags: &mut Diagnostics) -> Option<GitSource> {
         let shown = def.path.display();
         if !def.path.exists() {
             diags.push(
@@ -191,12 +195,10 @@ impl GitSource {
     /// Adds the folders a watcher must watch (each non-recursively): the git dir (`HEAD`,
     /// `index`), the common dir (`packed-refs`), every folder under `refs/`, and the work tree's
     /// folders that `.gitignore` does not hide. Blocking (walks the work tree).
-    pub fn watch_dirs_blocking(&self, out: &mut HashSet<PathBuf>) {
-        if !self.watch {
-            return;
-        }
-        out.insert(self.git_dir.clone());
-        out.insert(self.common_dir.clone());
+    fn watch_dirs_blocking(&self) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        out.push(self.git_dir.clone());
+        out.push(self.common_dir.clone());
         let refs = self.common_dir.join("refs");
         let walk = ignore::WalkBuilder::new(&refs)
             .standard_filters(false)
@@ -210,6 +212,7 @@ impl GitSource {
                 .build();
             out.extend(dirs_of(walk));
         }
+        out
     }
 
     /// What a changed path means here; `None` for paths that change nothing we serve (objects,
@@ -234,41 +237,6 @@ impl GitSource {
         }
     }
 
-    /// Whether any of the changed `paths` changes what `uri` reads as: a moved HEAD or ref
-    /// changes every `git://NAME/` URI (a rev like `HEAD` may now mean another commit); the
-    /// index and the work tree change only `status` and `diff`.
-    pub fn affected_by(&self, uri: &str, paths: &[&Path]) -> bool {
-        let Some(rest) = uri.strip_prefix(&self.prefix) else {
-            return false;
-        };
-        let compares_work_tree = matches!(rest, "status" | "diff");
-        paths.iter().any(|p| match self.touched(p) {
-            Some(Touched::Refs) => true,
-            Some(Touched::IndexOrWorkTree) => compares_work_tree,
-            None => false,
-        })
-    }
-
-    /// A batch of changes never changes the resource list (it is fixed); a folder created in
-    /// `refs/` or the work tree must be watched too.
-    pub fn apply_changes(&self, changes: &[crate::watch::Change]) -> ChangeEffect {
-        let rewatch = self.watch
-            && changes.iter().any(|c| {
-                c.kind == crate::watch::ChangeKind::Created
-                    && c.path.is_dir()
-                    && self.touched(&c.path).is_some()
-            });
-        ChangeEffect {
-            list_changed: false,
-            rewatch,
-        }
-    }
-
-    /// Whether `uri` belongs to this source (it may still be "not found").
-    pub fn owns(&self, uri: &str) -> bool {
-        uri.starts_with(&self.prefix)
-    }
-
     fn describe(&self, what: &str) -> String {
         match &self.description {
             Some(d) => format!("{d}: {what}"),
@@ -277,7 +245,7 @@ impl GitSource {
     }
 
     /// The fixed resources. Opens nothing.
-    pub fn list(&self) -> Vec<ResourceInfo> {
+    fn fixed_resources(&self) -> Vec<ResourceInfo> {
         self.fixed()
             .map(|f| {
                 let what = match f {
@@ -300,18 +268,10 @@ impl GitSource {
             .collect()
     }
 
-    pub fn commit_template(&self) -> String {
-        self.commit_template.as_str().to_owned()
-    }
-
-    pub fn blob_template(&self) -> String {
-        self.blob_template.as_str().to_owned()
-    }
-
-    pub fn templates(&self) -> Vec<TemplateInfo> {
+    fn template_infos(&self) -> Vec<TemplateInfo> {
         vec![
             TemplateInfo {
-                uri_template: self.commit_template(),
+                uri_template: self.commit_template.as_str().to_owned(),
                 name: format!("{}/commit", self.name),
                 description: Some(self.describe(
                     "one commit by revision (hash, branch, tag, HEAD~2, …): hash, author, date, message and patch",
@@ -319,7 +279,7 @@ impl GitSource {
                 mime_type: Some(TEXT.to_owned()),
             },
             TemplateInfo {
-                uri_template: self.blob_template(),
+                uri_template: self.blob_template.as_str().to_owned(),
                 name: format!("{}/blob", self.name),
                 description: Some(
                     self.describe("a file as it was at a revision (text, or base64 for binary)"),
@@ -330,7 +290,7 @@ impl GitSource {
     }
 
     /// Reads one resource (blocking: call from a blocking thread).
-    pub fn read_blocking(&self, uri: &str) -> Result<Contents, RequestError> {
+    fn read_blocking(&self, uri: &str) -> Result<Contents, RequestError> {
         let not_found = || RequestError::NotFound(uri.to_owned());
         let rest = uri.strip_prefix(&self.prefix).ok_or_else(not_found)?;
         if let Some(f) = self.fixed().find(|f| f.segment() == rest) {
@@ -352,14 +312,9 @@ impl GitSource {
         Err(not_found())
     }
 
-    /// Whether `template` is one of this source's two URI templates.
-    pub fn has_template(&self, template: &str) -> bool {
-        template == self.commit_template.as_str() || template == self.blob_template.as_str()
-    }
-
     /// Completes `rev` (branches, tags, `HEAD`) of either template, or `path` of the blob
     /// template (files tracked at `context["rev"]`, or at HEAD). Blocking.
-    pub fn complete_blocking(
+    fn complete_blocking(
         &self,
         template: &str,
         var: &str,
@@ -809,11 +764,7 @@ impl GitSource {
                 obj.kind().map_or("object", |k| k.str())
             ))
         })?;
-        if path.is_empty()
-            || path
-                .split('/')
-                .any(|s| s.is_empty() || s == "." || s == "..")
-        {
+        if !is_plain_relative(path) {
             return Err(not_found());
         }
         let entry = tree.get_path(Path::new(path)).map_err(|_| not_found())?;
@@ -901,6 +852,97 @@ impl PatchWriter {
 }
 
 /// The folders a walk visits.
+impl GitSource {
+    /// Whether `uri` names one of this source's resources (no IO: a rev or path may still be
+    /// unknown).
+    fn names(&self, uri: &str) -> bool {
+        let Some(rest) = uri.strip_prefix(&self.prefix) else {
+            return false;
+        };
+        self.fixed().any(|f| f.segment() == rest)
+            || self.match_commit(uri).is_some()
+            || self.match_blob(uri).is_some()
+    }
+}
+
+impl Source for GitSource {
+    fn owns(&self, uri: &str) -> bool {
+        uri.starts_with(&self.prefix)
+    }
+
+    /// The fixed resources. Opens nothing.
+    fn list(self: Arc<Self>) -> BoxFut<Result<Vec<ResourceInfo>, RequestError>> {
+        ready(Ok(self.fixed_resources()))
+    }
+
+    fn templates(&self) -> Vec<TemplateInfo> {
+        self.template_infos()
+    }
+
+    fn read(self: Arc<Self>, uri: String) -> BoxFut<Result<Contents, RequestError>> {
+        on_blocking(move || self.read_blocking(&uri))
+    }
+
+    fn serves(self: Arc<Self>, uri: String) -> BoxFut<bool> {
+        ready(self.names(&uri))
+    }
+
+    fn complete(
+        self: Arc<Self>,
+        req: CompletionRequest,
+    ) -> BoxFut<Result<Completion, RequestError>> {
+        on_blocking(move || {
+            self.complete_blocking(&req.template, &req.var, &req.prefix, &req.context)
+        })
+    }
+
+    /// The git dir (`HEAD`, `index`), the common dir (`packed-refs`), every folder under
+    /// `refs/`, and the work tree's folders that `.gitignore` does not hide.
+    fn watch_dirs(self: Arc<Self>) -> BoxFut<Vec<PathBuf>> {
+        if !self.watch {
+            return ready(Vec::new());
+        }
+        on_blocking_or(Vec::new(), move || self.watch_dirs_blocking())
+    }
+
+    /// A batch of changes never changes the resource list (it is fixed); a folder created in
+    /// `refs/` or the work tree must be watched too.
+    fn apply_changes(self: Arc<Self>, changes: Arc<[Change]>) -> BoxFut<ChangeEffect> {
+        if !self.watch {
+            return ready(ChangeEffect::default());
+        }
+        on_blocking_or(ChangeEffect::default(), move || ChangeEffect {
+            list_changed: false,
+            rewatch: changes.iter().any(|c| {
+                c.is_rescan()
+                    || c.kind == ChangeKind::Created
+                        && c.path.is_dir()
+                        && self.touched(&c.path).is_some()
+            }),
+        })
+    }
+
+    /// A moved HEAD or ref changes every `git://NAME/` URI (a rev like `HEAD` may now mean
+    /// another commit); the index and the work tree change only `status` and `diff`.
+    fn affected(&self, uri: &str, changes: &[Change]) -> bool {
+        let Some(rest) = uri.strip_prefix(&self.prefix) else {
+            return false;
+        };
+        if !self.watch {
+            return false;
+        }
+        let compares_work_tree = matches!(rest, "status" | "diff");
+        changes.iter().any(|c| {
+            c.is_rescan()
+                || match self.touched(&c.path) {
+                    Some(Touched::Refs) => true,
+                    Some(Touched::IndexOrWorkTree) => compares_work_tree,
+                    None => false,
+                }
+        })
+    }
+}
+
 fn dirs_of(walk: ignore::Walk) -> impl Iterator<Item = PathBuf> {
     walk.flatten()
         .filter(|e| e.file_type().is_some_and(|t| t.is_dir()))
@@ -1263,7 +1305,9 @@ mod tests {
         let mut diags = Diagnostics::new("m.toml");
 
         let work = source(&top.join("work/sub"), &mut diags).unwrap();
-        let uris = |g: &GitSource| -> Vec<String> { g.list().into_iter().map(|r| r.uri).collect() };
+        let uris = |g: &GitSource| -> Vec<String> {
+            g.fixed_resources().into_iter().map(|r| r.uri).collect()
+        };
         assert_eq!(
             uris(&work),
             [

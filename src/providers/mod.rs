@@ -1,17 +1,165 @@
-//! Resource providers (files, sqlite, git, user templates) and the plain types they answer with.
-//! Nothing here knows MCP: `server.rs` converts these types to the wire.
+//! Resource providers (files, sqlite, git, user templates): the one `Source` interface every kind
+//! implements, the plain types they answer with, and what they share (`blocking`, `paths`).
+//! Nothing here knows MCP: `server/` converts these types to the wire.
+//!
+//! A new kind of source is one file here implementing `Source`, one line in `Registry::build`,
+//! and its manifest section; nothing else in the crate names a kind.
 
-pub mod files;
-pub mod git;
-pub mod sql;
-pub mod sqlite;
-pub mod template;
+pub(crate) mod files;
+pub(crate) mod git;
+pub(crate) mod paths;
+pub(crate) mod sql;
+pub(crate) mod sqlite;
+pub(crate) mod template;
 
+use std::collections::HashMap;
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
 use std::time::SystemTime;
+
+use crate::watch::Change;
+
+/// A boxed future, so `Source` can be used as a trait object.
+pub(crate) type BoxFut<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// One live source of resources. The registry holds `Arc<dyn Source>` in manifest order, loops
+/// and delegates. Each method does its own blocking work off the async runtime (`blocking`), so
+/// callers just await.
+pub(crate) trait Source: Send + Sync + std::fmt::Debug {
+    /// Whether `uri` belongs to this source (no IO; it may still be "not found").
+    fn owns(&self, uri: &str) -> bool;
+
+    /// Sources whose URIs are patterns anyone may write (`[templates]`) are tried after the
+    /// sources with URIs of their own when a URI is read.
+    fn tried_last(&self) -> bool {
+        false
+    }
+
+    /// Every resource, in this source's order.
+    fn list(self: Arc<Self>) -> BoxFut<Result<Vec<ResourceInfo>, RequestError>>;
+
+    /// The URI templates (no IO).
+    fn templates(&self) -> Vec<TemplateInfo>;
+
+    /// Reads one URI this source owns.
+    fn read(self: Arc<Self>, uri: String) -> BoxFut<Result<Contents, RequestError>>;
+
+    /// Whether `uri` names something this source would read (for subscriptions: a hidden file,
+    /// a table that does not exist, a URI of no source are not found). Reads nothing large and
+    /// runs nothing.
+    fn serves(self: Arc<Self>, uri: String) -> BoxFut<bool>;
+
+    /// Completes a variable of one of this source's templates (`templates()` lists it).
+    fn complete(
+        self: Arc<Self>,
+        req: CompletionRequest,
+    ) -> BoxFut<Result<Completion, RequestError>>;
+
+    /// The folders a watcher must watch (each non-recursively) for this source's changes; none
+    /// when the source is not watched.
+    fn watch_dirs(self: Arc<Self>) -> BoxFut<Vec<PathBuf>>;
+
+    /// Applies a batch of changes: drops stale caches and says what changed.
+    fn apply_changes(self: Arc<Self>, changes: Arc<[Change]>) -> BoxFut<ChangeEffect>;
+
+    /// Whether one of `changes` changes what `uri` (owned here, subscribed) reads as. No IO.
+    fn affected(&self, uri: &str, changes: &[Change]) -> bool;
+}
+
+/// A SQL database a `[templates]` entry may read through (`sqlite = "…"`).
+pub(crate) trait Database: Send + Sync + std::fmt::Debug {
+    fn name(&self) -> &str;
+
+    /// Checks a template's `sql` against its variables (binding order) and compiles it.
+    fn check_template_sql<'a>(
+        &'a self,
+        check: SqlCheck<'a>,
+        diags: &'a mut crate::manifest::Diagnostics,
+    ) -> Pin<Box<dyn Future<Output = Option<sql::NamedSql>> + Send + 'a>>;
+
+    /// Runs a checked statement with its values bound; JSON content like a named query.
+    fn read_sql(
+        self: Arc<Self>,
+        uri: String,
+        sql: Arc<str>,
+        args: Vec<crate::params::Typed>,
+        mime_type: Option<String>,
+    ) -> BoxFut<Result<Contents, RequestError>>;
+}
+
+/// What `Database::check_template_sql` checks.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SqlCheck<'a> {
+    /// `[templates.NAME]`, for messages.
+    pub context: &'a str,
+    pub sql: &'a str,
+    pub loc: crate::manifest::Loc,
+    /// The URI template, for messages.
+    pub uri: &'a str,
+    /// The template's variables: the only `:name` parameters the SQL may use.
+    pub vars: &'a [&'a str],
+}
+
+/// A `completion/complete` for a resource template.
+#[derive(Debug, Clone)]
+pub(crate) struct CompletionRequest {
+    pub template: String,
+    pub var: String,
+    pub prefix: String,
+    /// Values of the template's other variables already chosen.
+    pub context: HashMap<String, String>,
+}
+
+/// What a batch of changes means for one source.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct ChangeEffect {
+    /// The resource list changed (`notifications/resources/list_changed`).
+    pub list_changed: bool,
+    /// The set of folders to watch must be recomputed.
+    pub rewatch: bool,
+}
+
+impl ChangeEffect {
+    pub fn merge(&mut self, other: ChangeEffect) {
+        self.list_changed |= other.list_changed;
+        self.rewatch |= other.rewatch;
+    }
+}
+
+/// Runs blocking work (a directory walk, a file read, a git2 call) on tokio's blocking pool.
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, RequestError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| RequestError::Internal(format!("a worker failed: {e}")))
+}
+
+/// `blocking` for a fallible job, boxed for a `Source` method.
+pub(crate) fn on_blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, RequestError> + Send + 'static,
+) -> BoxFut<Result<T, RequestError>> {
+    Box::pin(async move { blocking(f).await? })
+}
+
+/// `blocking` for a job that cannot fail (a panic gives `fallback`), boxed.
+pub(crate) fn on_blocking_or<T: Send + 'static>(
+    fallback: T,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> BoxFut<T> {
+    Box::pin(async move { blocking(f).await.unwrap_or(fallback) })
+}
+
+/// A ready answer, boxed for a `Source` method.
+pub(crate) fn ready<T: Send + 'static>(value: T) -> BoxFut<T> {
+    Box::pin(std::future::ready(value))
+}
 
 /// One listed resource.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ResourceInfo {
+pub(crate) struct ResourceInfo {
     pub uri: String,
     pub name: String,
     pub title: Option<String>,
@@ -37,7 +185,7 @@ impl ResourceInfo {
 
 /// One listed URI template.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TemplateInfo {
+pub(crate) struct TemplateInfo {
     pub uri_template: String,
     pub name: String,
     pub description: Option<String>,
@@ -46,7 +194,7 @@ pub struct TemplateInfo {
 
 /// What a read returns: text (valid UTF-8) or bytes (sent base64).
 #[derive(Debug, Clone, PartialEq)]
-pub enum Body {
+pub(crate) enum Body {
     Text(String),
     Bytes(Vec<u8>),
 }
@@ -67,7 +215,7 @@ impl Body {
 
 /// The contents of one read resource.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Contents {
+pub(crate) struct Contents {
     pub uri: String,
     pub mime_type: Option<String>,
     pub body: Body,
@@ -75,7 +223,7 @@ pub struct Contents {
 
 /// Why a read (or completion) failed. `server.rs` maps these to JSON-RPC errors.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum RequestError {
+pub(crate) enum RequestError {
     /// The same answer for missing, hidden and outside: nothing about the outside is revealed.
     #[error("resource not found: {0}")]
     NotFound(String),
@@ -91,14 +239,14 @@ pub enum RequestError {
 
 /// A completion answer: at most 100 values, with the total when known.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Completion {
+pub(crate) struct Completion {
     pub values: Vec<String>,
     pub total: Option<usize>,
     pub has_more: bool,
 }
 
 /// The most values one completion answer carries (the MCP limit).
-pub const MAX_COMPLETIONS: usize = 100;
+pub(crate) const MAX_COMPLETIONS: usize = 100;
 
 impl Completion {
     /// Sorted, de-duplicated candidates that start with `prefix`, capped at `MAX_COMPLETIONS`.
@@ -126,7 +274,7 @@ impl Completion {
 
 /// Percent-encodes what may not stand raw in a URI path: space, `%`, `#`, `?`, quotes, brackets,
 /// control characters and non-ASCII. `/` and the other path characters stay as they are.
-pub fn encode_path(path: &str) -> String {
+pub(crate) fn encode_path(path: &str) -> String {
     encode(path, |b| {
         b.is_ascii_alphanumeric() || b"/-._~!$&'()*+,;=:@".contains(&b)
     })
@@ -134,7 +282,7 @@ pub fn encode_path(path: &str) -> String {
 
 /// Percent-encodes everything but RFC 3986's unreserved characters (`A-Z a-z 0-9 - . _ ~`), as
 /// RFC 6570 expands a simple `{var}`: one URI segment whatever the text holds.
-pub fn encode_component(text: &str) -> String {
+pub(crate) fn encode_component(text: &str) -> String {
     encode(text, |b| b.is_ascii_alphanumeric() || b"-._~".contains(&b))
 }
 

@@ -4,9 +4,9 @@
 //! `command` run through the crate's one process spawner (`tools::process`), argv built by the
 //! tools' brace rules (`tools::argv`) — no shell — whose stdout is the content.
 //!
-//! Invariant: a `file` template serves a path only if it is relative, has no `.`/`..`/empty
-//! segment, no NUL or `\`, came from a URI without an encoded `/` or `\`, and its canonical form
-//! (symlinks resolved) is a file under the canonical root. Anything else is "not found".
+//! Invariant: a `file` template serves a path only if it is plain (`paths::is_plain_relative`),
+//! came from a URI without an encoded `/` or `\`, and `paths::open_beneath` opens it as a regular
+//! file below the root (no symlink leaving it, also under races). Anything else is "not found".
 
 use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
@@ -14,21 +14,25 @@ use std::sync::Arc;
 
 use indexmap::IndexMap;
 
-use super::files::mime_for;
-use super::sqlite::{Bound, SqliteSource, bound_text};
-use super::{Body, Completion, Contents, RequestError, ResourceInfo, TemplateInfo};
+use super::paths::{self, OpenError, ReadError, is_plain_relative, mime_for};
+use super::{
+    Body, BoxFut, ChangeEffect, Completion, CompletionRequest, Contents, Database, RequestError,
+    ResourceInfo, Source, SqlCheck, TemplateInfo, blocking, ready,
+};
+use crate::argv::{self, Argv, Kind, Piece};
 use crate::manifest::{
     self, Diagnostics, TemplateBackend,
     diag::did_you_mean,
     expand::{format_duration, format_size},
 };
-use crate::tools::argv::{self, Argv, Kind, Piece};
-use crate::tools::process::{self, Ending, ProcessSpec};
+use crate::params::Typed;
+use crate::process::{self, Children, Ending, ProcessSpec};
 use crate::uri::{UriTemplate, VarValue, Vars};
+use crate::watch::Change;
 
 /// The live template.
 #[derive(Debug)]
-pub struct TemplateSource {
+pub(crate) struct TemplateSource {
     pub name: String,
     uri: UriTemplate,
     description: Option<String>,
@@ -45,9 +49,9 @@ enum Backend {
         root: PathBuf,
     },
     Sql {
-        db: Arc<SqliteSource>,
+        db: Arc<dyn Database>,
         /// The statement with `:var` rewritten as `?N`; `vars[N-1]` binds `?N`.
-        sql: String,
+        sql: Arc<str>,
         vars: Vec<String>,
     },
     Command {
@@ -59,10 +63,12 @@ enum Backend {
 
 impl TemplateSource {
     /// Builds a template: the URI template must parse, `completions` must name its variables,
-    /// and the backend must use exactly its variables. `sqlite` lists the sources that built.
-    pub async fn build(
+    /// and the backend must use exactly its variables. `databases` are the SQL sources that
+    /// built; `children` is where a `command` backend's processes are registered.
+    pub(crate) async fn build(
         def: &manifest::Template,
-        sqlite: &[Arc<SqliteSource>],
+        databases: &[Arc<dyn Database>],
+        children: &Arc<Children>,
         diags: &mut Diagnostics,
     ) -> Option<TemplateSource> {
         let context = format!("[templates.{}]", def.name);
@@ -184,14 +190,19 @@ impl TemplateSource {
                 ..
             } => {
                 // A missing source was reported when the manifest (or the source) was checked.
-                let db = sqlite.iter().find(|s| &s.name == source)?.clone();
+                let db = databases.iter().find(|s| s.name() == source)?.clone();
                 let names: Vec<&str> = vars.iter().map(String::as_str).collect();
-                let named = db
-                    .check_template_sql(&context, sql, *sql_loc, &def.uri, &names, diags)
-                    .await?;
+                let check = SqlCheck {
+                    context: &context,
+                    sql,
+                    loc: *sql_loc,
+                    uri: &def.uri,
+                    vars: &names,
+                };
+                let named = db.check_template_sql(check, diags).await?;
                 Backend::Sql {
                     db,
-                    sql: named.sql,
+                    sql: named.sql.into(),
                     vars: named.names,
                 }
             }
@@ -254,6 +265,7 @@ impl TemplateSource {
                         env: cmd.env.clone(),
                         timeout: cmd.timeout,
                         max_output: cmd.max_output,
+                        children: children.clone(),
                     },
                     argv,
                 }
@@ -270,7 +282,7 @@ impl TemplateSource {
     }
 
     /// A template without variables is one fixed URI: it is listed as a resource.
-    pub fn list(&self) -> Vec<ResourceInfo> {
+    fn fixed_resources(&self) -> Vec<ResourceInfo> {
         if !self.uri.variables().is_empty() {
             return Vec::new();
         }
@@ -280,7 +292,7 @@ impl TemplateSource {
         vec![r]
     }
 
-    pub fn templates(&self) -> Vec<TemplateInfo> {
+    fn template_infos(&self) -> Vec<TemplateInfo> {
         if self.uri.variables().is_empty() {
             return Vec::new();
         }
@@ -290,10 +302,6 @@ impl TemplateSource {
             description: self.description.clone(),
             mime_type: self.listed_mime(),
         }]
-    }
-
-    pub fn uri_template(&self) -> &str {
-        self.uri.as_str()
     }
 
     /// The declared MIME type; else JSON for `sql`, or what the file extension says.
@@ -315,7 +323,7 @@ impl TemplateSource {
     }
 
     /// Reads `uri` if it matches the template; "not found" otherwise.
-    pub async fn read(&self, uri: &str) -> Result<Contents, RequestError> {
+    async fn read_uri(&self, uri: &str) -> Result<Contents, RequestError> {
         let not_found = || RequestError::NotFound(uri.to_owned());
         let vars = self.uri.matches(uri).ok_or_else(not_found)?;
         let value = |name: &str| -> Result<Option<String>, RequestError> {
@@ -343,18 +351,19 @@ impl TemplateSource {
                 }
                 let (root, mime) = (root.clone(), self.mime_type.clone());
                 let uri = uri.to_owned();
-                crate::registry::blocking(move || read_file(&root, &rel, &uri, mime)).await?
+                blocking(move || read_file(&root, &rel, &uri, mime)).await?
             }
             Backend::Sql {
                 db,
                 sql,
                 vars: names,
             } => {
-                let mut args: Vec<Bound> = Vec::with_capacity(names.len());
+                let mut args = Vec::with_capacity(names.len());
                 for n in names {
-                    args.push(bound_text(value(n)?.as_deref()));
+                    args.push(value(n)?.map_or(Typed::Null, Typed::Text));
                 }
-                db.read_sql(uri, sql, &args, self.mime_type.as_deref())
+                db.clone()
+                    .read_sql(uri.to_owned(), sql.clone(), args, self.mime_type.clone())
                     .await
             }
             Backend::Command { argv, spec } => {
@@ -371,6 +380,12 @@ impl TemplateSource {
                         }
                     };
                     values.insert(name.clone(), value);
+                }
+                if let Some(name) = argv::with_nul(&values) {
+                    return Err(RequestError::InvalidParams(format!(
+                        "[templates.{}] variable `{name}` holds a NUL character, which cannot be passed to a program",
+                        self.name
+                    )));
                 }
                 let mut spec = spec.clone();
                 spec.args = argv.args(&values);
@@ -437,7 +452,7 @@ impl TemplateSource {
     /// Completes a variable: its `completions` list; else, for a `file` template whose last
     /// path segment holds just this variable, the names in that folder (earlier variables come
     /// from `context`).
-    pub async fn complete(
+    async fn complete_var(
         &self,
         var: &str,
         prefix: &str,
@@ -461,11 +476,59 @@ impl TemplateSource {
             return Ok(Completion::default());
         };
         let (root, prefix) = (root.clone(), prefix.to_owned());
-        crate::registry::blocking(move || {
+        blocking(move || {
             let names = list_folder(&root, &dir, &before, &after);
             Completion::from_candidates(names, &prefix)
         })
         .await
+    }
+}
+
+impl Source for TemplateSource {
+    fn owns(&self, _uri: &str) -> bool {
+        // Any URI may match a pattern; `read` answers "not found" for the others.
+        true
+    }
+
+    fn tried_last(&self) -> bool {
+        true
+    }
+
+    fn list(self: Arc<Self>) -> BoxFut<Result<Vec<ResourceInfo>, RequestError>> {
+        ready(Ok(self.fixed_resources()))
+    }
+
+    fn templates(&self) -> Vec<TemplateInfo> {
+        self.template_infos()
+    }
+
+    fn read(self: Arc<Self>, uri: String) -> BoxFut<Result<Contents, RequestError>> {
+        Box::pin(async move { self.read_uri(&uri).await })
+    }
+
+    /// A URI the template matches. (A `file` backend's hidden files are checked when read.)
+    fn serves(self: Arc<Self>, uri: String) -> BoxFut<bool> {
+        ready(self.uri.matches(&uri).is_some())
+    }
+
+    fn complete(
+        self: Arc<Self>,
+        req: CompletionRequest,
+    ) -> BoxFut<Result<Completion, RequestError>> {
+        Box::pin(async move { self.complete_var(&req.var, &req.prefix, &req.context).await })
+    }
+
+    /// Templates are not watched: what they read is computed per read.
+    fn watch_dirs(self: Arc<Self>) -> BoxFut<Vec<PathBuf>> {
+        ready(Vec::new())
+    }
+
+    fn apply_changes(self: Arc<Self>, _changes: Arc<[Change]>) -> BoxFut<ChangeEffect> {
+        ready(ChangeEffect::default())
+    }
+
+    fn affected(&self, _uri: &str, _changes: &[Change]) -> bool {
+        false
     }
 }
 
@@ -488,40 +551,34 @@ fn read_file(
     mime_type: Option<String>,
 ) -> Result<Contents, RequestError> {
     let not_found = || RequestError::NotFound(uri.to_owned());
-    let path = contained(root, rel).ok_or_else(not_found)?;
-    let meta = std::fs::metadata(&path).map_err(|_| not_found())?;
-    if meta.len() > manifest::DEFAULT_MAX_SIZE {
-        return Err(RequestError::Refused(format!(
-            "{uri} is {}, larger than the {} a file template serves",
-            format_size(meta.len()),
-            format_size(manifest::DEFAULT_MAX_SIZE)
-        )));
+    if !is_plain_relative(rel) {
+        return Err(not_found());
     }
-    let bytes = std::fs::read(&path).map_err(|_| not_found())?;
+    let mut opened = match paths::open_beneath(root, rel) {
+        Ok(o) => o,
+        Err(OpenError::NotFound | OpenError::Io(_)) => return Err(not_found()),
+    };
+    let cap = manifest::DEFAULT_MAX_SIZE;
+    let bytes = match paths::read_capped(&mut opened.file, cap, opened.size) {
+        Ok(b) => b,
+        Err(ReadError::TooLarge(n)) => {
+            return Err(RequestError::Refused(format!(
+                "{uri} is {}, larger than the {} a file template serves",
+                format_size(n.max(opened.size)),
+                format_size(cap)
+            )));
+        }
+        Err(ReadError::Io(_)) => return Err(not_found()),
+    };
     let body = Body::from_bytes(bytes);
     let is_text = matches!(body, Body::Text(_));
     Ok(Contents {
         uri: uri.to_owned(),
-        mime_type: Some(mime_type.unwrap_or_else(|| mime_for(&path, || is_text))),
+        mime_type: Some(
+            mime_type.unwrap_or_else(|| mime_for(Path::new(&opened.real_rel), || is_text)),
+        ),
         body,
     })
-}
-
-/// `root/rel` as a canonical path if `rel` is a plain relative path and the result (symlinks
-/// resolved) is a file inside `root`.
-fn contained(root: &Path, rel: &str) -> Option<PathBuf> {
-    if rel.is_empty()
-        || rel.contains('\0')
-        || rel.contains('\\')
-        || rel.starts_with('/')
-        || rel
-            .split('/')
-            .any(|s| s.is_empty() || s == "." || s == "..")
-    {
-        return None;
-    }
-    let canonical = std::fs::canonicalize(root.join(rel)).ok()?;
-    (canonical.starts_with(root) && canonical != root && canonical.is_file()).then_some(canonical)
 }
 
 /// For completing `var`: the folder (relative to the root) that the last path segment lives in,
@@ -570,10 +627,7 @@ fn folder_of_last_segment(
 fn list_folder(root: &Path, dir: &str, before: &str, after: &str) -> Vec<String> {
     let folder = if dir.is_empty() {
         Some(root.to_path_buf())
-    } else if dir
-        .split('/')
-        .any(|s| s.is_empty() || s == "." || s == "..")
-    {
+    } else if !is_plain_relative(dir) {
         None
     } else {
         std::fs::canonicalize(root.join(dir))
@@ -635,7 +689,8 @@ mod tests {
         std::fs::create_dir(root.join("notes")).unwrap();
         std::fs::write(root.join("notes/a.md"), "a").unwrap();
         std::fs::write(dir.path().join("secret"), "s").unwrap();
-        assert!(contained(&root, "notes/a.md").is_some());
+        let read = |rel: &str| read_file(&root, rel, "x://", None).ok();
+        assert!(read("notes/a.md").is_some());
         for bad in [
             "",
             "notes",
@@ -647,18 +702,14 @@ mod tests {
             "notes/a.md\0",
             "missing.md",
         ] {
-            assert_eq!(contained(&root, bad), None, "{bad:?}");
+            assert_eq!(read(bad), None, "{bad:?}");
         }
-        #[cfg(unix)]
-        {
-            let outside = tempfile::tempdir().unwrap();
-            std::fs::write(outside.path().join("x.md"), "x").unwrap();
-            std::os::unix::fs::symlink(outside.path().join("x.md"), root.join("notes/out.md"))
-                .unwrap();
-            std::os::unix::fs::symlink(root.join("notes/a.md"), root.join("notes/in.md")).unwrap();
-            assert_eq!(contained(&root, "notes/out.md"), None);
-            assert!(contained(&root, "notes/in.md").is_some());
-        }
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("x.md"), "x").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("x.md"), root.join("notes/out.md")).unwrap();
+        std::os::unix::fs::symlink(root.join("notes/a.md"), root.join("notes/in.md")).unwrap();
+        assert_eq!(read("notes/out.md"), None);
+        assert!(read("notes/in.md").is_some());
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! The MCP layer: the ONLY module that imports rmcp. It implements `ServerHandler` over the
-//! registry, converts our plain types to MCP types, and owns the stdio transport.
+//! The MCP layer: the ONLY module that imports rmcp. `Handler` implements rmcp's `ServerHandler`
+//! for one session over the state all sessions share, converts our plain types to MCP types
+//! (`convert.rs`), and `serve` runs it on byte streams (`transport.rs`).
 //!
 //! rmcp runs both protocol eras: `initialize` (2024-11-05 … 2025-11-25) and the stateless
 //! 2026-07-28 (`server/discover`, per-request `_meta`, `resultType`, cache hints, not-found as
@@ -9,236 +10,44 @@
 // are deprecated by the 2026-07-28 revision but are what handshake-era clients speak.
 #![allow(deprecated)]
 
-use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
-use std::path::Path;
-use std::sync::{Arc, Mutex, RwLock};
+mod convert;
+mod shared;
+mod transport;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::io::{Read, Write};
+use std::sync::Arc;
 use std::time::Duration;
 
-use base64::Engine as _;
 use rmcp::model::{
-    Annotations, CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams,
-    CompleteResult, CompletionInfo, ContentBlock, ErrorData, GetPromptRequestParams,
-    GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
-    LoggingMessageNotificationParam, MetaObject, PaginatedRequestParams, ProgressNotificationParam,
-    Prompt, PromptArgument, PromptMessage, PromptsCapability, ProtocolVersion,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Reference, Resource,
-    ResourceContents, ResourceTemplate, ResourceUpdatedNotificationParam, ResourcesCapability,
-    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
-    SubscriptionFilter, Tool, ToolAnnotations, ToolsCapability, UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResponse, ClientNotification, ClientRequest,
+    CompleteRequestParams, CompleteResult, ContentBlock, ErrorData, GetPromptRequestParams,
+    GetPromptResponse, GetPromptResult, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, MetaObject, PaginatedRequestParams, PromptMessage,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Reference,
+    ResourceTemplate, ServerConfig, ServerResult, SetLevelRequestParams, SubscribeRequestParams,
+    SubscriptionFilter, UnsubscribeRequestParams,
 };
-use rmcp::service::{
-    NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext, SubscriptionSink,
-};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ServerHandler, ServiceExt};
-use serde_json::Value;
-use std::io::{Read, Write};
 use tokio_util::sync::CancellationToken;
 
-use crate::manifest::Role;
-use crate::prompts::PromptInfo;
-use crate::providers::{Body, Completion, Contents, RequestError, ResourceInfo};
-use crate::registry::{PromptContent, Registry, blocking, paginate};
-use crate::tools::{CallContext, Progress, ToolContent, ToolInfo, ToolResult};
-use crate::watch::{DEBOUNCE, Watcher};
-
-mod transport;
+use crate::providers::RequestError;
+use crate::registry::{PromptContent, Registry, paginate};
+use crate::tools::CallContext;
+use convert::{
+    completion, contents, error, forward_progress, prompt, resource, role, tool, tool_result,
+};
+use shared::{Session, Shared, Snapshot};
 use transport::{LineTransport, Output};
 
-/// The `ServerHandler`: a registry (swapped when the manifest is edited), the info derived from
-/// it, and who wants to hear about changes.
+/// The `ServerHandler` of one session: the state every session shares (the manifest snapshot,
+/// swapped on an edit; the watcher) and this session's own.
 #[derive(Clone)]
-pub struct Handler {
+pub(crate) struct Handler {
     shared: Arc<Shared>,
-}
-
-struct Shared {
-    snapshot: RwLock<Arc<Snapshot>>,
-    /// Handshake-era subscriptions (`resources/subscribe`), per process = per session.
-    subscriptions: Mutex<HashSet<String>>,
-    /// The handshake-era client, once initialized: where unsolicited notifications go.
-    legacy_peer: Mutex<Option<Peer<RoleServer>>>,
-    /// Stateless-era notification streams (`subscriptions/listen`), by request id.
-    listens: Mutex<Vec<SubscriptionSink>>,
-    /// `logging/setLevel` (handshake era): messages below it are not sent.
-    log_level: Mutex<LoggingLevel>,
-    /// Cancelled when stdin closes: rmcp sends no notification after that.
-    closing: CancellationToken,
-}
-
-/// One registry and the server info computed from it once (rmcp calls `get_info` often).
-struct Snapshot {
-    registry: Arc<Registry>,
-    info: ServerConfig,
-    /// `_meta` with `io.modelcontextprotocol/serverInfo`, which stateless-era results carry.
-    server_meta: MetaObject,
-}
-
-impl Snapshot {
-    fn new(registry: Arc<Registry>) -> Snapshot {
-        let m = &registry.manifest;
-        let mut caps = ServerCapabilities::default();
-        let mut resources = ResourcesCapability::default();
-        resources.subscribe = Some(true);
-        resources.list_changed = Some(true);
-        caps.resources = Some(resources);
-        if registry.has_tools() {
-            let mut tools = ToolsCapability::default();
-            tools.list_changed = Some(true);
-            caps.tools = Some(tools);
-        }
-        if !registry.prompts.is_empty() {
-            let mut prompts = PromptsCapability::default();
-            prompts.list_changed = Some(true);
-            caps.prompts = Some(prompts);
-        }
-        if registry.has_completions() {
-            caps.completions = Some(serde_json::Map::new());
-        }
-        // The manifest is watched: an invalid edit is reported as `notifications/message`.
-        caps.logging = Some(serde_json::Map::new());
-        let mut info = ServerConfig::new(caps)
-            .with_server_info(Implementation::new(&m.server.name, &m.server.version))
-            .with_protocol_version(ProtocolVersion::V_2025_11_25);
-        if let Some(text) = &m.server.instructions {
-            info = info.with_instructions(text);
-        }
-        let mut server_meta = MetaObject::new();
-        if let Ok(value) = serde_json::to_value(&info.server_info) {
-            server_meta
-                .0
-                .insert("io.modelcontextprotocol/serverInfo".to_owned(), value);
-        }
-        Snapshot {
-            registry,
-            info,
-            server_meta,
-        }
-    }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-impl Handler {
-    pub fn new(registry: Registry, closing: CancellationToken) -> Handler {
-        Handler {
-            shared: Arc::new(Shared {
-                snapshot: RwLock::new(Arc::new(Snapshot::new(Arc::new(registry)))),
-                subscriptions: Mutex::new(HashSet::new()),
-                legacy_peer: Mutex::new(None),
-                listens: Mutex::new(Vec::new()),
-                log_level: Mutex::new(LoggingLevel::Info),
-                closing,
-            }),
-        }
-    }
-
-    fn snapshot(&self) -> Arc<Snapshot> {
-        match self.shared.snapshot.read() {
-            Ok(s) => s.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
-    }
-
-    fn registry(&self) -> Arc<Registry> {
-        self.snapshot().registry.clone()
-    }
-
-    fn replace(&self, registry: Arc<Registry>) {
-        let snap = Arc::new(Snapshot::new(registry));
-        match self.shared.snapshot.write() {
-            Ok(mut s) => *s = snap,
-            Err(poisoned) => *poisoned.into_inner() = snap,
-        }
-    }
-
-    fn legacy_peer(&self) -> Option<Peer<RoleServer>> {
-        lock(&self.shared.legacy_peer).clone()
-    }
-
-    fn sinks(&self) -> Vec<SubscriptionSink> {
-        lock(&self.shared.listens).clone()
-    }
-
-    /// Every URI someone subscribed to, in either era.
-    fn subscribed(&self) -> HashSet<String> {
-        let mut all = lock(&self.shared.subscriptions).clone();
-        for sink in self.sinks() {
-            if let Some(uris) = &sink.accepted().resource_subscriptions {
-                all.extend(uris.iter().cloned());
-            }
-        }
-        all
-    }
-
-    async fn resource_updated(&self, uri: &str) {
-        if lock(&self.shared.subscriptions).contains(uri)
-            && let Some(peer) = self.legacy_peer()
-        {
-            let _ = peer
-                .notify_resource_updated(ResourceUpdatedNotificationParam::new(uri))
-                .await;
-        }
-        for sink in self.sinks() {
-            // The sink drops what its accepted filter does not name.
-            let _ = sink.notify_resource_updated(uri).await;
-        }
-    }
-
-    async fn list_changed(&self, which: ListChanged) {
-        let peer = self.legacy_peer();
-        let sinks = self.sinks();
-        if which.resources {
-            if let Some(p) = &peer {
-                let _ = p.notify_resource_list_changed().await;
-            }
-            for s in &sinks {
-                let _ = s.notify_resource_list_changed().await;
-            }
-        }
-        if which.tools {
-            if let Some(p) = &peer {
-                let _ = p.notify_tool_list_changed().await;
-            }
-            for s in &sinks {
-                let _ = s.notify_tool_list_changed().await;
-            }
-        }
-        if which.prompts {
-            if let Some(p) = &peer {
-                let _ = p.notify_prompt_list_changed().await;
-            }
-            for s in &sinks {
-                let _ = s.notify_prompt_list_changed().await;
-            }
-        }
-    }
-
-    /// Logs to stderr and, in the handshake era, to the client as `notifications/message`.
-    async fn log_error(&self, text: &str) {
-        tracing::error!("{text}");
-        let quiet = matches!(
-            *lock(&self.shared.log_level),
-            LoggingLevel::Critical | LoggingLevel::Alert | LoggingLevel::Emergency
-        );
-        if quiet {
-            return;
-        }
-        if let Some(peer) = self.legacy_peer() {
-            let _ = peer
-                .notify_logging_message(
-                    LoggingMessageNotificationParam::new(
-                        LoggingLevel::Error,
-                        Value::String(text.into()),
-                    )
-                    .with_logger("mcp-manifest"),
-                )
-                .await;
-        }
-    }
+    session: Arc<Session>,
 }
 
 /// The serverInfo `_meta` for a stateless-era request (those carry their version in `_meta`).
@@ -273,168 +82,83 @@ fn one_page<T, U>(
     })
 }
 
-/// Which `*/list_changed` notifications to send.
-#[derive(Debug, Clone, Copy, Default)]
-struct ListChanged {
-    resources: bool,
-    tools: bool,
-    prompts: bool,
-}
+/// What rmcp runs: the session's `Handler` behind a gate. rmcp acknowledges a
+/// `subscriptions/listen` before the handler sees it, so the gate makes the request wait until
+/// the watcher watches what the manifest needs, and refuses a URI no source serves, before that
+/// acknowledgment. It also logs one line per request (method, what it named, duration, outcome;
+/// never contents) at `info`.
+#[derive(Clone)]
+struct Gate(Handler);
 
-fn error(e: RequestError) -> ErrorData {
-    match e {
-        RequestError::NotFound(uri) => ErrorData::resource_not_found(
-            format!("resource not found: {uri}"),
-            Some(serde_json::json!({ "uri": uri })),
-        ),
-        RequestError::InvalidParams(m) | RequestError::Refused(m) => {
-            ErrorData::invalid_params(m, None)
-        }
-        RequestError::Internal(m) => ErrorData::internal_error(m, None),
-    }
-}
-
-fn rfc3339(t: std::time::SystemTime) -> String {
-    chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-}
-
-fn resource(r: &ResourceInfo) -> Resource {
-    let mut raw = Resource::new(&r.uri, &r.name);
-    raw.title = r.title.clone();
-    raw.description = r.description.clone();
-    raw.mime_type = r.mime_type.clone();
-    raw.size = r.size;
-    if let Some(t) = r.last_modified {
-        let mut a = Annotations::default();
-        a.last_modified = Some(rfc3339(t));
-        raw = raw.with_annotations(a);
-    }
-    raw
-}
-
-fn contents(c: Contents) -> ResourceContents {
-    let rc = match c.body {
-        Body::Text(t) => ResourceContents::text(t, c.uri),
-        Body::Bytes(b) => {
-            ResourceContents::blob(base64::engine::general_purpose::STANDARD.encode(b), c.uri)
-        }
-    };
-    match c.mime_type {
-        Some(m) => rc.with_mime_type(m),
-        None => rc,
-    }
-}
-
-fn tool(t: &ToolInfo) -> Tool {
-    let mut tool = Tool::new_with_raw(
-        t.name.clone(),
-        t.description.clone().map(Cow::Owned),
-        Arc::new(t.input_schema.clone()),
-    )
-    .with_annotations(
-        ToolAnnotations::new()
-            .read_only(t.hints.read_only)
-            .destructive(t.hints.destructive)
-            .idempotent(t.hints.idempotent)
-            .open_world(t.hints.open_world),
-    );
-    if let Some(title) = &t.title {
-        tool = tool.with_title(title);
-    }
-    if let Some(schema) = &t.output_schema {
-        tool = tool.with_raw_output_schema(Arc::new(schema.clone()));
-    }
-    tool
-}
-
-fn tool_result(r: ToolResult) -> CallToolResult {
-    let content: Vec<ContentBlock> = r
-        .content
-        .into_iter()
-        .map(|c| match c {
-            ToolContent::Text(t) => ContentBlock::text(t),
-            ToolContent::Resource(c) => ContentBlock::resource(contents(c)),
-        })
-        .collect();
-    let mut out = if r.is_error {
-        CallToolResult::error(content)
-    } else {
-        CallToolResult::success(content)
-    };
-    out.structured_content = r.structured;
-    out
-}
-
-fn prompt(p: &PromptInfo) -> Prompt {
-    let args: Vec<PromptArgument> = p
-        .arguments
-        .iter()
-        .map(|a| {
-            let arg = PromptArgument::new(&a.name).with_required(a.required);
-            match &a.description {
-                Some(d) => arg.with_description(d),
-                None => arg,
-            }
-        })
-        .collect();
-    let out = Prompt::new(
-        &p.name,
-        p.description.clone(),
-        (!args.is_empty()).then_some(args),
-    );
-    match &p.title {
-        Some(t) => out.with_title(t),
-        None => out,
-    }
-}
-
-fn role(r: Role) -> rmcp::model::Role {
-    match r {
-        Role::User => rmcp::model::Role::User,
-        Role::Assistant => rmcp::model::Role::Assistant,
-    }
-}
-
-/// Forwards a call's progress to the client as `notifications/progress`. The task ends when the
-/// call drops its sender, so awaiting it puts every notification before the response.
-fn forward_progress(
-    cx: &RequestContext<RoleServer>,
-) -> Option<(
-    tokio::sync::mpsc::UnboundedSender<Progress>,
-    tokio::task::JoinHandle<()>,
-)> {
-    let token = cx.meta.get_progress_token()?;
-    let peer = cx.peer.clone();
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Progress>();
-    let task = tokio::spawn(async move {
-        while let Some(p) = rx.recv().await {
-            // Milliseconds: strictly increasing, since reports are at least that far apart.
-            let seconds = p.elapsed.as_millis() as f64 / 1000.0;
-            let mut param = ProgressNotificationParam::new(token.clone(), seconds);
-            if let Some(m) = p.message {
-                param = param.with_message(m);
-            }
-            if peer.notify_progress(param).await.is_err() {
-                break;
+impl rmcp::Service<RoleServer> for Gate {
+    async fn handle_request(
+        &self,
+        request: ClientRequest,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<ServerResult, ErrorData> {
+        if let ClientRequest::SubscriptionsListenRequest(listen) = &request {
+            self.0.shared.watching().await;
+            let registry = self.0.shared.registry();
+            let uris = listen
+                .params
+                .notifications
+                .resource_subscriptions
+                .iter()
+                .flatten();
+            for uri in uris {
+                if !registry.serves(uri).await {
+                    return Err(error(RequestError::NotFound(uri.clone())));
+                }
             }
         }
-    });
-    Some((tx, task))
-}
+        let method = request.method().to_owned();
+        let subject = match &request {
+            ClientRequest::ReadResourceRequest(r) => r.params.uri.clone(),
+            ClientRequest::SubscribeRequest(r) => r.params.uri.clone(),
+            ClientRequest::CallToolRequest(r) => r.params.name.to_string(),
+            ClientRequest::GetPromptRequest(r) => r.params.name.clone(),
+            _ => String::new(),
+        };
+        let start = std::time::Instant::now();
+        let result = self.0.handle_request(request, cx).await;
+        let outcome = match &result {
+            Ok(ServerResult::CallToolResult(r)) if r.is_error == Some(true) => "tool error".into(),
+            Ok(_) => "ok".to_owned(),
+            Err(e) => format!("error {}", e.code.0),
+        };
+        tracing::info!(
+            "{method} {subject} {:.1} ms {outcome}",
+            start.elapsed().as_secs_f64() * 1000.0
+        );
+        result
+    }
 
-fn completion(c: Completion) -> CompleteResult {
-    let total = c.total.map(|t| u32::try_from(t).unwrap_or(u32::MAX));
-    let info = CompletionInfo::with_pagination(c.values, total, c.has_more).unwrap_or_default();
-    CompleteResult::new(info)
+    fn handle_notification(
+        &self,
+        notification: ClientNotification,
+        cx: NotificationContext<RoleServer>,
+    ) -> impl Future<Output = Result<(), ErrorData>> + Send + '_ {
+        self.0.handle_notification(notification, cx)
+    }
+
+    fn get_info(&self) -> ServerConfig {
+        rmcp::Service::<RoleServer>::get_info(&self.0)
+    }
+
+    fn supported_protocol_versions(
+        &self,
+    ) -> std::borrow::Cow<'static, [rmcp::model::ProtocolVersion]> {
+        rmcp::Service::<RoleServer>::supported_protocol_versions(&self.0)
+    }
 }
 
 impl ServerHandler for Handler {
     fn get_info(&self) -> ServerConfig {
-        self.snapshot().info.clone()
+        self.shared.snapshot().info.clone()
     }
 
     async fn on_initialized(&self, cx: NotificationContext<RoleServer>) {
-        *lock(&self.shared.legacy_peer) = Some(cx.peer);
+        self.session.set_peer(cx.peer);
     }
 
     async fn subscribe(
@@ -442,11 +166,14 @@ impl ServerHandler for Handler {
         params: SubscribeRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        lock(&self.shared.subscriptions).insert(params.uri);
-        let mut peer = lock(&self.shared.legacy_peer);
-        if peer.is_none() {
-            *peer = Some(cx.peer);
+        // Answered only once the watch that sees this URI's changes is in place, and only for
+        // a URI the server would read.
+        self.shared.watching().await;
+        if !self.shared.registry().serves(&params.uri).await {
+            return Err(error(RequestError::NotFound(params.uri)));
         }
+        self.session.subscribe(params.uri);
+        self.session.set_peer_if_none(cx.peer);
         Ok(())
     }
 
@@ -455,7 +182,7 @@ impl ServerHandler for Handler {
         params: UnsubscribeRequestParams,
         _cx: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        lock(&self.shared.subscriptions).remove(&params.uri);
+        self.session.unsubscribe(&params.uri);
         Ok(())
     }
 
@@ -469,11 +196,12 @@ impl ServerHandler for Handler {
     }
 
     async fn listen(&self, cx: SubscriptionContext) -> Result<(), ErrorData> {
+        // `Gate` checked the URIs and waited for the watcher before rmcp acknowledged.
         let sink = cx.sink().clone();
         let id = sink.id().clone();
-        lock(&self.shared.listens).push(sink);
+        self.session.add_listen(sink);
         cx.cancelled().await;
-        lock(&self.shared.listens).retain(|s| s.id() != &id);
+        self.session.remove_listen(&id);
         Ok(())
     }
 
@@ -482,7 +210,7 @@ impl ServerHandler for Handler {
         params: SetLevelRequestParams,
         _cx: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        *lock(&self.shared.log_level) = params.level;
+        self.session.set_log_level(params.level);
         Ok(())
     }
 
@@ -491,7 +219,7 @@ impl ServerHandler for Handler {
         params: Option<PaginatedRequestParams>,
         cx: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let snap = self.snapshot();
+        let snap = self.shared.snapshot();
         let all = snap.registry.list_resources().await.map_err(error)?;
         let page = one_page(&snap, &cx, &params, &all, resource)?;
         let mut result = ListResourcesResult::with_all_items(page.items);
@@ -505,7 +233,7 @@ impl ServerHandler for Handler {
         params: Option<PaginatedRequestParams>,
         cx: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        let snap = self.snapshot();
+        let snap = self.shared.snapshot();
         let all = snap.registry.templates();
         let page = one_page(&snap, &cx, &params, &all, |t| {
             let mut rt = ResourceTemplate::new(&t.uri_template, &t.name);
@@ -524,7 +252,7 @@ impl ServerHandler for Handler {
         params: ReadResourceRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let snap = self.snapshot();
+        let snap = self.shared.snapshot();
         let registry = &snap.registry;
         // A cancelled read stops here: dropping it kills a command template's process group
         // (rmcp sends no answer for a cancelled request).
@@ -544,7 +272,7 @@ impl ServerHandler for Handler {
         params: CompleteRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        let snap = self.snapshot();
+        let snap = self.shared.snapshot();
         if snap.info.capabilities.completions.is_none() {
             return Err(ErrorData::method_not_found::<
                 rmcp::model::CompleteRequestMethod,
@@ -579,7 +307,7 @@ impl ServerHandler for Handler {
         params: Option<PaginatedRequestParams>,
         cx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let snap = self.snapshot();
+        let snap = self.shared.snapshot();
         if snap.info.capabilities.tools.is_none() {
             return Err(ErrorData::method_not_found::<
                 rmcp::model::ListToolsRequestMethod,
@@ -597,7 +325,7 @@ impl ServerHandler for Handler {
         params: CallToolRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let snap = self.snapshot();
+        let snap = self.shared.snapshot();
         if snap.info.capabilities.tools.is_none() {
             return Err(ErrorData::method_not_found::<
                 rmcp::model::CallToolRequestMethod,
@@ -621,7 +349,7 @@ impl ServerHandler for Handler {
             // wait forever: give up on it rather than on the answer.
             tokio::select! {
                 _ = &mut task => {}
-                _ = self.shared.closing.cancelled() => task.abort(),
+                _ = self.session.closing.cancelled() => task.abort(),
             }
         }
         let mut result = tool_result(result.map_err(error)?);
@@ -634,7 +362,7 @@ impl ServerHandler for Handler {
         params: Option<PaginatedRequestParams>,
         cx: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        let snap = self.snapshot();
+        let snap = self.shared.snapshot();
         if snap.info.capabilities.prompts.is_none() {
             return Err(ErrorData::method_not_found::<
                 rmcp::model::ListPromptsRequestMethod,
@@ -652,7 +380,7 @@ impl ServerHandler for Handler {
         params: GetPromptRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let snap = self.snapshot();
+        let snap = self.shared.snapshot();
         if snap.info.capabilities.prompts.is_none() {
             return Err(ErrorData::method_not_found::<
                 rmcp::model::GetPromptRequestMethod,
@@ -687,22 +415,41 @@ impl ServerHandler for Handler {
 const EOF_GRACE: Duration = Duration::from_millis(650);
 
 /// Serves `registry` on stdin/stdout until stdin closes (or SIGTERM), then returns within ~1 s.
-pub async fn serve_stdio(registry: Registry) -> anyhow::Result<()> {
-    serve(registry, std::io::stdin(), std::io::stdout()).await
+pub(crate) async fn serve_stdio(registry: Registry) -> anyhow::Result<()> {
+    serve(
+        registry,
+        std::io::stdin(),
+        std::io::stdout(),
+        terminate_signal(),
+    )
+    .await
 }
 
-/// Serves on any byte streams. Returns when the input ends.
-pub async fn serve<R, W>(registry: Registry, input: R, output: W) -> anyhow::Result<()>
+/// Serves one session on any byte streams until the input ends or `shutdown` completes; then
+/// every process a tool started is killed and everything answered is written.
+pub(crate) async fn serve<R, W>(
+    registry: Registry,
+    input: R,
+    output: W,
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<()>
 where
     R: Read + Send + 'static,
     W: Write + Send + 'static,
 {
+    let children = registry.children.clone();
     // However serving ends, no child outlives it: every process group a tool started is killed.
-    let _children = KillChildrenOnExit;
+    let _children = scopeguard(move || children.kill_all());
     let eof = CancellationToken::new();
     let output = Output::start(output);
     let transport = LineTransport::new(input, &output, eof.clone());
-    let handler = Handler::new(registry, eof.clone());
+    let shared = Shared::new(registry);
+    let handler = Gate(Handler {
+        session: shared.open_session(eof.clone()),
+        shared: shared.clone(),
+    });
+    let watching = tokio::spawn(shared.clone().watch_loop());
+    let _stop_watching = scopeguard(move || watching.abort());
     let running = match handler.serve(transport).await {
         Ok(r) => r,
         // The client went away before it started a session: a clean exit.
@@ -713,7 +460,6 @@ where
         Err(e) => return Err(anyhow::anyhow!("the MCP session did not start: {e}")),
     };
     let service_ct = running.cancellation_token();
-    let watching = tokio::spawn(watch_loop(running.service().clone()));
     let mut waiting = std::pin::pin!(running.waiting());
     tokio::select! {
         _ = &mut waiting => {}
@@ -722,120 +468,30 @@ where
             // answers): what is running gets a moment to finish. Then every tool's process
             // group goes, and we stop, within the 1 s a client allows.
             if tokio::time::timeout(EOF_GRACE, &mut waiting).await.is_err() {
-                crate::tools::kill_all();
+                shared.registry().children.kill_all();
                 if tokio::time::timeout(Duration::from_millis(100), &mut waiting).await.is_err() {
                     service_ct.cancel();
                 }
             }
         }
-        _ = terminate_signal() => service_ct.cancel(),
+        _ = shutdown => service_ct.cancel(),
     }
-    watching.abort();
     // Everything answered is written before we return (the process exits right after).
     output.finish(Duration::from_millis(200)).await;
     Ok(())
 }
 
-/// Watches the manifest and the sources' folders, and turns debounced changes into
-/// `notifications/resources/updated` (for subscribed URIs) and `*/list_changed`.
-async fn watch_loop(handler: Handler) {
-    let (mut watcher, mut rx) = match Watcher::new(DEBOUNCE) {
-        Ok(w) => w,
-        Err(e) => {
-            tracing::warn!("file watching is off: {e}");
-            return;
-        }
-    };
-    let registry = handler.registry();
-    if let Ok(dirs) = blocking(move || registry.watch_dirs_blocking()).await {
-        watcher.set_dirs(dirs);
-    }
-    tracing::debug!("watching {} folders", watcher.watched());
-    while let Some(mut batch) = rx.recv().await {
-        while let Ok(more) = rx.try_recv() {
-            batch.extend(more);
-        }
-        let before = handler.registry();
-        let manifest = before.manifest_path();
-        let reloaded = batch.iter().any(|c| c.path == manifest) && handler.reload(&before).await;
-        let registry = handler.registry();
-        let changes = Arc::new(batch);
-        let (r, c) = (registry.clone(), changes.clone());
-        let effect = blocking(move || r.apply_changes_blocking(&c))
-            .await
-            .unwrap_or_default();
-        if effect.list_changed && !reloaded {
-            handler
-                .list_changed(ListChanged {
-                    resources: true,
-                    ..ListChanged::default()
-                })
-                .await;
-        }
-        let paths: Vec<&Path> = changes.iter().map(|c| c.path.as_path()).collect();
-        for uri in handler.subscribed() {
-            if registry.affected(&uri, &paths) {
-                handler.resource_updated(&uri).await;
-            }
-        }
-        if effect.rewatch || reloaded {
-            let r = registry.clone();
-            if let Ok(dirs) = blocking(move || r.watch_dirs_blocking()).await {
-                watcher.set_dirs(dirs);
+/// Runs `f` when dropped, however the scope is left.
+fn scopeguard(f: impl FnOnce()) -> impl Drop {
+    struct Guard<F: FnOnce()>(Option<F>);
+    impl<F: FnOnce()> Drop for Guard<F> {
+        fn drop(&mut self) {
+            if let Some(f) = self.0.take() {
+                f();
             }
         }
     }
-}
-
-/// What `resources/list` and `resources/templates/list` would answer, to compare two registries.
-async fn listing(r: &Registry) -> (Vec<String>, Vec<crate::providers::TemplateInfo>) {
-    let list = r
-        .list_resources()
-        .await
-        .unwrap_or_default()
-        .into_iter()
-        .map(|x| x.uri)
-        .collect();
-    (list, r.templates())
-}
-
-impl Handler {
-    /// Re-reads the manifest after an edit. A valid one replaces the registry and the matching
-    /// `list_changed` notifications go out; an invalid one is logged and the old one stays.
-    async fn reload(&self, old: &Arc<Registry>) -> bool {
-        let m = &old.manifest;
-        let built = match crate::manifest::load(&m.path, &m.file) {
-            Ok(checked) => Registry::build(checked).await,
-            Err(d) => Err(d),
-        };
-        let new = match built {
-            Ok(r) => Arc::new(r),
-            Err(d) => {
-                self.log_error(&format!(
-                    "the edited manifest is invalid; still serving the previous one:\n{d}"
-                ))
-                .await;
-                return false;
-            }
-        };
-        let which = ListChanged {
-            resources: listing(old).await != listing(&new).await,
-            tools: old.tools() != new.tools(),
-            prompts: format!("{:?}", old.manifest.prompts) != format!("{:?}", new.manifest.prompts),
-        };
-        tracing::info!("manifest reloaded: {}", m.file);
-        self.replace(new);
-        self.list_changed(which).await;
-        true
-    }
-}
-
-struct KillChildrenOnExit;
-
-impl Drop for KillChildrenOnExit {
-    fn drop(&mut self) {
-        crate::tools::kill_all();
-    }
+    Guard(Some(f))
 }
 
 #[cfg(unix)]

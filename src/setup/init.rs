@@ -529,7 +529,7 @@ pub(crate) async fn check_text(text: &str, dir: &Path) -> Result<Registry, Strin
     let env = |name: &str| std::env::var(name).ok();
     let manifest = crate::manifest::load_str(text, MANIFEST, &path, dir, &env)
         .map_err(|d| d.to_string().trim_end().to_owned())?;
-    Registry::build(manifest)
+    Registry::build(manifest, crate::process::Children::new())
         .await
         .map_err(|d| d.to_string().trim_end().to_owned())
 }

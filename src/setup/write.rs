@@ -46,7 +46,7 @@ pub(crate) fn create_new(path: &Path, bytes: &[u8]) -> io::Result<()> {
     }
 }
 
-/// A copy of `path` beside it, named `FILE.bak-YYYYMMDD-HHMMSS` (with `-N` when taken), made
+/// A copy of `path` beside it, named `FILE.bak-YYYYMMDD-HHMMSS` (UTC; `-N` added when taken), made
 /// before an edit. `None` when there is no file to back up.
 pub(crate) fn backup(path: &Path) -> io::Result<Option<PathBuf>> {
     let target = write_target(path)?;
@@ -55,7 +55,8 @@ pub(crate) fn backup(path: &Path) -> io::Result<Option<PathBuf>> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
     };
-    let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S");
+    let stamp =
+        chrono::DateTime::<chrono::Utc>::from(std::time::SystemTime::now()).format("%Y%m%d-%H%M%S");
     let name = target
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

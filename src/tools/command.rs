@@ -3,22 +3,24 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::Arc;
 
 use serde_json::{Map, Value as Json};
 
+use crate::argv::{self, Argv, Piece};
 use crate::manifest::expand::{format_duration, format_size};
 use crate::manifest::{self, Diagnostics, Exec, OutputKind};
-use crate::tools::argv::{self, Argv, Piece};
-use crate::tools::params::Params;
-use crate::tools::process::{self, Ending, ProcessOutcome, ProcessSpec};
+use crate::params::{Noun, Params};
+use crate::process::{self, Children, Ending, ProcessOutcome, ProcessSpec};
 use crate::tools::{CallContext, Hints, ToolContent, ToolInfo, ToolResult};
 
 /// Lines of stderr quoted in an error result.
 const STDERR_LINES: usize = 20;
 
 /// A tool ready to be called.
-pub struct ShellTool {
+pub(crate) struct ShellTool {
     def: manifest::Tool,
+    children: Arc<Children>,
     params: Params,
     exec: Compiled,
     output_schema: Option<jsonschema::Validator>,
@@ -41,10 +43,14 @@ impl fmt::Debug for ShellTool {
 impl ShellTool {
     /// Checks what needs more than the manifest text: placeholders against the parameters, the
     /// working directory, the output schema. Problems go to `diags` with the manifest's place.
-    pub fn build(def: &manifest::Tool, diags: &mut Diagnostics) -> Option<ShellTool> {
+    pub fn build(
+        def: &manifest::Tool,
+        children: &Arc<Children>,
+        diags: &mut Diagnostics,
+    ) -> Option<ShellTool> {
         let name = &def.name;
         let before = diags.items.len();
-        let params = match Params::new(&def.params) {
+        let params = match Params::new(&def.params, Noun::Argument) {
             Ok(p) => Some(p),
             Err(errors) => {
                 for (loc, m) in errors {
@@ -117,6 +123,7 @@ impl ShellTool {
         };
         Some(ShellTool {
             def: def.clone(),
+            children: children.clone(),
             params,
             exec,
             output_schema,
@@ -134,10 +141,17 @@ impl ShellTool {
 
     /// Calls the tool. Every failure is an `is_error` result whose text says what happened.
     pub async fn call(&self, args: &Map<String, Json>, cx: CallContext) -> ToolResult {
-        let values = match self.params.bind(args) {
-            Ok(v) => v,
-            Err(e) => return ToolResult::error(e),
+        let values: HashMap<String, argv::Value> = match self.params.bind_json(args) {
+            Ok(v) => v.into_iter().map(|(k, t)| (k, t.to_argv())).collect(),
+            Err(problems) => {
+                return ToolResult::error(format!("invalid arguments:\n{}", problems.join("\n")));
+            }
         };
+        if let Some(name) = argv::with_nul(&values) {
+            return ToolResult::error(format!(
+                "invalid arguments:\nargument `{name}` holds a NUL character, which cannot be passed to a program"
+            ));
+        }
         match process::run(self.spec(&values), cx.cancel, cx.progress).await {
             Ok(outcome) => self.result(outcome),
             Err(e) => ToolResult::error(format!("tool `{}` could not start: {e}", self.def.name)),
@@ -170,6 +184,7 @@ impl ShellTool {
             env,
             timeout: self.def.timeout,
             max_output: self.def.max_output,
+            children: self.children.clone(),
         }
     }
 

@@ -1,16 +1,8 @@
-//! Tools: the plain types a tool call answers with (no MCP types here), the manifest's shell-backed
-//! tools, and the ONLY code in the crate that starts processes (`process.rs`).
-//!
-//! - `argv.rs`: `{param}` brace rules; a `command` array → argv for given values (pure).
-//! - `params.rs`: parameters → `inputSchema`; arguments checked and turned into text (pure).
-//! - `process.rs`: the spawner: process groups, timeout, output cap, cancellation, progress,
-//!   and `kill_all` for shutdown.
-//! - `command.rs`: `ShellTool`, one `[tools.NAME]`: build-time checks, listing, calling.
+//! Tools: the plain types a tool call answers with (no MCP types here) and the manifest's
+//! shell-backed tools (`command.rs`: `ShellTool`, one `[tools.NAME]`: build-time checks,
+//! listing, calling through `crate::process`, arguments checked by `crate::params`).
 
-pub mod argv;
-pub mod command;
-pub mod params;
-pub mod process;
+pub(crate) mod command;
 
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
@@ -18,8 +10,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::providers::Contents;
 
-pub use command::ShellTool;
-pub use process::{Progress, kill_all};
+pub(crate) use crate::process::Progress;
+pub(crate) use command::ShellTool;
 
 /// What a call may be stopped by and where its progress goes.
 #[derive(Debug, Clone, Default)]

@@ -1,11 +1,15 @@
 //! The one integration-test binary: the real `mcp-manifest` binary driven over pipes, with
 //! fixtures (file trees, databases, repositories) built in temp dirs by code.
 
+// Tests start the binary, git and sqlite3 themselves.
+#![allow(clippy::disallowed_methods)]
+
 mod support;
 
 mod cli;
 mod files;
 mod git;
+mod hygiene;
 mod manifest_errors;
 mod prompts;
 mod protocol;

@@ -12,6 +12,13 @@ fn diagnose(text: &str) -> Vec<String> {
 
 #[test]
 fn unknown_key_suggests_the_close_one() {
+    // Through the real binary once: `check` exits 1 with the lines and a summary.
+    let f = Fixture::new();
+    f.write("docs/a.md", "# a\n");
+    assert_eq!(
+        f.diagnose_with_binary("[files.docs]\nroot = \"docs\"\ninlcude = [\"*.md\"]\n"),
+        ["bad.toml:3:1: unknown key `inlcude`, did you mean `include`?"]
+    );
     assert_eq!(
         diagnose("[files.docs]\nroot = \"docs\"\ninlcude = [\"*.md\"]\n"),
         ["bad.toml:3:1: unknown key `inlcude`, did you mean `include`?"]

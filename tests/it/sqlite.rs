@@ -351,7 +351,7 @@ fn bad_parameters_are_invalid_params_naming_the_parameter() {
     for (uri, says) in [
         (
             "sqlite://shop/queries/top_customers?limit=ten",
-            "parameter `limit` must be an integer, got `ten`",
+            "query `top_customers`: parameter `limit` must be an integer, got \"ten\"",
         ),
         (
             "sqlite://shop/queries/top_customers?limit=1.5",
@@ -371,15 +371,15 @@ fn bad_parameters_are_invalid_params_naming_the_parameter() {
         ),
         (
             "sqlite://shop/queries/pick?kind=c",
-            "parameter `kind` must be one of a, b",
+            "parameter `kind` must be one of \"a\", \"b\", got \"c\"",
         ),
         (
             "sqlite://shop/queries/by_name",
-            "query `by_name` needs parameter `name`",
+            "query `by_name`: missing required parameter `name` (a string)",
         ),
         (
             "sqlite://shop/queries/by_name?nam=bob",
-            "query `by_name` has no parameter `nam`; it takes: name",
+            "query `by_name`: unknown parameter `nam`; the parameters are: `name`",
         ),
         (
             "sqlite://shop/queries/by_name?name=a&name=b",
@@ -442,7 +442,7 @@ fn injection_values_are_data() {
     ] {
         let uri = format!(
             "sqlite://t/queries/find?name={}",
-            mcp_manifest::providers::encode_component(value)
+            crate::support::encode_component(value)
         );
         let r = read_json(&mut s, &uri);
         assert_eq!(r["rows"][0]["n"], matches, "{:.40}", value);
@@ -792,9 +792,8 @@ fn a_subscribed_table_is_updated_when_the_database_changes() {
     f.manifest("[sqlite.live]\npath = \"live.db\"\n");
     let mut s = f.serve().started();
     let uri = "sqlite://live/tables/t";
+    // Answered once the database's folder is watched.
     s.ok("resources/subscribe", json!({"uri": uri}));
-    s.ok("ping", json!({}));
-    std::thread::sleep(Duration::from_millis(300));
     make_db(&db, "INSERT INTO t VALUES ('two');");
     s.wait_for(|v| v["method"] == "notifications/resources/updated" && v["params"]["uri"] == uri);
     assert_eq!(

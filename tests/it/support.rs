@@ -2,7 +2,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
@@ -70,9 +70,23 @@ impl Fixture {
             .expect("run mcp-manifest")
     }
 
-    /// Runs `check` on `text` (written as `bad.toml` in the fixture), which must fail, and returns
-    /// its diagnostics: stderr lines without the closing summary. Nothing may go to stdout.
+    /// What `check` reports for `text` (written as `bad.toml` in the fixture), which must fail:
+    /// its diagnostics, the fixture's folder cut from the file names. Checked in-process (the same
+    /// code `check` runs); `diagnose_with_binary` goes through the real binary.
     pub fn diagnose(&self, text: &str) -> Vec<String> {
+        let path = self.write("bad.toml", text);
+        let lines = runtime().block_on(mcp_manifest::cli::diagnostics(&path));
+        assert!(!lines.is_empty(), "check should fail");
+        let prefix = format!("{}/", self.root().display());
+        lines
+            .into_iter()
+            .map(|l| l.strip_prefix(&prefix).map(str::to_owned).unwrap_or(l))
+            .collect()
+    }
+
+    /// `diagnose` through the real binary: `check bad.toml` must exit 1, print nothing on stdout,
+    /// and end stderr with a summary line.
+    pub fn diagnose_with_binary(&self, text: &str) -> Vec<String> {
         self.write("bad.toml", text);
         let out = self.run(&["check", "bad.toml"]);
         assert_eq!(
@@ -114,8 +128,15 @@ impl Fixture {
         (out, closed.elapsed())
     }
 
-    /// Starts `mcp-manifest serve` on the fixture's manifest.
+    /// Serves the fixture's manifest in-process (the library's `serve` on pipes, on a thread of
+    /// its own), as the binary would.
     pub fn serve(&self) -> Server {
+        Server::in_process(&self.path("mcp-server.toml"))
+    }
+
+    /// Starts the real binary (`mcp-manifest serve`) on the fixture's manifest: for what only a
+    /// process shows (exit status, signals, stderr).
+    pub fn serve_process(&self) -> Server {
         Server::start(&self.path("mcp-server.toml"), &self.root())
     }
 }
@@ -131,8 +152,11 @@ pub fn stderr(o: &Output) -> String {
 /// The binary serving MCP over pipes. Lines it writes are parsed as JSON; anything that is not
 /// JSON on stdout fails the test (stdout must carry only protocol messages).
 pub struct Server {
-    pub child: Child,
-    stdin: Option<ChildStdin>,
+    /// The process, when it is one (`Fixture::serve_process`).
+    pub child: Option<Child>,
+    /// Ends an in-process server (dropping it stops `serve`).
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    stdin: Option<Box<dyn Write + Send>>,
     lines: Receiver<Value>,
     /// Messages received while waiting for something else.
     pending: Vec<Value>,
@@ -151,21 +175,37 @@ impl Server {
             .spawn()
             .expect("spawn mcp-manifest serve");
         let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = channel();
+        let stdin = child.stdin.take().expect("stdin");
+        Server {
+            stdin: Some(Box::new(stdin)),
+            child: Some(child),
+            stop: None,
+            lines: read_lines(stdout),
+            pending: Vec::new(),
+            next_id: 1,
+        }
+    }
+
+    /// `serve` in this process, on pipes, on a thread with its own runtime (as `main` runs it).
+    pub fn in_process(manifest: &Path) -> Server {
+        let (input, to_server) = std::io::pipe().expect("pipe");
+        let (from_server, output) = std::io::pipe().expect("pipe");
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let manifest = manifest.to_path_buf();
         std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                let v: Value = serde_json::from_str(&line)
-                    .unwrap_or_else(|e| panic!("stdout carried a non-JSON line ({e}): {line:?}"));
-                if tx.send(v).is_err() {
-                    break;
-                }
-            }
+            let shutdown = async {
+                let _ = stopped.await;
+            };
+            let code = runtime().block_on(mcp_manifest::cli::serve_streams(
+                &manifest, input, output, shutdown,
+            ));
+            assert_eq!(code, 0, "serve failed");
         });
         Server {
-            stdin: child.stdin.take(),
-            child,
-            lines: rx,
+            stdin: Some(Box::new(to_server)),
+            child: None,
+            stop: Some(stop),
+            lines: read_lines(from_server),
             pending: Vec::new(),
             next_id: 1,
         }
@@ -218,12 +258,9 @@ impl Server {
         self.wait_for(move |v| v.get("id") == Some(&id) && v.get("method").is_none())
     }
 
-    /// Whether any message arrives within `wait` (used to check that nothing is sent).
-    pub fn quiet_for(&mut self, wait: Duration) -> Option<Value> {
-        if let Some(v) = self.pending.pop() {
-            return Some(v);
-        }
-        self.lines.recv_timeout(wait).ok()
+    /// Messages received while waiting for others, not taken yet.
+    pub fn pending(&self) -> &[Value] {
+        &self.pending
     }
 
     pub fn fresh_id(&mut self) -> i64 {
@@ -280,13 +317,17 @@ impl Server {
 
     /// Waits for the process to exit and returns how long that took.
     pub fn wait_exit(&mut self, limit: Duration) -> Duration {
+        let child = self
+            .child
+            .as_mut()
+            .expect("a server process (Fixture::serve_process)");
         let start = Instant::now();
         loop {
-            if let Some(_status) = self.child.try_wait().expect("try_wait") {
+            if let Some(_status) = child.try_wait().expect("try_wait") {
                 return start.elapsed();
             }
             if start.elapsed() > limit {
-                let _ = self.child.kill();
+                let _ = child.kill();
                 panic!("the server did not exit within {limit:?}");
             }
             std::thread::sleep(Duration::from_millis(5));
@@ -296,9 +337,39 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        if let Some(child) = &mut self.child {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
     }
+}
+
+/// A runtime like the binary's: one thread, IO and timers.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime")
+}
+
+/// The server's output, line by line, each parsed as JSON: anything that is not JSON on the
+/// protocol stream fails the test.
+fn read_lines(out: impl std::io::Read + Send + 'static) -> Receiver<Value> {
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines() {
+            let Ok(line) = line else { break };
+            let v: Value = serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("stdout carried a non-JSON line ({e}): {line:?}"));
+            if tx.send(v).is_err() {
+                break;
+            }
+        }
+    });
+    rx
 }
 
 pub fn modern_meta() -> Value {
@@ -328,4 +399,18 @@ pub fn list_all(server: &mut Server, method: &str, key: &str) -> (Vec<Value>, us
         }
         assert!(pages < 10_000, "pagination does not end");
     }
+}
+
+/// Percent-encodes all but RFC 3986's unreserved characters (how a client puts a value in one URI
+/// segment or query value).
+pub fn encode_component(text: &str) -> String {
+    let mut out = String::new();
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }

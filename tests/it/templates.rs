@@ -458,10 +458,7 @@ mime_type = "text/x-report"
     assert_eq!(text(&mut s, "parts://x"), "[]");
     // Values are argv elements: nothing reaches a shell.
     let hostile = "$(touch pwned); rm -rf x `touch pwned2` | tee pwned3";
-    let uri = format!(
-        "echo://{}",
-        mcp_manifest::providers::encode_component(hostile)
-    );
+    let uri = format!("echo://{}", crate::support::encode_component(hostile));
     assert_eq!(text(&mut s, &uri), format!("{hostile}|"));
     for made in ["pwned", "pwned2", "pwned3", "sub/pwned"] {
         assert!(!f.path(made).exists(), "{made}");

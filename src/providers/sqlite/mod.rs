@@ -18,8 +18,6 @@ mod rows;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use regex::Regex;
-use serde_json::Value;
 use sqlx::{
     AssertSqlSafe, ConnectOptions as _, Connection as _, Executor as _, SqlSafeStr as _,
     SqliteConnection, Statement as _,
@@ -29,9 +27,14 @@ use pool::{Pool, options};
 use rows::{Rows, collect};
 
 use super::sql::{self, NamedSql, Problem, quote_ident};
-use super::{Completion, Contents, RequestError, ResourceInfo, TemplateInfo, encode_component};
+use super::{
+    BoxFut, ChangeEffect, Completion, CompletionRequest, Contents, Database, RequestError,
+    ResourceInfo, Source, SqlCheck, TemplateInfo, encode_component, ready,
+};
 use crate::manifest::expand::format_duration;
-use crate::manifest::{self, Diagnostics, Loc, ParamType, type_phrase};
+use crate::manifest::{self, Diagnostics, Loc, ParamType};
+use crate::params::{Noun, Params, Typed};
+use crate::watch::Change;
 
 const JSON: &str = "application/json";
 /// Rows of `pragma_table_list` for what `table_names` lists, by the name bound as `?2`.
@@ -43,7 +46,7 @@ const LISTED_TABLE_COUNT: &str = "SELECT count(*) FROM pragma_table_list(?1) WHE
 
 /// The live sqlite source.
 #[derive(Debug)]
-pub struct SqliteSource {
+pub(crate) struct SqliteSource {
     pub name: String,
     /// Canonical path of the database file.
     path: PathBuf,
@@ -63,35 +66,17 @@ struct NamedQuery {
     name: String,
     description: Option<String>,
     sql: Arc<str>,
-    params: Vec<QueryParam>,
-}
-
-/// A declared parameter of a named query, ready to convert values from a URI.
-#[derive(Debug)]
-struct QueryParam {
-    name: String,
-    ty: ParamType,
-    default: Option<Bound>,
-    enum_values: Option<Vec<Bound>>,
-    minimum: Option<f64>,
-    maximum: Option<f64>,
-    pattern: Option<Regex>,
-}
-
-/// A value bound to a SQL parameter.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Bound {
-    Null,
-    Integer(i64),
-    Real(f64),
-    Text(String),
+    params: Params,
 }
 
 impl SqliteSource {
     /// Builds the source: the file must exist and be a database, and every named query must
     /// compile as one reading statement whose `:name` parameters are exactly the declared ones.
     /// Opens one connection for these checks and closes it; serving opens its own on first use.
-    pub async fn build(def: &manifest::Sqlite, diags: &mut Diagnostics) -> Option<SqliteSource> {
+    pub(crate) async fn build(
+        def: &manifest::Sqlite,
+        diags: &mut Diagnostics,
+    ) -> Option<SqliteSource> {
         let path = match tokio::fs::canonicalize(&def.path).await {
             Ok(p) => p,
             Err(e) => {
@@ -177,61 +162,13 @@ impl SqliteSource {
         })
     }
 
-    /// The database file (canonical). Its WAL is `<path>-wal`: a watcher looks at both.
-    pub fn db_path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Whether one of the changed `paths` is the database file or its WAL (`<path>-wal`).
-    pub fn changed_by(&self, paths: &[&Path]) -> bool {
+    /// Whether one of `changes` is the database file or its WAL (`<path>-wal`).
+    fn changed_by(&self, changes: &[Change]) -> bool {
         let mut wal = self.path.clone().into_os_string();
         wal.push("-wal");
-        paths
+        changes
             .iter()
-            .any(|p| *p == self.path || p.as_os_str() == wal.as_os_str())
-    }
-
-    /// Checks a `sql` template against the template's variables (the parameter names, in
-    /// binding order) and compiles it; `None` after reporting problems at `loc`.
-    pub async fn check_template_sql(
-        &self,
-        context: &str,
-        sql: &str,
-        loc: Loc,
-        uri: &str,
-        vars: &[&str],
-        diags: &mut Diagnostics,
-    ) -> Option<NamedSql> {
-        let mut check = match open_checked(&self.path).await {
-            Ok(c) => c,
-            Err(e) => {
-                diags.push(
-                    loc,
-                    format!(
-                        "{context} the database cannot be opened: {}",
-                        db_message(&e)
-                    ),
-                );
-                return None;
-            }
-        };
-        let named = check_sql(
-            &mut check,
-            context,
-            sql,
-            loc,
-            vars,
-            Names::TemplateVars(uri),
-            diags,
-        )
-        .await;
-        let _ = check.close().await;
-        named
-    }
-
-    /// Whether `uri` is under `sqlite://NAME/` (it may still be "not found").
-    pub fn owns(&self, uri: &str) -> bool {
-        uri.starts_with(&self.prefix)
+            .any(|c| c.is_rescan() || c.path == self.path || c.path.as_os_str() == wal.as_os_str())
     }
 
     fn table_template(&self) -> String {
@@ -239,13 +176,13 @@ impl SqliteSource {
     }
 
     fn query_template(&self, q: &NamedQuery) -> String {
-        let names: Vec<&str> = q.params.iter().map(|p| p.name.as_str()).collect();
+        let names: Vec<&str> = q.params.names().collect();
         format!("{}queries/{}{{?{}}}", self.prefix, q.name, names.join(","))
     }
 
     /// The schema, each table and view (when `tables`), and each query whose parameters all
     /// have defaults.
-    pub async fn list(&self) -> Result<Vec<ResourceInfo>, RequestError> {
+    async fn list_resources(&self) -> Result<Vec<ResourceInfo>, RequestError> {
         let mut out = Vec::new();
         let mut schema = ResourceInfo::new(
             format!("{}schema", self.prefix),
@@ -276,7 +213,7 @@ impl SqliteSource {
             }
         }
         for q in &self.queries {
-            if q.params.iter().all(|p| p.default.is_some()) {
+            if q.params.all_optional() {
                 let mut r = ResourceInfo::new(
                     format!("{}queries/{}", self.prefix, q.name),
                     format!("{}/queries/{}", self.name, q.name),
@@ -296,7 +233,7 @@ impl SqliteSource {
     }
 
     /// The table template (when `tables`) and one template per query with parameters.
-    pub fn templates(&self) -> Vec<TemplateInfo> {
+    fn template_infos(&self) -> Vec<TemplateInfo> {
         let mut out = Vec::new();
         if self.tables {
             out.push(TemplateInfo {
@@ -310,14 +247,7 @@ impl SqliteSource {
             });
         }
         for q in self.queries.iter().filter(|q| !q.params.is_empty()) {
-            let params: Vec<String> = q
-                .params
-                .iter()
-                .map(|p| match &p.default {
-                    Some(_) => format!("{} ({}, optional)", p.name, type_phrase(p.ty)),
-                    None => format!("{} ({})", p.name, type_phrase(p.ty)),
-                })
-                .collect();
+            let params = q.params.summary();
             out.push(TemplateInfo {
                 uri_template: self.query_template(q),
                 name: format!("{}/queries/{}", self.name, q.name),
@@ -332,14 +262,9 @@ impl SqliteSource {
         out
     }
 
-    /// Whether `template` is one of this source's URI templates.
-    pub fn has_template(&self, template: &str) -> bool {
-        self.templates().iter().any(|t| t.uri_template == template)
-    }
-
     /// Completes a variable of one of this source's templates: table names, or the values a
     /// query parameter allows (its `enum`, or true/false).
-    pub async fn complete(
+    async fn complete_var(
         &self,
         template: &str,
         var: &str,
@@ -364,20 +289,15 @@ impl SqliteSource {
                 "no resource template `{template}`"
             )));
         };
-        let Some(p) = q.params.iter().find(|p| p.name == var) else {
-            let names: Vec<&str> = q.params.iter().map(|p| p.name.as_str()).collect();
+        if !q.params.names().any(|n| n == var) {
+            let names: Vec<&str> = q.params.names().collect();
             return Err(unknown_variable(template, var, &names));
-        };
-        let candidates: Vec<String> = match (&p.enum_values, p.ty) {
-            (Some(values), _) => values.iter().map(Bound::to_text).collect(),
-            (None, ParamType::Boolean) => vec!["false".into(), "true".into()],
-            _ => Vec::new(),
-        };
-        Ok(Completion::from_candidates(candidates, prefix))
+        }
+        Ok(Completion::from_candidates(q.params.choices(var), prefix))
     }
 
     /// Reads `sqlite://NAME/schema`, `…/tables/T` or `…/queries/Q?…`.
-    pub async fn read(&self, uri: &str) -> Result<Contents, RequestError> {
+    async fn read_uri(&self, uri: &str) -> Result<Contents, RequestError> {
         let not_found = || RequestError::NotFound(uri.to_owned());
         let rest = uri.strip_prefix(&self.prefix).ok_or_else(not_found)?;
         if rest == "schema" {
@@ -415,22 +335,6 @@ impl SqliteSource {
         Ok(Contents {
             uri: uri.to_owned(),
             mime_type: Some(JSON.into()),
-            body: super::Body::Text(rows.to_json()),
-        })
-    }
-
-    /// Runs a `sql` template's statement with its bound values; JSON content like a query.
-    pub async fn read_sql(
-        &self,
-        uri: &str,
-        sql: &str,
-        args: &[Bound],
-        mime_type: Option<&str>,
-    ) -> Result<Contents, RequestError> {
-        let rows = self.fetch(sql, args).await?;
-        Ok(Contents {
-            uri: uri.to_owned(),
-            mime_type: Some(mime_type.unwrap_or(JSON).to_owned()),
             body: super::Body::Text(rows.to_json()),
         })
     }
@@ -478,7 +382,7 @@ impl SqliteSource {
             quote_ident(name)
         );
         let limit = i64::try_from(self.row_limit.saturating_add(1)).unwrap_or(i64::MAX);
-        let args = [Bound::Integer(limit), Bound::Text(name.to_owned())];
+        let args = [Typed::Integer(limit), Typed::Text(name.to_owned())];
         let result = collect(lease.conn(), &sql, &args, self.limit()).await;
         let timed_out = lease.timed_out();
         if matches!(&result, Ok(rows) if !rows.rows.is_empty()) {
@@ -503,7 +407,7 @@ impl SqliteSource {
 
     /// Runs one statement with bound values and keeps at most `row_limit` rows (reading one more
     /// to know whether there were more). Rows stream from SQLite, so a huge result is never loaded.
-    async fn fetch(&self, sql: &str, args: &[Bound]) -> Result<Rows, RequestError> {
+    async fn fetch(&self, sql: &str, args: &[Typed]) -> Result<Rows, RequestError> {
         let mut lease = self.pool.lease().await?;
         let result = collect(lease.conn(), sql, args, self.limit()).await;
         let timed_out = lease.timed_out();
@@ -545,146 +449,25 @@ fn unknown_variable(template: &str, var: &str, vars: &[&str]) -> RequestError {
 }
 
 impl NamedQuery {
-    /// The bound values for a query string: every declared parameter converted to its type,
-    /// defaults for the missing ones; unknown, repeated or missing required ones are errors.
-    fn arguments(&self, query: &str) -> Result<Vec<Bound>, RequestError> {
+    /// The bound values for a query string: every declared parameter converted to its type and
+    /// checked, defaults for the missing ones; unknown, repeated or missing required ones are
+    /// errors.
+    fn arguments(&self, query: &str) -> Result<Vec<Typed>, RequestError> {
         let mut given: Vec<(String, String)> = Vec::new();
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-            let bad = || {
-                RequestError::InvalidParams(format!(
+            let decoded = crate::uri::percent_decode(k).zip(crate::uri::percent_decode(v));
+            let Some((key, value)) = decoded else {
+                return Err(RequestError::InvalidParams(format!(
                     "query `{}`: `{pair}` is not a valid percent-encoded parameter",
                     self.name
-                ))
+                )));
             };
-            let key = crate::uri::percent_decode(k).ok_or_else(bad)?;
-            let value = crate::uri::percent_decode(v).ok_or_else(bad)?;
-            if !self.params.iter().any(|p| p.name == key) {
-                let names: Vec<&str> = self.params.iter().map(|p| p.name.as_str()).collect();
-                return Err(RequestError::InvalidParams(format!(
-                    "query `{}` has no parameter `{key}`; {}",
-                    self.name,
-                    if names.is_empty() {
-                        "it takes none".to_owned()
-                    } else {
-                        format!("it takes: {}", names.join(", "))
-                    }
-                )));
-            }
-            if given.iter().any(|(g, _)| *g == key) {
-                return Err(RequestError::InvalidParams(format!(
-                    "query `{}`: parameter `{key}` is given more than once",
-                    self.name
-                )));
-            }
             given.push((key, value));
         }
-        self.params
-            .iter()
-            .map(|p| match given.iter().find(|(k, _)| *k == p.name) {
-                Some((_, raw)) => p.convert(&self.name, raw),
-                None => p.default.clone().ok_or_else(|| {
-                    RequestError::InvalidParams(format!(
-                        "query `{}` needs parameter `{}` ({})",
-                        self.name,
-                        p.name,
-                        type_phrase(p.ty)
-                    ))
-                }),
-            })
-            .collect()
-    }
-}
-
-impl QueryParam {
-    /// Converts a value from the URI to the declared type and checks enum, bounds and pattern.
-    fn convert(&self, query: &str, raw: &str) -> Result<Bound, RequestError> {
-        let wrong = |why: String| {
-            RequestError::InvalidParams(format!("query `{query}`: parameter `{}` {why}", self.name))
-        };
-        let value = parse_text(self.ty, raw).ok_or_else(|| {
-            wrong(format!(
-                "must be {}, got `{raw}`{}",
-                type_phrase(self.ty),
-                if self.ty == ParamType::Boolean {
-                    " (write true, false, 1 or 0)"
-                } else {
-                    ""
-                }
-            ))
-        })?;
-        if let Some(allowed) = &self.enum_values
-            && !allowed.contains(&value)
-        {
-            let list: Vec<String> = allowed.iter().map(Bound::to_text).collect();
-            return Err(wrong(format!(
-                "must be one of {}, got `{raw}`",
-                list.join(", ")
-            )));
-        }
-        let number = match value {
-            Bound::Integer(i) => Some(i as f64),
-            Bound::Real(f) => Some(f),
-            _ => None,
-        };
-        if let (Some(n), Some(min)) = (number, self.minimum)
-            && n < min
-        {
-            return Err(wrong(format!("must be at least {min}, got {raw}")));
-        }
-        if let (Some(n), Some(max)) = (number, self.maximum)
-            && n > max
-        {
-            return Err(wrong(format!("must be at most {max}, got {raw}")));
-        }
-        if let (Bound::Text(s), Some(re)) = (&value, &self.pattern)
-            && !re.is_match(s)
-        {
-            return Err(wrong(format!("must match `{}`", re.as_str())));
-        }
-        Ok(value)
-    }
-}
-
-/// A value from a URI as `ty`: integers and numbers in Rust's syntax (finite only), booleans as
-/// `true`/`false`/`1`/`0` (bound as 1 or 0: SQLite has no boolean type).
-fn parse_text(ty: ParamType, raw: &str) -> Option<Bound> {
-    match ty {
-        ParamType::String | ParamType::Array => Some(Bound::Text(raw.to_owned())),
-        ParamType::Integer => raw.parse().ok().map(Bound::Integer),
-        ParamType::Number => raw
-            .parse::<f64>()
-            .ok()
-            .filter(|f| f.is_finite() && !raw.trim().is_empty())
-            .map(Bound::Real),
-        ParamType::Boolean => match raw.to_ascii_lowercase().as_str() {
-            "true" | "1" => Some(Bound::Integer(1)),
-            "false" | "0" => Some(Bound::Integer(0)),
-            _ => None,
-        },
-    }
-}
-
-/// A manifest value (a default or an enum entry, already type-checked) as `ty`.
-fn from_json(ty: ParamType, v: &Value) -> Option<Bound> {
-    match (ty, v) {
-        (ParamType::Integer, Value::Number(n)) => n.as_i64().map(Bound::Integer),
-        (ParamType::Number, Value::Number(n)) => n.as_f64().map(Bound::Real),
-        (ParamType::Boolean, Value::Bool(b)) => Some(Bound::Integer(i64::from(*b))),
-        (ParamType::String, Value::String(s)) => Some(Bound::Text(s.clone())),
-        _ => None,
-    }
-}
-
-impl Bound {
-    /// How the value reads in a URI (for completion and messages).
-    fn to_text(&self) -> String {
-        match self {
-            Bound::Null => String::new(),
-            Bound::Integer(i) => i.to_string(),
-            Bound::Real(f) => f.to_string(),
-            Bound::Text(s) => s.clone(),
-        }
+        self.params.bind_text(&given).map_err(|problems| {
+            RequestError::InvalidParams(format!("query `{}`: {}", self.name, problems.join("; ")))
+        })
     }
 }
 
@@ -694,9 +477,8 @@ fn query_params(
     context: &str,
     params: &[manifest::Param],
     diags: &mut Diagnostics,
-) -> Option<Vec<QueryParam>> {
+) -> Option<Params> {
     let mut ok = true;
-    let mut out = Vec::new();
     for p in params {
         if p.ty == ParamType::Array {
             diags.push(
@@ -709,22 +491,19 @@ fn query_params(
             ok = false;
             continue;
         }
-        // Defaults and enums were checked against the type when the manifest was loaded, and
-        // patterns compiled; a failure here only drops what the check already reported.
-        out.push(QueryParam {
-            name: p.name.clone(),
-            ty: p.ty,
-            default: p.default.as_ref().and_then(|d| from_json(p.ty, d)),
-            enum_values: p
-                .enum_values
-                .as_ref()
-                .map(|vs| vs.iter().filter_map(|v| from_json(p.ty, v)).collect()),
-            minimum: p.minimum,
-            maximum: p.maximum,
-            pattern: p.pattern.as_deref().and_then(|r| Regex::new(r).ok()),
-        });
     }
-    ok.then_some(out)
+    if !ok {
+        return None;
+    }
+    match Params::new(params, Noun::Parameter) {
+        Ok(p) => Some(p),
+        Err(errors) => {
+            for (loc, m) in errors {
+                diags.push(loc, format!("{context} {m}"));
+            }
+            None
+        }
+    }
 }
 
 /// Text checks (one reading statement, parameters are the declared names), then SQLite compiles
@@ -859,44 +638,133 @@ async fn open_checked(path: &Path) -> Result<SqliteConnection, sqlx::Error> {
     Ok(conn)
 }
 
-/// A template variable's value as a bound string, or NULL when the URI leaves it out.
-pub fn bound_text(value: Option<&str>) -> Bound {
-    match value {
-        Some(s) => Bound::Text(s.to_owned()),
-        None => Bound::Null,
+impl Source for SqliteSource {
+    fn owns(&self, uri: &str) -> bool {
+        uri.starts_with(&self.prefix)
+    }
+
+    fn list(self: Arc<Self>) -> BoxFut<Result<Vec<ResourceInfo>, RequestError>> {
+        Box::pin(async move { self.list_resources().await })
+    }
+
+    fn templates(&self) -> Vec<TemplateInfo> {
+        self.template_infos()
+    }
+
+    fn read(self: Arc<Self>, uri: String) -> BoxFut<Result<Contents, RequestError>> {
+        Box::pin(async move { self.read_uri(&uri).await })
+    }
+
+    /// The schema, a listed table, or a named query (its parameters are checked when read).
+    fn serves(self: Arc<Self>, uri: String) -> BoxFut<bool> {
+        Box::pin(async move {
+            let Some(rest) = uri.strip_prefix(&self.prefix) else {
+                return false;
+            };
+            if rest == "schema" {
+                return true;
+            }
+            if let Some(encoded) = rest.strip_prefix("tables/") {
+                let Some(table) = crate::uri::percent_decode(encoded) else {
+                    return false;
+                };
+                return self.tables
+                    && self
+                        .table_names()
+                        .await
+                        .is_ok_and(|names| names.iter().any(|(n, _)| *n == table));
+            }
+            rest.strip_prefix("queries/").is_some_and(|q| {
+                let name = q.split_once('?').map_or(q, |(n, _)| n);
+                self.queries.iter().any(|x| x.name == name)
+            })
+        })
+    }
+
+    fn complete(
+        self: Arc<Self>,
+        req: CompletionRequest,
+    ) -> BoxFut<Result<Completion, RequestError>> {
+        Box::pin(async move {
+            self.complete_var(&req.template, &req.var, &req.prefix)
+                .await
+        })
+    }
+
+    /// The database's folder: the file and its WAL change there.
+    fn watch_dirs(self: Arc<Self>) -> BoxFut<Vec<PathBuf>> {
+        let dirs = match self.path.parent() {
+            Some(dir) if self.watch => vec![dir.to_path_buf()],
+            _ => Vec::new(),
+        };
+        ready(dirs)
+    }
+
+    /// A database's tables can change too, but telling needs a query: the list is re-read on
+    /// the next `resources/list` either way.
+    fn apply_changes(self: Arc<Self>, _changes: Arc<[Change]>) -> BoxFut<ChangeEffect> {
+        ready(ChangeEffect::default())
+    }
+
+    fn affected(&self, uri: &str, changes: &[Change]) -> bool {
+        self.watch && uri.starts_with(&self.prefix) && self.changed_by(changes)
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+impl Database for SqliteSource {
+    fn name(&self) -> &str {
+        &self.name
+    }
 
-    #[test]
-    fn values_from_uris_convert_to_the_declared_type() {
-        assert_eq!(
-            parse_text(ParamType::Integer, "42"),
-            Some(Bound::Integer(42))
-        );
-        assert_eq!(
-            parse_text(ParamType::Integer, "-7"),
-            Some(Bound::Integer(-7))
-        );
-        assert_eq!(parse_text(ParamType::Integer, "4.2"), None);
-        assert_eq!(parse_text(ParamType::Integer, ""), None);
-        assert_eq!(parse_text(ParamType::Integer, "1; DROP TABLE t"), None);
-        assert_eq!(parse_text(ParamType::Number, "2.5"), Some(Bound::Real(2.5)));
-        assert_eq!(parse_text(ParamType::Number, "3"), Some(Bound::Real(3.0)));
-        assert_eq!(parse_text(ParamType::Number, "NaN"), None);
-        assert_eq!(parse_text(ParamType::Number, "inf"), None);
-        assert_eq!(
-            parse_text(ParamType::Boolean, "TRUE"),
-            Some(Bound::Integer(1))
-        );
-        assert_eq!(parse_text(ParamType::Boolean, "0"), Some(Bound::Integer(0)));
-        assert_eq!(parse_text(ParamType::Boolean, "yes"), None);
-        assert_eq!(
-            parse_text(ParamType::String, "' OR 1=1 --"),
-            Some(Bound::Text("' OR 1=1 --".into()))
-        );
+    fn check_template_sql<'a>(
+        &'a self,
+        check: SqlCheck<'a>,
+        diags: &'a mut Diagnostics,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Option<NamedSql>> + Send + 'a>> {
+        Box::pin(async move {
+            let mut conn = match open_checked(&self.path).await {
+                Ok(c) => c,
+                Err(e) => {
+                    diags.push(
+                        check.loc,
+                        format!(
+                            "{} the database cannot be opened: {}",
+                            check.context,
+                            db_message(&e)
+                        ),
+                    );
+                    return None;
+                }
+            };
+            let named = check_sql(
+                &mut conn,
+                check.context,
+                check.sql,
+                check.loc,
+                check.vars,
+                Names::TemplateVars(check.uri),
+                diags,
+            )
+            .await;
+            let _ = conn.close().await;
+            named
+        })
+    }
+
+    fn read_sql(
+        self: Arc<Self>,
+        uri: String,
+        sql: Arc<str>,
+        args: Vec<Typed>,
+        mime_type: Option<String>,
+    ) -> BoxFut<Result<Contents, RequestError>> {
+        Box::pin(async move {
+            let rows = self.fetch(&sql, &args).await?;
+            Ok(Contents {
+                uri,
+                mime_type: Some(mime_type.unwrap_or_else(|| JSON.to_owned())),
+                body: super::Body::Text(rows.to_json()),
+            })
+        })
     }
 }

@@ -11,22 +11,26 @@ use sqlx::{
     Statement as _, TypeInfo as _, ValueRef as _,
 };
 
-use super::Bound;
+use crate::params::Typed;
 
 /// One statement's rows, converted cell by cell.
 pub(super) async fn collect(
     conn: &mut SqliteConnection,
     sql: &str,
-    args: &[Bound],
+    args: &[Typed],
     limit: usize,
 ) -> Result<Rows, sqlx::Error> {
     let mut query = sqlx::query(AssertSqlSafe(sql.to_owned()));
     for a in args {
         query = match a {
-            Bound::Null => query.bind(None::<String>),
-            Bound::Integer(i) => query.bind(*i),
-            Bound::Real(f) => query.bind(*f),
-            Bound::Text(s) => query.bind(s.clone()),
+            Typed::Null => query.bind(None::<String>),
+            Typed::Integer(i) => query.bind(*i),
+            // SQLite has no boolean type: true and false are 1 and 0.
+            Typed::Boolean(b) => query.bind(i64::from(*b)),
+            Typed::Number(f) => query.bind(*f),
+            Typed::Text(s) => query.bind(s.clone()),
+            // Queries declare no array parameters (refused when the manifest is checked).
+            Typed::List(items) => query.bind(items.join("\n")),
         };
     }
     let mut out = Rows::default();

@@ -5,7 +5,7 @@ the same run.
 
 Usage:
     cargo build --release
-    python3 scripts/bench-tools.py [--binary target/release/mcp-manifest] [--calls 1000]
+    python3 scripts/bench_tools.py [--binary target/release/mcp-manifest] [--calls 1000]
 
 The two loops alternate in rounds so that machine load affects both alike. Target: the server's
 p50 at most 1.5x the direct spawn's p50.

@@ -4,8 +4,10 @@
 //! group, so a timeout, a cancellation, an output cap or the server's shutdown kills everything
 //! it started, grandchildren included.
 //!
-//! Live groups are kept in one process-wide set: `kill_all` (called by the server when stdin
-//! closes or SIGTERM arrives) kills them all, so no child outlives the server.
+//! Live groups are kept in the `Children` of the server that started them (a spec names it):
+//! `Children::kill_all` (called when the server stops) kills them all and refuses new ones, so no
+//! child outlives the server. Several servers in one process (tests, HTTP sessions later) each
+//! have their own.
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -30,6 +32,8 @@ pub struct ProcessSpec {
     pub timeout: Duration,
     /// Bytes of stdout kept; more stops the process.
     pub max_output: u64,
+    /// Where the process group is registered while it runs.
+    pub children: Arc<Children>,
 }
 
 /// How the process ended.
@@ -55,7 +59,6 @@ pub struct ProcessOutcome {
     pub stdout: Vec<u8>,
     /// The last `STDERR_KEPT` bytes of stderr.
     pub stderr_tail: Vec<u8>,
-    pub elapsed: Duration,
 }
 
 /// A running process's progress, sent about twice a second while it runs.
@@ -100,6 +103,7 @@ pub async fn run(
     progress: Option<UnboundedSender<Progress>>,
 ) -> Result<ProcessOutcome, SpawnError> {
     let start = Instant::now();
+    #[expect(clippy::disallowed_methods, reason = "this is the one spawner")]
     let mut cmd = tokio::process::Command::new(&spec.program);
     cmd.args(&spec.args)
         .current_dir(&spec.cwd)
@@ -116,7 +120,7 @@ pub async fn run(
             "it has no process id".into(),
         ));
     };
-    let mut group = Group::register(pid)?;
+    let mut group = Group::register(&spec.children, pid)?;
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
         return Err(SpawnError::Other(
             spec.program.clone(),
@@ -205,7 +209,7 @@ pub async fn run(
     }
     // Killed by `kill_all`: the server is stopping, which cancels every call.
     let ending = match ending {
-        Ending::Signaled(libc::SIGKILL) if SHUTTING_DOWN.load(Ordering::SeqCst) => {
+        Ending::Signaled(libc::SIGKILL) if spec.children.closed.load(Ordering::SeqCst) => {
             Ending::Cancelled
         }
         e => e,
@@ -215,7 +219,6 @@ pub async fn run(
         ending,
         stdout: out,
         stderr_tail,
-        elapsed: start.elapsed(),
     })
 }
 
@@ -323,23 +326,27 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Process groups of running children.
-static LIVE: Mutex<Option<HashSet<i32>>> = Mutex::new(None);
-/// Set once by `kill_all`: no process starts after it.
-static SHUTTING_DOWN: AtomicBool = AtomicBool::new(false);
-
-/// Kills every process group this module started, and refuses to start new ones.
-pub fn kill_all() {
-    let mut live = lock(&LIVE);
-    SHUTTING_DOWN.store(true, Ordering::SeqCst);
-    for pgid in live.take().unwrap_or_default() {
-        signal_group(pgid);
-    }
+/// The process groups one server started and that are still running.
+#[derive(Debug, Default)]
+pub(crate) struct Children {
+    live: Mutex<HashSet<i32>>,
+    /// Set once by `kill_all`: no process starts after it.
+    closed: AtomicBool,
 }
 
-/// How many process groups are running (for tests and logs).
-pub fn live_count() -> usize {
-    lock(&LIVE).as_ref().map_or(0, HashSet::len)
+impl Children {
+    pub fn new() -> Arc<Children> {
+        Arc::default()
+    }
+
+    /// Kills every process group still running, and refuses to start new ones.
+    pub fn kill_all(&self) {
+        let mut live = lock(&self.live);
+        self.closed.store(true, Ordering::SeqCst);
+        for pgid in live.drain() {
+            signal_group(pgid);
+        }
+    }
 }
 
 fn signal_group(pgid: i32) {
@@ -355,19 +362,25 @@ fn signal_group(pgid: i32) {
 
 /// One registered process group. Dropping it before `reaped` (a cancelled future) kills it.
 struct Group {
+    children: Arc<Children>,
     pgid: i32,
     armed: bool,
 }
 
 impl Group {
-    fn register(pgid: i32) -> Result<Group, SpawnError> {
-        let mut live = lock(&LIVE);
-        let group = Group { pgid, armed: true };
-        if SHUTTING_DOWN.load(Ordering::SeqCst) {
+    fn register(children: &Arc<Children>, pgid: i32) -> Result<Group, SpawnError> {
+        let mut live = lock(&children.live);
+        let group = Group {
+            children: children.clone(),
+            pgid,
+            armed: true,
+        };
+        if children.closed.load(Ordering::SeqCst) {
             // Dropping `group` kills what was just started.
+            drop(live);
             return Err(SpawnError::ShuttingDown);
         }
-        live.get_or_insert_with(HashSet::new).insert(pgid);
+        live.insert(pgid);
         Ok(group)
     }
 
@@ -378,9 +391,7 @@ impl Group {
     /// The leader was waited for: the group is done (its id may be reused from now on).
     fn reaped(&mut self) {
         self.armed = false;
-        if let Some(live) = lock(&LIVE).as_mut() {
-            live.remove(&self.pgid);
-        }
+        lock(&self.children.live).remove(&self.pgid);
     }
 }
 
@@ -407,6 +418,7 @@ mod tests {
             env: vec![("MCP_MANIFEST_TEST".into(), "yes".into())],
             timeout: Duration::from_secs(20),
             max_output: 1024,
+            children: Children::new(),
         }
     }
 

@@ -108,6 +108,20 @@ impl Value {
     }
 }
 
+/// The first value holding a NUL character, which no program can receive (argv elements and
+/// environment variables are C strings): its name.
+pub fn with_nul(values: &HashMap<String, Value>) -> Option<&str> {
+    let mut names: Vec<&String> = values.keys().collect();
+    names.sort();
+    names
+        .into_iter()
+        .map(String::as_str)
+        .find(|n| match &values[*n] {
+            Value::One(s) => s.contains('\0'),
+            Value::Many(items) => items.iter().any(|s| s.contains('\0')),
+        })
+}
+
 /// Checks each placeholder of `pieces` against `declared`; returns an error message per problem.
 pub fn check_names(pieces: &[Piece], declared: &[(String, Kind)], what: &str) -> Vec<String> {
     let mut errors = Vec::new();

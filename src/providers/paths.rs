@@ -1,0 +1,411 @@
+//! Paths and files as every file-serving source needs them: the one check that a relative path
+//! from a URI is plain, the one race-free open below a root, the one capped read, and MIME types.
+//!
+//! # Opening below a root, race-free
+//!
+//! A check on a path followed by an open of that path is a race: between the two, a file can be
+//! swapped for a symlink to `/etc/passwd`, or a folder for a symlink to `/`. `open_beneath` never
+//! checks a path and then opens it again: it walks from a descriptor of the root, one component
+//! at a time with `O_NOFOLLOW`, resolving each symlink itself (relative targets from where it
+//! stands, absolute targets only when they point under the root), and refusing any step that
+//! would leave the root. What it returns is the descriptor it opened, checked with `fstat` to be
+//! a regular file, and the real path below the root that descriptor was reached by (for the
+//! visibility rules). The same walk runs on every Unix (no `openat2`, which refuses the
+//! absolute symlinks into the root that users make), so the code tested here is the code that
+//! runs on macOS.
+//!
+//! Files are opened non-blocking (a FIFO swapped in never hangs a thread) and read up to a cap
+//! that is enforced on the bytes read, not on an earlier `stat` (a file can grow in between).
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::Read;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+use rustix::io::Errno;
+
+/// How many symlinks one open may follow (Linux's own limit).
+const MAX_LINKS: usize = 40;
+
+/// A relative path from a URI (still percent-encoded): decoded and checked to be plain — no
+/// encoded `/` or `\` (one segment must stay one segment), no NUL, no `\`, not absolute, no
+/// empty, `.` or `..` segment. `None` for anything else ("not found").
+pub(crate) fn plain_relative(encoded: &str) -> Option<String> {
+    let lower = encoded.to_ascii_lowercase();
+    if lower.contains("%2f") || lower.contains("%5c") || lower.contains("%00") {
+        return None;
+    }
+    let rel = crate::uri::percent_decode(encoded)?;
+    is_plain_relative(&rel).then_some(rel)
+}
+
+/// Whether an already decoded relative path is plain (see `plain_relative`).
+pub(crate) fn is_plain_relative(rel: &str) -> bool {
+    !rel.is_empty()
+        && !rel.contains('\0')
+        && !rel.contains('\\')
+        && !rel.starts_with('/')
+        && !rel
+            .split('/')
+            .any(|s| s.is_empty() || s == "." || s == "..")
+}
+
+/// Why `open_beneath` did not give a file.
+#[derive(Debug)]
+pub(crate) enum OpenError {
+    /// Missing, outside the root, not a regular file, a symlink loop: all read as "not found".
+    NotFound,
+    /// Something else went wrong (permissions, IO); the message is safe to show.
+    Io(std::io::Error),
+}
+
+/// A regular file opened below a root.
+#[derive(Debug)]
+pub(crate) struct Opened {
+    pub file: File,
+    /// Its path below the root with every symlink resolved (`/`-separated).
+    pub real_rel: String,
+    /// Its size when it was opened (it may change: reads are capped separately).
+    pub size: u64,
+}
+
+/// Opens `rel` (a plain relative path) below the folder `root` (a canonical path), following
+/// symlinks only while they stay below it, and only if it is a regular file. See the module doc.
+pub(crate) fn open_beneath(root: &Path, rel: &str) -> Result<Opened, OpenError> {
+    let dir_flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let root_fd = rustix::fs::open(root, dir_flags | OFlags::NOFOLLOW, Mode::empty())
+        .map_err(not_found_or)?;
+    let mut todo: VecDeque<String> = rel.split('/').map(str::to_owned).collect();
+    // The folders walked so far (the root first) and their names below the root.
+    let mut dirs: Vec<OwnedFd> = Vec::new();
+    let mut names: Vec<String> = Vec::new();
+    let mut links = 0;
+    while let Some(part) = todo.pop_front() {
+        if part.is_empty() || part == "." {
+            continue;
+        }
+        if part == ".." {
+            // Only symlink targets get here (`rel` is plain): `..` above the root is out.
+            if names.pop().is_none() {
+                return Err(OpenError::NotFound);
+            }
+            dirs.pop();
+            continue;
+        }
+        if part.contains('\0') {
+            return Err(OpenError::NotFound);
+        }
+        let here = dirs.last().map_or(root_fd.as_fd(), |d| d.as_fd());
+        // Look before opening, so a FIFO or a device is never even opened; the descriptor is
+        // checked again after the open (it may have been swapped in between).
+        let stat = rustix::fs::statat(here, part.as_str(), AtFlags::SYMLINK_NOFOLLOW)
+            .map_err(not_found_or)?;
+        let last = todo.iter().all(|p| p.is_empty() || p == ".");
+        match FileType::from_raw_mode(stat.st_mode) {
+            FileType::Symlink => {
+                links += 1;
+                if links > MAX_LINKS {
+                    return Err(OpenError::NotFound);
+                }
+                let target = rustix::fs::readlinkat(here, part.as_str(), Vec::new())
+                    .map_err(not_found_or)?;
+                let target = target.to_str().map_err(|_| OpenError::NotFound)?.to_owned();
+                let rest: Vec<String> = if target.starts_with('/') {
+                    // An absolute target counts only if it points under the root.
+                    let root_text = root.to_str().ok_or(OpenError::NotFound)?;
+                    let below = Path::new(&target)
+                        .strip_prefix(root_text)
+                        .map_err(|_| OpenError::NotFound)?;
+                    dirs.clear();
+                    names.clear();
+                    below
+                        .to_str()
+                        .ok_or(OpenError::NotFound)?
+                        .split('/')
+                        .map(str::to_owned)
+                        .collect()
+                } else {
+                    target.split('/').map(str::to_owned).collect()
+                };
+                for p in rest.into_iter().rev() {
+                    todo.push_front(p);
+                }
+            }
+            FileType::Directory if !last => {
+                let fd = rustix::fs::openat(
+                    here,
+                    part.as_str(),
+                    dir_flags | OFlags::NOFOLLOW,
+                    Mode::empty(),
+                )
+                .map_err(not_found_or)?;
+                dirs.push(fd);
+                names.push(part);
+            }
+            FileType::RegularFile if last => {
+                let fd = rustix::fs::openat(
+                    here,
+                    part.as_str(),
+                    OFlags::RDONLY
+                        | OFlags::NOFOLLOW
+                        | OFlags::NONBLOCK
+                        | OFlags::CLOEXEC
+                        | OFlags::NOCTTY,
+                    Mode::empty(),
+                )
+                .map_err(not_found_or)?;
+                let stat = rustix::fs::fstat(&fd).map_err(not_found_or)?;
+                if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+                    return Err(OpenError::NotFound);
+                }
+                names.push(part);
+                return Ok(Opened {
+                    file: File::from(fd),
+                    real_rel: names.join("/"),
+                    size: u64::try_from(stat.st_size).unwrap_or(0),
+                });
+            }
+            _ => return Err(OpenError::NotFound),
+        }
+    }
+    Err(OpenError::NotFound)
+}
+
+/// Missing things, loops and type mismatches are "not found"; the rest is an IO error.
+fn not_found_or(e: Errno) -> OpenError {
+    match e {
+        Errno::NOENT | Errno::NOTDIR | Errno::LOOP | Errno::NAMETOOLONG | Errno::XDEV => {
+            OpenError::NotFound
+        }
+        e => OpenError::Io(std::io::Error::from(e)),
+    }
+}
+
+/// A read that stopped at its cap.
+#[derive(Debug)]
+pub(crate) enum ReadError {
+    /// More than `cap` bytes: at least this many were there.
+    TooLarge(u64),
+    Io(std::io::Error),
+}
+
+/// Reads `file` to its end, but never more than `cap` bytes (`TooLarge` past it). `hint` sizes
+/// the buffer (the size `fstat` gave).
+pub(crate) fn read_capped(file: &mut File, cap: u64, hint: u64) -> Result<Vec<u8>, ReadError> {
+    if hint > cap {
+        return Err(ReadError::TooLarge(hint));
+    }
+    let mut out = Vec::with_capacity(usize::try_from(hint.min(cap)).unwrap_or(0) + 1);
+    let limit = cap.saturating_add(1);
+    loop {
+        match file
+            .by_ref()
+            .take(limit - out.len() as u64)
+            .read_to_end(&mut out)
+        {
+            Ok(_) => break,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(e) => return Err(ReadError::Io(e)),
+        }
+    }
+    if out.len() as u64 > cap {
+        return Err(ReadError::TooLarge(out.len() as u64));
+    }
+    Ok(out)
+}
+
+/// Opens a file given by its own path (a manifest, a single-file source) only if it is a regular
+/// file, without blocking on a FIFO, and reads at most `cap` bytes of it.
+pub(crate) fn read_regular(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
+    let fd = rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
+        Mode::empty(),
+    )
+    .map_err(|e| ReadError::Io(e.into()))?;
+    let stat = rustix::fs::fstat(&fd).map_err(|e| ReadError::Io(e.into()))?;
+    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+        return Err(ReadError::Io(std::io::Error::other("not a regular file")));
+    }
+    let mut file = File::from(fd);
+    read_capped(&mut file, cap, u64::try_from(stat.st_size).unwrap_or(0))
+}
+
+/// MIME type from the extension; for unknown extensions, text/plain when `is_text()` says so.
+pub(crate) fn mime_for(path: &Path, is_text: impl FnOnce() -> bool) -> String {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    // mime_guess maps a few source-code extensions to media types (`.ts` is MPEG transport
+    // stream); these are the ones a code assistant meets every day.
+    let fixed = match ext.as_deref() {
+        Some("ts" | "mts" | "cts") => Some("text/x-typescript"),
+        Some("tsx") => Some("text/x-tsx"),
+        Some("rs") => Some("text/x-rust"),
+        Some("md" | "markdown") => Some("text/markdown"),
+        Some("toml") => Some("application/toml"),
+        Some("lock") => Some("text/plain"),
+        _ => None,
+    };
+    if let Some(m) = fixed {
+        return m.to_owned();
+    }
+    if let Some(m) = mime_guess::from_path(path).first_raw() {
+        return m.to_owned();
+    }
+    if is_text() {
+        "text/plain".to_owned()
+    } else {
+        "application/octet-stream".to_owned()
+    }
+}
+
+/// Whether the first 8 KiB of `bytes` are UTF-8 without NUL (a cut multi-byte character at the
+/// end of a full buffer is fine).
+pub(crate) fn looks_like_text(bytes: &[u8], full: bool) -> bool {
+    if bytes.contains(&0) {
+        return false;
+    }
+    match std::str::from_utf8(bytes) {
+        Ok(_) => true,
+        Err(e) => e.error_len().is_none() && full,
+    }
+}
+
+/// Whether the first 8 KiB of the file at `path` are text (see `looks_like_text`). Opened
+/// non-blocking and only if regular.
+pub(crate) fn sniff_is_text(path: &Path) -> bool {
+    let Ok(fd) = rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOFOLLOW | OFlags::NOCTTY,
+        Mode::empty(),
+    ) else {
+        return false;
+    };
+    if !rustix::fs::fstat(&fd)
+        .is_ok_and(|s| FileType::from_raw_mode(s.st_mode) == FileType::RegularFile)
+    {
+        return false;
+    }
+    let mut buf = [0u8; 8192];
+    let mut file = File::from(fd);
+    let Ok(n) = file.read(&mut buf) else {
+        return false;
+    };
+    looks_like_text(&buf[..n], n == buf.len())
+}
+
+/// A short reason for an IO error, for messages.
+pub(crate) fn io_reason(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => "no such file or folder".into(),
+        std::io::ErrorKind::PermissionDenied => "permission denied".into(),
+        _ => e.to_string(),
+    }
+}
+
+/// The canonical form of `path` if it can be resolved, else the path itself.
+pub(crate) fn canonical_or_same(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    #[test]
+    fn plain_relative_paths_only() {
+        assert_eq!(plain_relative("a/b%20c.md").as_deref(), Some("a/b c.md"));
+        for bad in [
+            "", "a%2Fb", "a%2fb", "a%5Cb", "a%00", "../x", "a/../x", "./a", "a//b", "/etc", "a\\b",
+            "bad%zz",
+        ] {
+            assert_eq!(plain_relative(bad), None, "{bad:?}");
+        }
+    }
+
+    fn read(root: &Path, rel: &str) -> Option<(String, String)> {
+        let mut o = open_beneath(root, rel).ok()?;
+        let bytes = read_capped(&mut o.file, 1024, o.size).ok()?;
+        Some((o.real_rel, String::from_utf8(bytes).ok()?))
+    }
+
+    #[test]
+    fn opens_below_the_root_and_follows_only_inner_symlinks() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root").canonicalize().ok();
+        assert!(root.is_none());
+        std::fs::create_dir_all(dir.path().join("root/a/b")).unwrap();
+        let root = dir.path().join("root").canonicalize().unwrap();
+        std::fs::write(root.join("a/b/f.txt"), "inner").unwrap();
+        std::fs::write(dir.path().join("secret"), "outer").unwrap();
+        symlink("b/f.txt", root.join("a/rel-link")).unwrap();
+        symlink(root.join("a/b/f.txt"), root.join("abs-in")).unwrap();
+        symlink(dir.path().join("secret"), root.join("abs-out")).unwrap();
+        symlink("../secret", root.join("rel-out")).unwrap();
+        symlink("../../../secret", root.join("a/b/deep-out")).unwrap();
+        symlink("b", root.join("a/dirlink")).unwrap();
+        symlink(dir.path(), root.join("outdir")).unwrap();
+        symlink("loop", root.join("loop")).unwrap();
+        let inner = Some(("a/b/f.txt".to_owned(), "inner".to_owned()));
+        assert_eq!(read(&root, "a/b/f.txt"), inner);
+        assert_eq!(read(&root, "a/rel-link"), inner);
+        assert_eq!(read(&root, "abs-in"), inner);
+        assert_eq!(read(&root, "a/dirlink/f.txt"), inner);
+        for bad in [
+            "abs-out",
+            "rel-out",
+            "a/b/deep-out",
+            "outdir/secret",
+            "loop",
+            "a",
+            "a/b",
+            "missing",
+        ] {
+            assert!(read(&root, bad).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn fifos_are_not_found_and_never_block() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            root.join("pipe"),
+            FileType::Fifo,
+            Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        assert!(matches!(
+            open_beneath(&root, "pipe"),
+            Err(OpenError::NotFound)
+        ));
+        assert!(read_regular(&root.join("pipe"), 10).is_err());
+    }
+
+    #[test]
+    fn the_cap_is_on_the_bytes_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::write(root.join("f"), vec![b'x'; 100]).unwrap();
+        let mut o = open_beneath(&root, "f").unwrap();
+        // A stale size from before the file grew does not let more than the cap through.
+        assert!(matches!(
+            read_capped(&mut o.file, 50, 10),
+            Err(ReadError::TooLarge(51))
+        ));
+        let mut o = open_beneath(&root, "f").unwrap();
+        assert_eq!(read_capped(&mut o.file, 100, o.size).unwrap().len(), 100);
+        assert!(matches!(
+            read_capped(&mut o.file, 50, 100),
+            Err(ReadError::TooLarge(100))
+        ));
+    }
+}

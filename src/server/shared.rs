@@ -1,0 +1,431 @@
+//! What all sessions of one server share (`Shared`: the manifest snapshot, the live sessions, the
+//! watcher's readiness) and what belongs to one client session (`Session`: its peer,
+//! subscriptions, listen streams, log level). stdio is one session; an HTTP server holds many
+//! sessions over one `Shared`.
+//!
+//! The change loop lives here: watcher batches → the registry says what they mean → each session
+//! hears about what it asked for. A manifest edit is read and built off the runtime, then swapped
+//! in for every session at once.
+
+// Handshake-era logging and `resources/subscribe` are deprecated by 2026-07-28 but are what
+// handshake-era clients speak.
+#![allow(deprecated)]
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, RwLock, Weak};
+
+use rmcp::model::{
+    Implementation, LoggingLevel, LoggingMessageNotificationParam, MetaObject, PromptsCapability,
+    ProtocolVersion, ResourceUpdatedNotificationParam, ResourcesCapability, ServerCapabilities,
+    ServerConfig, ToolsCapability,
+};
+use rmcp::service::{Peer, RoleServer, SubscriptionSink};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::providers::{TemplateInfo, blocking};
+use crate::registry::Registry;
+use crate::watch::{Change, Watcher};
+
+/// One registry and the server info computed from it once (rmcp calls `get_info` often).
+pub(super) struct Snapshot {
+    pub registry: Arc<Registry>,
+    pub info: ServerConfig,
+    /// `_meta` with `io.modelcontextprotocol/serverInfo`, which stateless-era results carry.
+    pub server_meta: MetaObject,
+}
+
+impl Snapshot {
+    fn new(registry: Arc<Registry>) -> Snapshot {
+        let m = &registry.manifest;
+        let mut caps = ServerCapabilities::default();
+        let mut resources = ResourcesCapability::default();
+        resources.subscribe = Some(true);
+        resources.list_changed = Some(true);
+        caps.resources = Some(resources);
+        if registry.has_tools() {
+            let mut tools = ToolsCapability::default();
+            tools.list_changed = Some(true);
+            caps.tools = Some(tools);
+        }
+        if registry.has_prompts() {
+            let mut prompts = PromptsCapability::default();
+            prompts.list_changed = Some(true);
+            caps.prompts = Some(prompts);
+        }
+        if registry.has_completions() {
+            caps.completions = Some(serde_json::Map::new());
+        }
+        // The manifest is watched: an invalid edit is reported as `notifications/message`.
+        caps.logging = Some(serde_json::Map::new());
+        let mut info = ServerConfig::new(caps)
+            .with_server_info(Implementation::new(&m.server.name, &m.server.version))
+            .with_protocol_version(ProtocolVersion::V_2025_11_25);
+        if let Some(text) = &m.server.instructions {
+            info = info.with_instructions(text);
+        }
+        let mut server_meta = MetaObject::new();
+        if let Ok(value) = serde_json::to_value(&info.server_info) {
+            server_meta
+                .0
+                .insert("io.modelcontextprotocol/serverInfo".to_owned(), value);
+        }
+        Snapshot {
+            registry,
+            info,
+            server_meta,
+        }
+    }
+}
+
+pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// What every session of one server shares.
+pub(crate) struct Shared {
+    snapshot: RwLock<Arc<Snapshot>>,
+    sessions: Mutex<Vec<Weak<Session>>>,
+    /// True once the watcher watches what the first registry needs (or watching is off): a
+    /// subscription is answered only then, so a change right after the answer is seen.
+    watching: tokio::sync::watch::Sender<bool>,
+}
+
+/// What belongs to one client session.
+pub(crate) struct Session {
+    /// The handshake-era client, once initialized: where unsolicited notifications go.
+    peer: Mutex<Option<Peer<RoleServer>>>,
+    /// Handshake-era subscriptions (`resources/subscribe`).
+    subscriptions: Mutex<HashSet<String>>,
+    /// Stateless-era notification streams (`subscriptions/listen`).
+    listens: Mutex<Vec<SubscriptionSink>>,
+    /// `logging/setLevel` (handshake era): messages below it are not sent.
+    log_level: Mutex<LoggingLevel>,
+    /// Cancelled when the session's transport closes: rmcp sends nothing after that.
+    pub closing: CancellationToken,
+}
+
+/// Which `*/list_changed` notifications to send.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct ListChanged {
+    pub resources: bool,
+    pub tools: bool,
+    pub prompts: bool,
+}
+
+impl Shared {
+    pub fn new(registry: Registry) -> Arc<Shared> {
+        Arc::new(Shared {
+            snapshot: RwLock::new(Arc::new(Snapshot::new(Arc::new(registry)))),
+            sessions: Mutex::new(Vec::new()),
+            watching: tokio::sync::watch::Sender::new(false),
+        })
+    }
+
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        match self.snapshot.read() {
+            Ok(s) => s.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    pub fn registry(&self) -> Arc<Registry> {
+        self.snapshot().registry.clone()
+    }
+
+    fn replace(&self, registry: Arc<Registry>) {
+        let snap = Arc::new(Snapshot::new(registry));
+        match self.snapshot.write() {
+            Ok(mut s) => *s = snap,
+            Err(poisoned) => *poisoned.into_inner() = snap,
+        }
+    }
+
+    /// A new session of this server.
+    pub fn open_session(&self, closing: CancellationToken) -> Arc<Session> {
+        let session = Arc::new(Session {
+            peer: Mutex::new(None),
+            subscriptions: Mutex::new(HashSet::new()),
+            listens: Mutex::new(Vec::new()),
+            log_level: Mutex::new(LoggingLevel::Info),
+            closing,
+        });
+        let mut all = lock(&self.sessions);
+        all.retain(|s| s.strong_count() > 0);
+        all.push(Arc::downgrade(&session));
+        session
+    }
+
+    fn sessions(&self) -> Vec<Arc<Session>> {
+        lock(&self.sessions)
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect()
+    }
+
+    /// Waits until the watcher watches what the current manifest needs.
+    pub async fn watching(&self) {
+        let mut rx = self.watching.subscribe();
+        let _ = rx.wait_for(|ready| *ready).await;
+    }
+
+    async fn list_changed(&self, which: ListChanged) {
+        if !(which.resources || which.tools || which.prompts) {
+            return;
+        }
+        for s in self.sessions() {
+            s.list_changed(which).await;
+        }
+    }
+
+    async fn log_error(&self, text: &str) {
+        tracing::error!("{text}");
+        for s in self.sessions() {
+            s.log_error(text).await;
+        }
+    }
+
+    /// Watches the manifest and the sources' folders, and turns batches of changes into
+    /// `notifications/resources/updated` (for subscribed URIs) and `*/list_changed`. Runs until
+    /// the task is dropped.
+    pub async fn watch_loop(self: Arc<Self>) {
+        let window = self.registry().manifest.server.debounce;
+        let (watcher, mut rx) = match Watcher::start(window) {
+            Ok(w) => w,
+            Err(e) => {
+                tracing::warn!("file watching is off: {e}");
+                self.watching.send_replace(true);
+                return;
+            }
+        };
+        let watcher = Arc::new(watcher);
+        self.rewatch(&watcher).await;
+        tracing::debug!("watching {} folders", watcher.watched());
+        self.watching.send_replace(true);
+        while let Some(mut batch) = rx.recv().await {
+            while let Ok(more) = rx.try_recv() {
+                batch.extend(more);
+            }
+            self.apply(batch, &watcher).await;
+        }
+    }
+
+    /// Sets the watched folders to what the current registry needs (folders walked and watches
+    /// added on blocking threads).
+    async fn rewatch(&self, watcher: &Arc<Watcher>) {
+        let dirs = self.registry().watch_dirs().await;
+        let w = watcher.clone();
+        let _ = blocking(move || w.set_dirs(dirs)).await;
+    }
+
+    async fn apply(&self, batch: Vec<Change>, watcher: &Arc<Watcher>) {
+        let before = self.registry();
+        let manifest_touched = batch
+            .iter()
+            .any(|c| c.path == before.manifest_path || c.is_rescan());
+        let reloaded = match manifest_touched {
+            true => self.reload(&before).await,
+            false => None,
+        };
+        let registry = self.registry();
+        let changes: Arc<[Change]> = batch.into();
+        let effect = registry.apply_changes(&changes).await;
+        if effect.rewatch || reloaded.is_some() {
+            // New folders are watched before anyone hears of them, so a client that reacts to
+            // `list_changed` by subscribing to a new file sees its next change; subscriptions
+            // wait meanwhile.
+            self.watching.send_replace(false);
+            self.rewatch(watcher).await;
+            self.watching.send_replace(true);
+        }
+        let mut which = reloaded.unwrap_or_default();
+        which.resources |= effect.list_changed;
+        self.list_changed(which).await;
+        let sessions = self.sessions();
+        let mut subscribed = HashSet::new();
+        for s in &sessions {
+            subscribed.extend(s.subscribed());
+        }
+        for uri in subscribed {
+            if registry.affected(&uri, &changes) {
+                for s in &sessions {
+                    s.resource_updated(&uri).await;
+                }
+            }
+        }
+    }
+
+    /// Re-reads the manifest after an edit, off the runtime. A valid one replaces the registry
+    /// and says which lists changed; an invalid one is logged and the old one stays (`None`).
+    async fn reload(&self, old: &Arc<Registry>) -> Option<ListChanged> {
+        let (path, file) = (old.manifest.path.clone(), old.manifest.file.clone());
+        let children = old.children.clone();
+        let runtime = tokio::runtime::Handle::current();
+        // `manifest::load` reads a file and `Registry::build` walks, opens databases and
+        // repositories: all of it on a blocking thread, driving the async parts from there.
+        let built = blocking(move || {
+            let checked = crate::manifest::load(&path, &file)?;
+            runtime.block_on(Registry::build(checked, children))
+        })
+        .await;
+        let new = match built {
+            Ok(Ok(r)) => Arc::new(r),
+            Ok(Err(d)) => {
+                self.log_error(&format!(
+                    "the edited manifest is invalid; still serving the previous one:\n{d}"
+                ))
+                .await;
+                return None;
+            }
+            Err(e) => {
+                self.log_error(&format!("reloading the manifest failed: {e}"))
+                    .await;
+                return None;
+            }
+        };
+        let which = ListChanged {
+            resources: listing(old).await != listing(&new).await,
+            tools: old.tools() != new.tools(),
+            prompts: format!("{:?}", old.manifest.prompts) != format!("{:?}", new.manifest.prompts),
+        };
+        tracing::info!("manifest reloaded: {}", old.manifest.file);
+        self.replace(new);
+        Some(which)
+    }
+}
+
+/// What `resources/list` and `resources/templates/list` would answer, to compare two registries.
+async fn listing(r: &Registry) -> (Vec<String>, Vec<TemplateInfo>) {
+    let list = r
+        .list_resources()
+        .await
+        .unwrap_or_default()
+        .into_iter()
+        .map(|x| x.uri)
+        .collect();
+    (list, r.templates())
+}
+
+impl Session {
+    pub fn set_peer(&self, peer: Peer<RoleServer>) {
+        *lock(&self.peer) = Some(peer);
+    }
+
+    pub fn set_peer_if_none(&self, peer: Peer<RoleServer>) {
+        let mut p = lock(&self.peer);
+        if p.is_none() {
+            *p = Some(peer);
+        }
+    }
+
+    fn peer(&self) -> Option<Peer<RoleServer>> {
+        lock(&self.peer).clone()
+    }
+
+    pub fn subscribe(&self, uri: String) {
+        lock(&self.subscriptions).insert(uri);
+    }
+
+    pub fn unsubscribe(&self, uri: &str) {
+        lock(&self.subscriptions).remove(uri);
+    }
+
+    pub fn add_listen(&self, sink: SubscriptionSink) {
+        lock(&self.listens).push(sink);
+    }
+
+    pub fn remove_listen(&self, id: &rmcp::model::RequestId) {
+        lock(&self.listens).retain(|s| s.id() != id);
+    }
+
+    pub fn set_log_level(&self, level: LoggingLevel) {
+        *lock(&self.log_level) = level;
+    }
+
+    fn sinks(&self) -> Vec<SubscriptionSink> {
+        lock(&self.listens).clone()
+    }
+
+    /// Every URI this session subscribed to, in either era.
+    fn subscribed(&self) -> HashSet<String> {
+        let mut all = lock(&self.subscriptions).clone();
+        for sink in self.sinks() {
+            if let Some(uris) = &sink.accepted().resource_subscriptions {
+                all.extend(uris.iter().cloned());
+            }
+        }
+        all
+    }
+
+    async fn resource_updated(&self, uri: &str) {
+        if self.closing.is_cancelled() {
+            return;
+        }
+        if lock(&self.subscriptions).contains(uri)
+            && let Some(peer) = self.peer()
+        {
+            let _ = peer
+                .notify_resource_updated(ResourceUpdatedNotificationParam::new(uri))
+                .await;
+        }
+        for sink in self.sinks() {
+            // The sink drops what its accepted filter does not name.
+            let _ = sink.notify_resource_updated(uri).await;
+        }
+    }
+
+    async fn list_changed(&self, which: ListChanged) {
+        if self.closing.is_cancelled() {
+            return;
+        }
+        let peer = self.peer();
+        let sinks = self.sinks();
+        if which.resources {
+            if let Some(p) = &peer {
+                let _ = p.notify_resource_list_changed().await;
+            }
+            for s in &sinks {
+                let _ = s.notify_resource_list_changed().await;
+            }
+        }
+        if which.tools {
+            if let Some(p) = &peer {
+                let _ = p.notify_tool_list_changed().await;
+            }
+            for s in &sinks {
+                let _ = s.notify_tool_list_changed().await;
+            }
+        }
+        if which.prompts {
+            if let Some(p) = &peer {
+                let _ = p.notify_prompt_list_changed().await;
+            }
+            for s in &sinks {
+                let _ = s.notify_prompt_list_changed().await;
+            }
+        }
+    }
+
+    /// Sends an error to the client as `notifications/message` (handshake era), unless it asked
+    /// for less.
+    async fn log_error(&self, text: &str) {
+        let quiet = matches!(
+            *lock(&self.log_level),
+            LoggingLevel::Critical | LoggingLevel::Alert | LoggingLevel::Emergency
+        );
+        if quiet || self.closing.is_cancelled() {
+            return;
+        }
+        if let Some(peer) = self.peer() {
+            let _ = peer
+                .notify_logging_message(
+                    LoggingMessageNotificationParam::new(
+                        LoggingLevel::Error,
+                        Value::String(text.into()),
+                    )
+                    .with_logger("mcp-manifest"),
+                )
+                .await;
+        }
+    }
+}
