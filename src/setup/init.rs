@@ -342,7 +342,11 @@ pub(crate) fn propose(f: &Findings) -> Vec<Section> {
             name: "files".into(),
             comment: vec!["Every file of this folder.".into()],
             body,
-            summary: format!("files            {} in the folder", f.other_files),
+            summary: format!(
+                "files            {} other file{} in the folder",
+                f.other_files,
+                if f.other_files == 1 { "" } else { "s" }
+            ),
         });
     }
     let mut names: Vec<String> = Vec::new();
