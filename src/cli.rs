@@ -1,5 +1,7 @@
-//! The command-line verbs: serve, check, schema, list, read, call. The only module besides
-//! `main.rs` that prints to stdout (and `serve` prints nothing there but protocol messages).
+//! The command-line verbs: serve, check, schema, list, read, call, init, register, unregister.
+//! The only module besides `main.rs` that prints to stdout (and `serve` prints nothing there but
+//! protocol messages). Arguments are normalized here (`~/` expanded, defaults filled in); the
+//! work is done by the library modules.
 
 // The command line prints its results and its errors: this module is where that happens.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -13,6 +15,7 @@ use serde_json::Value;
 use crate::manifest::{self, Diagnostics};
 use crate::providers::Body;
 use crate::registry::Registry;
+use crate::setup::{self, Client, init, register as reg};
 use crate::tools::{CallContext, ToolContent};
 
 const DEFAULT_MANIFEST: &str = "mcp-server.toml";
@@ -21,12 +24,20 @@ const DEFAULT_MANIFEST: &str = "mcp-server.toml";
 const OK: i32 = 0;
 const FAILED: i32 = 1;
 
+/// The manifest a verb works on (`~/` expanded), and how to name it in messages (as given).
+fn manifest_path(manifest: Option<&Path>) -> (PathBuf, String) {
+    match manifest {
+        Some(p) => (
+            setup::expand_home(p, &setup::process_env),
+            p.display().to_string(),
+        ),
+        None => (PathBuf::from(DEFAULT_MANIFEST), DEFAULT_MANIFEST.to_owned()),
+    }
+}
+
 /// Loads and checks the manifest and builds its registry; diagnostics name the file as given.
 pub(crate) async fn load(manifest: Option<&Path>) -> Result<Registry, Diagnostics> {
-    let (path, display) = match manifest {
-        Some(p) => (p.to_path_buf(), p.display().to_string()),
-        None => (PathBuf::from(DEFAULT_MANIFEST), DEFAULT_MANIFEST.to_owned()),
-    };
+    let (path, display) = manifest_path(manifest);
     let checked = manifest::load(&path, &display)?;
     Registry::build(checked, crate::process::Children::new()).await
 }
@@ -136,46 +147,86 @@ pub async fn check(manifest: Option<PathBuf>) -> i32 {
         }
     };
     let templates = registry.templates().len();
-    let tools = registry.tools().len();
+    let tools = registry.tools();
+    let from_manifest: Vec<&str> = m.tools.iter().map(|t| t.name.as_str()).collect();
+    let built_in: Vec<&str> = tools
+        .iter()
+        .map(|t| t.name.as_str())
+        .filter(|n| !from_manifest.contains(n))
+        .collect();
     let prompts = m.prompts.len();
+    let sources =
+        m.files.len() + m.sqlite.len() + m.postgres.len() + m.git.len() + m.templates.len();
     let mut out = std::io::stdout().lock();
     let _ = writeln!(
         out,
         "{}: ok — server `{}` {}",
         m.file, m.server.name, m.server.version
     );
-    let _ = writeln!(out, "  resources  {resources}");
-    let _ = writeln!(out, "  templates  {templates}");
-    let _ = writeln!(out, "  tools      {tools}");
-    let _ = writeln!(out, "  prompts    {prompts}");
     let _ = writeln!(
         out,
-        "  sources    {} files, {} sqlite, {} postgres, {} git, {} templates",
+        "  sources    {sources} ({} files, {} sqlite, {} postgres, {} git, {} templates)",
         m.files.len(),
         m.sqlite.len(),
         m.postgres.len(),
         m.git.len(),
         m.templates.len()
     );
+    let _ = writeln!(out, "  resources  {resources}");
+    let _ = writeln!(out, "  templates  {templates}");
+    let _ = writeln!(
+        out,
+        "  tools      {} ({} from the manifest, {} built-in{})",
+        tools.len(),
+        from_manifest.len(),
+        built_in.len(),
+        if built_in.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", built_in.join(", "))
+        }
+    );
+    let _ = writeln!(out, "  prompts    {prompts}");
     OK
 }
 
-/// `mcp-manifest schema`: the JSON Schema of the manifest.
-pub fn schema() -> i32 {
-    match serde_json::to_string_pretty(&manifest::raw::json_schema()) {
-        Ok(s) => {
-            let _ = writeln!(std::io::stdout().lock(), "{s}");
+/// The manifest's JSON Schema as `schema` prints it (and `init` writes it).
+fn schema_text() -> String {
+    // The schema is plain JSON built from our own types: serializing it cannot fail.
+    let mut s = serde_json::to_string_pretty(&manifest::raw::json_schema()).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+/// `mcp-manifest schema [--write PATH]`: the JSON Schema of the manifest, printed or written.
+pub fn schema(write: Option<PathBuf>) -> i32 {
+    let text = schema_text();
+    let Some(path) = write else {
+        let _ = std::io::stdout().lock().write_all(text.as_bytes());
+        return OK;
+    };
+    let path = setup::expand_home(&path, &setup::process_env);
+    match setup::write_file(&path, text.as_bytes()) {
+        Ok(()) => {
+            let _ = writeln!(
+                std::io::stdout().lock(),
+                "Wrote {}; name it on the manifest's first line: #:schema ./{}",
+                path.display(),
+                path.file_name()
+                    .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+            );
             OK
         }
         Err(e) => {
-            eprintln!("mcp-manifest: {e}");
+            eprintln!("mcp-manifest: cannot write {}: {e}", path.display());
             FAILED
         }
     }
 }
 
-/// `mcp-manifest list [MANIFEST]`: resources, templates, tools and prompts, one a line.
-pub async fn list(manifest: Option<PathBuf>) -> i32 {
+/// `mcp-manifest list [MANIFEST] [--json]`: resources, templates, tools and prompts, one a line
+/// (or one JSON object, with MCP's field names).
+pub async fn list(manifest: Option<PathBuf>, json: bool) -> i32 {
     let registry = match load(manifest.as_deref()).await {
         Ok(r) => r,
         Err(d) => {
@@ -190,7 +241,19 @@ pub async fn list(manifest: Option<PathBuf>) -> i32 {
             return FAILED;
         }
     };
+    let templates = registry.templates();
+    let tools = registry.tools();
+    let prompts = registry.prompt_infos();
     let mut out = std::io::stdout().lock();
+    if json {
+        let value = list_json(&registry, &resources, &templates, &tools, &prompts);
+        let _ = writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&value).unwrap_or_default()
+        );
+        return OK;
+    }
     let _ = writeln!(out, "resources ({})", resources.len());
     for r in &resources {
         let _ = writeln!(
@@ -201,12 +264,10 @@ pub async fn list(manifest: Option<PathBuf>) -> i32 {
             r.size.map_or_else(|| "-".to_owned(), |s| format!("{s} B"))
         );
     }
-    let templates = registry.templates();
     let _ = writeln!(out, "templates ({})", templates.len());
     for t in &templates {
         let _ = writeln!(out, "  {}  ({})", t.uri_template, t.name);
     }
-    let tools = registry.tools();
     let _ = writeln!(out, "tools ({})", tools.len());
     for t in &tools {
         let _ = writeln!(
@@ -216,9 +277,8 @@ pub async fn list(manifest: Option<PathBuf>) -> i32 {
             t.description.as_deref().unwrap_or("")
         );
     }
-    let prompts = &registry.manifest.prompts;
     let _ = writeln!(out, "prompts ({})", prompts.len());
-    for p in prompts {
+    for p in &prompts {
         let _ = writeln!(
             out,
             "  {}  {}",
@@ -227,6 +287,122 @@ pub async fn list(manifest: Option<PathBuf>) -> i32 {
         );
     }
     OK
+}
+
+/// The listing as JSON: `server`, then `resources`, `resourceTemplates`, `tools`, `prompts` as
+/// their `*/list` answers hold them (absent optional fields left out).
+fn list_json(
+    registry: &Registry,
+    resources: &[crate::providers::ResourceInfo],
+    templates: &[crate::providers::TemplateInfo],
+    tools: &[crate::tools::ToolInfo],
+    prompts: &[crate::prompts::PromptInfo],
+) -> Value {
+    use serde_json::{Map, json};
+    fn put(m: &mut Map<String, Value>, k: &str, v: Option<Value>) {
+        if let Some(v) = v {
+            m.insert(k.to_owned(), v);
+        }
+    }
+    let resources: Vec<Value> = resources
+        .iter()
+        .map(|r| {
+            let mut m = Map::new();
+            m.insert("uri".into(), r.uri.clone().into());
+            m.insert("name".into(), r.name.clone().into());
+            put(&mut m, "title", r.title.clone().map(Value::from));
+            put(
+                &mut m,
+                "description",
+                r.description.clone().map(Value::from),
+            );
+            put(&mut m, "mimeType", r.mime_type.clone().map(Value::from));
+            put(&mut m, "size", r.size.map(Value::from));
+            Value::Object(m)
+        })
+        .collect();
+    let templates: Vec<Value> = templates
+        .iter()
+        .map(|t| {
+            let mut m = Map::new();
+            m.insert("uriTemplate".into(), t.uri_template.clone().into());
+            m.insert("name".into(), t.name.clone().into());
+            put(
+                &mut m,
+                "description",
+                t.description.clone().map(Value::from),
+            );
+            put(&mut m, "mimeType", t.mime_type.clone().map(Value::from));
+            Value::Object(m)
+        })
+        .collect();
+    let tools: Vec<Value> = tools
+        .iter()
+        .map(|t| {
+            let mut m = Map::new();
+            m.insert("name".into(), t.name.clone().into());
+            put(&mut m, "title", t.title.clone().map(Value::from));
+            put(
+                &mut m,
+                "description",
+                t.description.clone().map(Value::from),
+            );
+            m.insert("inputSchema".into(), Value::Object(t.input_schema.clone()));
+            put(
+                &mut m,
+                "outputSchema",
+                t.output_schema.clone().map(Value::Object),
+            );
+            m.insert(
+                "annotations".into(),
+                json!({
+                    "readOnlyHint": t.hints.read_only,
+                    "destructiveHint": t.hints.destructive,
+                    "idempotentHint": t.hints.idempotent,
+                    "openWorldHint": t.hints.open_world,
+                }),
+            );
+            Value::Object(m)
+        })
+        .collect();
+    let prompts: Vec<Value> = prompts
+        .iter()
+        .map(|p| {
+            let mut m = Map::new();
+            m.insert("name".into(), p.name.clone().into());
+            put(&mut m, "title", p.title.clone().map(Value::from));
+            put(
+                &mut m,
+                "description",
+                p.description.clone().map(Value::from),
+            );
+            let args: Vec<Value> = p
+                .arguments
+                .iter()
+                .map(|a| {
+                    let mut m = Map::new();
+                    m.insert("name".into(), a.name.clone().into());
+                    put(
+                        &mut m,
+                        "description",
+                        a.description.clone().map(Value::from),
+                    );
+                    m.insert("required".into(), a.required.into());
+                    Value::Object(m)
+                })
+                .collect();
+            m.insert("arguments".into(), Value::Array(args));
+            Value::Object(m)
+        })
+        .collect();
+    let server = &registry.manifest.server;
+    json!({
+        "server": {"name": server.name, "version": server.version},
+        "resources": resources,
+        "resourceTemplates": templates,
+        "tools": tools,
+        "prompts": prompts,
+    })
 }
 
 /// `mcp-manifest read URI`: text as is; binary as base64 (or raw bytes with `--raw`).
@@ -330,6 +506,319 @@ pub async fn call(
             eprintln!("mcp-manifest: {e}");
             FAILED
         }
+    }
+}
+
+/// `mcp-manifest init [DIR] [--force]`: a commented starter manifest (and its schema) for DIR,
+/// from what DIR holds; what it writes passes `check`.
+pub async fn init(dir: Option<PathBuf>, force: bool) -> i32 {
+    let given = dir.unwrap_or_else(|| PathBuf::from("."));
+    let dir = setup::expand_home(&given, &setup::process_env);
+    let dir = match std::fs::canonicalize(&dir) {
+        Ok(d) if d.is_dir() => d,
+        Ok(d) => {
+            eprintln!("mcp-manifest: {} is not a folder", d.display());
+            return FAILED;
+        }
+        Err(e) => {
+            eprintln!(
+                "mcp-manifest: cannot use the folder {}: {e} (working directory {})",
+                dir.display(),
+                cwd_text()
+            );
+            return FAILED;
+        }
+    };
+    let manifest = dir.join(init::MANIFEST);
+    if manifest.exists() && !force {
+        eprintln!(
+            "mcp-manifest: {} exists; init leaves it as it is (--force overwrites it)",
+            manifest.display()
+        );
+        return FAILED;
+    }
+    let walk_dir = dir.clone();
+    let findings = match tokio::task::spawn_blocking(move || init::inspect(&walk_dir)).await {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("mcp-manifest: looking at {} failed: {e}", dir.display());
+            return FAILED;
+        }
+    };
+    let (accepted, left_out) = init::accept(init::propose(&findings), &dir).await;
+    let folder_name = dir
+        .file_name()
+        .map_or_else(|| "server".to_owned(), |n| n.to_string_lossy().into_owned());
+    let text = init::render(&reg::suggest_name(&folder_name), &accepted);
+    let mut out = std::io::stdout().lock();
+    let _ = write!(
+        out,
+        "{}",
+        init::report(&dir, &findings, &accepted, &left_out)
+    );
+    // Every section passed alone; the whole must build too before anything is written.
+    if let Err(e) = init::check_text(&text, &dir).await {
+        eprintln!(
+            "mcp-manifest: the manifest init would write does not pass check (a bug; nothing written):\n{e}"
+        );
+        return FAILED;
+    }
+    let written = if force {
+        setup::write_file(&manifest, text.as_bytes())
+    } else {
+        setup::create_file(&manifest, text.as_bytes())
+    };
+    if let Err(e) = written {
+        eprintln!("mcp-manifest: cannot write {}: {e}", manifest.display());
+        return FAILED;
+    }
+    let schema_path = dir.join(init::SCHEMA);
+    let schema = schema_text();
+    let schema_note = match std::fs::read(&schema_path) {
+        Ok(old) if old == schema.as_bytes() => String::new(),
+        Ok(_) if !force => format!(
+            " (kept the existing {}: it differs from this version's; `mcp-manifest schema --write {}` replaces it)",
+            init::SCHEMA,
+            schema_path.display()
+        ),
+        _ => match setup::write_file(&schema_path, schema.as_bytes()) {
+            Ok(()) => format!(" and {} (for editors)", schema_path.display()),
+            Err(e) => format!(" (could not write {}: {e})", schema_path.display()),
+        },
+    };
+    let _ = writeln!(out, "Wrote {}{schema_note}.", manifest.display());
+    let shown = shell_word(&manifest.display().to_string());
+    let _ = writeln!(out, "Next:  mcp-manifest check {shown}");
+    let _ = writeln!(
+        out,
+        "Then:  mcp-manifest register claude-desktop {shown}   (or claude-code, cursor, vscode, windsurf, codex, gemini)"
+    );
+    OK
+}
+
+/// What `register` is asked to do.
+pub struct RegisterArgs {
+    pub client: Client,
+    pub manifest: Option<PathBuf>,
+    pub name: Option<String>,
+    pub env: Vec<String>,
+    pub user: bool,
+    pub print: bool,
+    pub project: Option<PathBuf>,
+}
+
+/// `mcp-manifest register CLIENT [MANIFEST]`: adds this server (absolute binary and manifest
+/// paths) to the client's configuration file, or prints the entry with `--print`.
+pub async fn register(args: RegisterArgs) -> i32 {
+    let registry = match load(args.manifest.as_deref()).await {
+        Ok(r) => r,
+        Err(d) => {
+            report(&d);
+            eprintln!(
+                "mcp-manifest: fix the manifest first (`mcp-manifest check` shows the same); nothing registered"
+            );
+            return FAILED;
+        }
+    };
+    let (path, _) = manifest_path(args.manifest.as_deref());
+    match register_checked(&args, &registry, &path) {
+        Ok(()) => OK,
+        Err(e) => {
+            eprintln!("mcp-manifest: {e}");
+            FAILED
+        }
+    }
+}
+
+fn register_checked(args: &RegisterArgs, registry: &Registry, path: &Path) -> Result<(), String> {
+    let manifest = std::fs::canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let name = args
+        .name
+        .clone()
+        .unwrap_or_else(|| registry.manifest.server.name.clone());
+    reg::check_name(&name)?;
+    let env = reg::parse_env(&args.env)?;
+    let exe = std::env::current_exe()
+        .and_then(std::fs::canonicalize)
+        .map_err(|e| format!("cannot find this program's own path: {e}"))?;
+    let entry = reg::Entry {
+        command: utf8(&exe)?,
+        args: vec!["serve".to_owned(), utf8(&manifest)?],
+        env,
+    };
+    let project = project_dir(args.project.as_deref(), &manifest)?;
+    let target = reg::target(
+        args.client,
+        args.user,
+        &project,
+        reg::Os::current(),
+        &setup::process_env,
+    )?;
+    if args.print {
+        let _ = write!(
+            std::io::stdout().lock(),
+            "{}",
+            reg::snippet(target.format, &name, &entry)
+        );
+        eprintln!(
+            "mcp-manifest: --print: this entry goes in {} ({} scope); nothing written",
+            target.path.display(),
+            target.scope
+        );
+        return Ok(());
+    }
+    let (outcome, backup) = reg::register(&target, &name, &entry)?;
+    let mut out = std::io::stdout().lock();
+    let file = target.path.display();
+    match outcome {
+        reg::Outcome::Unchanged => {
+            let _ = writeln!(
+                out,
+                "`{name}` is already registered for {} in {file}; nothing changed.",
+                args.client.title()
+            );
+            return Ok(());
+        }
+        reg::Outcome::Added => {
+            let _ = writeln!(
+                out,
+                "Registered `{name}` for {} in {file} ({} scope).",
+                args.client.title(),
+                target.scope
+            );
+        }
+        reg::Outcome::Updated => {
+            let _ = writeln!(
+                out,
+                "Updated `{name}` for {} in {file} ({} scope).",
+                args.client.title(),
+                target.scope
+            );
+        }
+    }
+    if let Some(b) = backup {
+        let _ = writeln!(out, "  backup   {}", b.display());
+    }
+    let _ = writeln!(out, "  command  {}", entry.command);
+    let _ = writeln!(out, "  args     {}", entry.args.join(" "));
+    for (k, v) in &entry.env {
+        let _ = writeln!(out, "  env      {k}={v}");
+    }
+    if exe.components().any(|c| c.as_os_str() == "target") {
+        let _ = writeln!(
+            out,
+            "Note: this binary is a build output ({}); `cargo clean` removes it. `cargo install --path .` gives a lasting path (then register again).",
+            entry.command
+        );
+    }
+    let _ = writeln!(out, "{}", reg::after_register(args.client, &target, &name));
+    Ok(())
+}
+
+/// What `unregister` is asked to do.
+pub struct UnregisterArgs {
+    pub client: Client,
+    pub manifest: Option<PathBuf>,
+    pub name: Option<String>,
+    pub user: bool,
+    pub project: Option<PathBuf>,
+}
+
+/// `mcp-manifest unregister CLIENT [--name N]`: removes the entry `register` wrote (only an
+/// entry that runs mcp-manifest); the name defaults to the manifest's server name.
+pub fn unregister(args: UnregisterArgs) -> i32 {
+    match unregister_checked(&args) {
+        Ok(()) => OK,
+        Err(e) => {
+            eprintln!("mcp-manifest: {e}");
+            FAILED
+        }
+    }
+}
+
+fn unregister_checked(args: &UnregisterArgs) -> Result<(), String> {
+    let (path, display) = manifest_path(args.manifest.as_deref());
+    let name = match &args.name {
+        Some(n) => n.clone(),
+        None => match manifest::load(&path, &display) {
+            Ok(m) => m.server.name,
+            Err(d) => {
+                return Err(format!(
+                    "cannot tell which server to remove: {}give --name NAME",
+                    d
+                ));
+            }
+        },
+    };
+    let abs = std::path::absolute(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let project = project_dir(args.project.as_deref(), &abs)?;
+    let target = reg::target(
+        args.client,
+        args.user,
+        &project,
+        reg::Os::current(),
+        &setup::process_env,
+    )?;
+    let mut out = std::io::stdout().lock();
+    match reg::unregister(&target, &name)? {
+        None => {
+            let _ = writeln!(
+                out,
+                "No server `{name}` in {}; nothing changed.",
+                target.path.display()
+            );
+        }
+        Some(backup) => {
+            let _ = writeln!(
+                out,
+                "Removed `{name}` from {} ({}).",
+                target.path.display(),
+                args.client.title()
+            );
+            if let Some(b) = backup {
+                let _ = writeln!(out, "  backup   {}", b.display());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The project folder of a project-scoped client: `--project`, else the manifest's folder.
+fn project_dir(given: Option<&Path>, manifest: &Path) -> Result<PathBuf, String> {
+    match given {
+        Some(p) => {
+            let p = setup::expand_home(p, &setup::process_env);
+            std::fs::canonicalize(&p).map_err(|e| format!("--project {}: {e}", p.display()))
+        }
+        None => Ok(manifest
+            .parent()
+            .map_or_else(|| PathBuf::from("/"), Path::to_path_buf)),
+    }
+}
+
+fn utf8(p: &Path) -> Result<String, String> {
+    p.to_str().map(str::to_owned).ok_or_else(|| {
+        format!(
+            "{}: the path is not valid UTF-8, which clients' configuration files cannot hold",
+            p.display()
+        )
+    })
+}
+
+fn cwd_text() -> String {
+    std::env::current_dir().map_or_else(|e| format!("unknown: {e}"), |p| p.display().to_string())
+}
+
+/// `text` as one shell word (quoted when it holds anything but plain path characters).
+fn shell_word(text: &str) -> String {
+    let plain = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@%".contains(c));
+    if plain {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
     }
 }
 

@@ -10,6 +10,8 @@
 //! - `server`: the only module that imports rmcp; the stdio transport.
 //! - `uri`: RFC 6570 URI templates: expansion and matching (pure).
 //! - `watch`: file watching → debounced batches of changed paths.
+//! - `setup`: `init` (a starter manifest for a folder) and `register` / `unregister` (client
+//!   configuration files).
 //! - `cli`: the command-line verbs that print results.
 
 pub(crate) mod argv;
@@ -21,6 +23,7 @@ pub(crate) mod prompts;
 pub(crate) mod providers;
 pub(crate) mod registry;
 pub(crate) mod server;
+pub mod setup;
 pub(crate) mod tools;
 pub(crate) mod uri;
 pub(crate) mod watch;

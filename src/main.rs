@@ -5,19 +5,42 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use mcp_manifest::cli;
+use mcp_manifest::setup::Client;
 
 #[derive(Parser)]
 #[command(
     name = "mcp-manifest",
     version,
     about = "Serve files, SQLite, git, URI templates, shell tools and prompts over MCP (stdio), from one TOML manifest.",
-    after_help = "With no command, serves ./mcp-server.toml (same as `mcp-manifest serve`)."
+    after_help = "With no command, serves ./mcp-server.toml (same as `mcp-manifest serve`).\nStart here: `mcp-manifest init` in a folder, then `check`, then `register claude-desktop`."
 )]
 struct Args {
     #[command(subcommand)]
     command: Option<Command>,
+}
+
+/// The manifest of a verb whose only positional argument it is: positional or `--manifest`.
+#[derive(clap::Args)]
+struct ManifestArg {
+    /// The manifest (default ./mcp-server.toml; a leading ~/ is your home folder).
+    #[arg(value_name = "MANIFEST")]
+    manifest: Option<PathBuf>,
+    /// The manifest, as an option (same as the positional MANIFEST).
+    #[arg(
+        long = "manifest",
+        short = 'm',
+        value_name = "MANIFEST",
+        conflicts_with = "manifest"
+    )]
+    manifest_flag: Option<PathBuf>,
+}
+
+impl ManifestArg {
+    fn get(self) -> Option<PathBuf> {
+        self.manifest.or(self.manifest_flag)
+    }
 }
 
 #[derive(Subcommand)]
@@ -25,8 +48,8 @@ enum Command {
     /// Serve the manifest over stdio (MCP, newline-delimited JSON-RPC 2.0), or over Streamable
     /// HTTP with --http (or when the manifest sets [server.http] listen).
     Serve {
-        /// The manifest (default ./mcp-server.toml).
-        manifest: Option<PathBuf>,
+        #[command(flatten)]
+        manifest: ManifestArg,
         /// Serve over MCP Streamable HTTP on ADDR (IP:PORT, e.g. 127.0.0.1:8080) instead of
         /// stdio; /mcp is the endpoint, /healthz the health check.
         #[arg(long, value_name = "ADDR")]
@@ -37,15 +60,23 @@ enum Command {
     },
     /// Validate the manifest without serving; print a summary, or every error as FILE:LINE:COL.
     Check {
-        /// The manifest (default ./mcp-server.toml).
-        manifest: Option<PathBuf>,
+        #[command(flatten)]
+        manifest: ManifestArg,
     },
-    /// Print the JSON Schema of the manifest.
-    Schema,
+    /// Print the JSON Schema of the manifest (or write it to a file).
+    Schema {
+        /// Write the schema to this file instead (name it on the manifest's first line:
+        /// `#:schema ./FILE`).
+        #[arg(long, value_name = "PATH")]
+        write: Option<PathBuf>,
+    },
     /// Print what the manifest serves: resources, templates, tools, prompts.
     List {
-        /// The manifest (default ./mcp-server.toml).
-        manifest: Option<PathBuf>,
+        #[command(flatten)]
+        manifest: ManifestArg,
+        /// One JSON object (`server`, `resources`, `resourceTemplates`, `tools`, `prompts`).
+        #[arg(long)]
+        json: bool,
     },
     /// Read one resource as a client would and print it.
     Read {
@@ -71,6 +102,61 @@ enum Command {
         /// The manifest (default ./mcp-server.toml).
         #[arg(long, short)]
         manifest: Option<PathBuf>,
+    },
+    /// Write a commented starter mcp-server.toml for a folder from what it holds (a git
+    /// repository, documentation, source folders, SQLite files), and its JSON Schema beside it.
+    Init {
+        /// The folder (default: the current one).
+        dir: Option<PathBuf>,
+        /// Overwrite an existing mcp-server.toml (and mcp-server.schema.json).
+        #[arg(long)]
+        force: bool,
+    },
+    /// Add this server to an MCP client's configuration (absolute paths; other entries kept;
+    /// a backup first; a second run changes nothing).
+    Register {
+        /// The client.
+        client: Client,
+        #[command(flatten)]
+        manifest: ManifestArg,
+        /// The server's name in the client (default: the manifest's [server] name).
+        #[arg(long)]
+        name: Option<String>,
+        /// An environment variable for the server, NAME=VALUE (repeatable).
+        #[arg(long = "env", value_name = "NAME=VALUE")]
+        env: Vec<String>,
+        /// The user's file instead of the project's (claude-code, cursor, vscode, gemini).
+        #[arg(long)]
+        user: bool,
+        /// The project folder of a project file (default: the manifest's folder).
+        #[arg(long, value_name = "DIR")]
+        project: Option<PathBuf>,
+        /// Print the entry instead of writing it.
+        #[arg(long)]
+        print: bool,
+    },
+    /// Remove this server from an MCP client's configuration (only an entry that runs
+    /// mcp-manifest).
+    Unregister {
+        /// The client.
+        client: Client,
+        /// The server's name (default: the [server] name of the manifest).
+        #[arg(long)]
+        name: Option<String>,
+        /// The manifest whose server name to remove (default ./mcp-server.toml).
+        #[arg(long, short, value_name = "MANIFEST")]
+        manifest: Option<PathBuf>,
+        /// The user's file instead of the project's (claude-code, cursor, vscode, gemini).
+        #[arg(long)]
+        user: bool,
+        /// The project folder of a project file (default: the manifest's folder).
+        #[arg(long, value_name = "DIR")]
+        project: Option<PathBuf>,
+    },
+    /// Print a shell completion script (bash, zsh, fish, powershell, elvish).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
     },
 }
 
@@ -105,11 +191,11 @@ fn main() -> ExitCode {
                     (None, true) => cli::Via::Stdio,
                     (None, false) => cli::Via::Default,
                 };
-                cli::serve(manifest, via).await
+                cli::serve(manifest.get(), via).await
             }
-            Some(Command::Check { manifest }) => cli::check(manifest).await,
-            Some(Command::Schema) => cli::schema(),
-            Some(Command::List { manifest }) => cli::list(manifest).await,
+            Some(Command::Check { manifest }) => cli::check(manifest.get()).await,
+            Some(Command::Schema { write }) => cli::schema(write),
+            Some(Command::List { manifest, json }) => cli::list(manifest.get(), json).await,
             Some(Command::Read { uri, manifest, raw }) => cli::read(manifest, &uri, raw).await,
             Some(Command::Call {
                 tool,
@@ -117,6 +203,49 @@ fn main() -> ExitCode {
                 json,
                 manifest,
             }) => cli::call(manifest, &tool, &args, json.as_deref()).await,
+            Some(Command::Init { dir, force }) => cli::init(dir, force).await,
+            Some(Command::Register {
+                client,
+                manifest,
+                name,
+                env,
+                user,
+                project,
+                print,
+            }) => {
+                cli::register(cli::RegisterArgs {
+                    client,
+                    manifest: manifest.get(),
+                    name,
+                    env,
+                    user,
+                    print,
+                    project,
+                })
+                .await
+            }
+            Some(Command::Unregister {
+                client,
+                name,
+                manifest,
+                user,
+                project,
+            }) => cli::unregister(cli::UnregisterArgs {
+                client,
+                manifest,
+                name,
+                user,
+                project,
+            }),
+            Some(Command::Completions { shell }) => {
+                clap_complete::generate(
+                    shell,
+                    &mut Args::command(),
+                    "mcp-manifest",
+                    &mut std::io::stdout(),
+                );
+                0
+            }
         }
     });
     // Exit without waiting for the runtime: a blocking stdin read cannot be cancelled, and

@@ -297,15 +297,20 @@ pub enum MessageContent {
 
 /// Reads and checks the manifest at `path`; `display` is how to name the file in messages.
 pub fn load(path: &Path, display: &str) -> Result<Manifest, Diagnostics> {
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let text = read_text(path).map_err(|e| {
         let mut d = Diagnostics::new(display);
+        let cwd = std::env::current_dir()
+            .map_or_else(|e| format!("unknown ({e})"), |p| p.display().to_string());
         d.push(
             Loc { line: 1, col: 1 },
-            format!("cannot read the manifest: {e}"),
+            format!(
+                "cannot read the manifest: {e} (tried {}; working directory {cwd})",
+                abs.display()
+            ),
         );
         d
     })?;
-    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let dir = abs
         .parent()
         .map(Path::to_path_buf)

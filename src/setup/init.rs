@@ -1,0 +1,648 @@
+//! `init`: a commented starter manifest for a folder, from what the folder holds: a git
+//! repository, documentation, source folders, SQLite files (found by their header).
+//!
+//! The walk is bounded (depth, entries, header reads) so a huge tree stays fast; it never
+//! follows symlinks and skips `.git`, `node_modules`, `target`, hidden and gitignored folders.
+//! Every proposed section is checked on its own as `check` would (a database that does not open
+//! is left out, with the reason), then the whole manifest is built before it is written: what
+//! `init` writes passes `check`.
+
+use std::collections::VecDeque;
+use std::fmt::Write as _;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ignore::Match;
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
+
+use crate::registry::Registry;
+
+/// The manifest's file name in the folder.
+pub(crate) const MANIFEST: &str = "mcp-server.toml";
+/// The JSON Schema written beside it, named by its `#:schema` line.
+pub(crate) const SCHEMA: &str = "mcp-server.schema.json";
+
+/// How deep the walk goes below the folder.
+const MAX_DEPTH: usize = 8;
+/// Entries looked at before the walk stops.
+const MAX_ENTRIES: usize = 50_000;
+/// Files whose first bytes are read to find SQLite databases.
+const MAX_HEADER_READS: usize = 5_000;
+/// Databases put in the manifest (more are named in the report).
+const MAX_DATABASES: usize = 10;
+/// Folders served as source folders when found at the top.
+const SOURCE_DIRS: &[&str] = &[
+    "src", "lib", "app", "pkg", "cmd", "internal", "include", "crates", "packages", "tests",
+    "test", "examples", "scripts",
+];
+/// Folders of documentation when found at the top.
+const DOC_DIRS: &[&str] = &["docs", "doc", "documentation"];
+/// Extensions of documentation files, served wherever they are (outside source folders).
+const DOC_EXTS: &[&str] = &["md", "markdown", "mdx", "rst", "adoc"];
+/// Folders never entered (besides hidden and gitignored ones).
+const SKIP_DIRS: &[&str] = &["node_modules", "target"];
+/// The first 16 bytes of every SQLite 3 database.
+const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
+
+/// What the walk found in the folder.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Findings {
+    /// The git repository's work tree (the folder or one above it).
+    pub git: Option<PathBuf>,
+    /// `README*` files at the top.
+    pub readmes: Vec<String>,
+    /// Documentation files (by extension) outside the source folders, by extension.
+    pub doc_exts: Vec<(String, usize)>,
+    /// Documentation folders at the top.
+    pub doc_dirs: Vec<String>,
+    /// Source folders at the top.
+    pub source_dirs: Vec<String>,
+    /// SQLite files, relative, `/`-separated, in walk order.
+    pub databases: Vec<String>,
+    /// Regular files that are none of the above (and not the manifest or its schema).
+    pub other_files: usize,
+    /// Names from `SKIP_DIRS` seen (served sources exclude them too).
+    pub skipped: Vec<String>,
+    /// Entries looked at; whether a bound stopped the walk early.
+    pub entries: usize,
+    pub truncated: bool,
+    pub elapsed: Duration,
+}
+
+/// Walks `dir` (canonical) within the bounds.
+pub(crate) fn inspect(dir: &Path) -> Findings {
+    let start = Instant::now();
+    let mut f = Findings {
+        git: git2::Repository::discover(dir)
+            .ok()
+            .and_then(|r| r.workdir().map(Path::to_path_buf)),
+        ..Findings::default()
+    };
+    let mut header_reads = 0;
+    let mut doc_counts: Vec<(String, usize)> = Vec::new();
+    // (folder, path relative to `dir`, depth, gitignore matchers from `dir` down to it)
+    let mut queue: VecDeque<(PathBuf, String, usize, Arc<Vec<Gitignore>>)> = VecDeque::new();
+    queue.push_back((dir.to_path_buf(), String::new(), 0, Arc::new(Vec::new())));
+    'walk: while let Some((folder, rel, depth, parents)) = queue.pop_front() {
+        let matchers = match gitignore_of(&folder) {
+            Some(g) => {
+                let mut m = (*parents).clone();
+                m.push(g);
+                Arc::new(m)
+            }
+            None => parents,
+        };
+        let Ok(read) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        let mut entries: Vec<_> = read.flatten().collect();
+        entries.sort_by_key(std::fs::DirEntry::file_name);
+        let in_source = rel
+            .split('/')
+            .next()
+            .is_some_and(|top| f.source_dirs.iter().any(|s| s == top));
+        for entry in entries {
+            if f.entries >= MAX_ENTRIES {
+                f.truncated = true;
+                break 'walk;
+            }
+            f.entries += 1;
+            let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+                continue;
+            };
+            if name.starts_with('.') {
+                continue;
+            }
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let path = entry.path();
+            let child_rel = if rel.is_empty() {
+                name.clone()
+            } else {
+                format!("{rel}/{name}")
+            };
+            if kind.is_dir() {
+                if SKIP_DIRS.contains(&name.as_str()) {
+                    if !f.skipped.contains(&name) {
+                        f.skipped.push(name);
+                    }
+                    continue;
+                }
+                if ignored(&matchers, &path) {
+                    continue;
+                }
+                if depth == 0 {
+                    if SOURCE_DIRS.contains(&name.as_str()) {
+                        f.source_dirs.push(name.clone());
+                    } else if DOC_DIRS.contains(&name.as_str()) {
+                        f.doc_dirs.push(name.clone());
+                    }
+                }
+                if depth + 1 < MAX_DEPTH {
+                    queue.push_back((path, child_rel, depth + 1, matchers.clone()));
+                } else {
+                    f.truncated = true;
+                }
+                continue;
+            }
+            if !kind.is_file() {
+                continue; // symlinks are never followed
+            }
+            if depth == 0 && (name == MANIFEST || name == SCHEMA) {
+                continue;
+            }
+            if depth == 0 && name.to_ascii_lowercase().starts_with("readme") {
+                f.readmes.push(name.clone());
+            }
+            let ext = Path::new(&name)
+                .extension()
+                .and_then(|e| e.to_str())
+                .map(str::to_ascii_lowercase);
+            if let Some(ext) = ext.filter(|e| DOC_EXTS.contains(&e.as_str())) {
+                if !in_source {
+                    match doc_counts.iter_mut().find(|(e, _)| *e == ext) {
+                        Some((_, n)) => *n += 1,
+                        None => doc_counts.push((ext, 1)),
+                    }
+                }
+                continue;
+            }
+            // A database has at least one 512-byte page.
+            let big_enough = entry.metadata().is_ok_and(|m| m.len() >= 512);
+            if big_enough && header_reads < MAX_HEADER_READS {
+                header_reads += 1;
+                if is_sqlite(&path) {
+                    f.databases.push(child_rel);
+                    continue;
+                }
+            } else if big_enough {
+                f.truncated = true;
+            }
+            if !name.to_ascii_lowercase().starts_with("readme") {
+                f.other_files += 1;
+            }
+        }
+    }
+    f.doc_exts = doc_counts;
+    f.elapsed = start.elapsed();
+    f
+}
+
+fn gitignore_of(folder: &Path) -> Option<Gitignore> {
+    let file = folder.join(".gitignore");
+    if !file.is_file() {
+        return None;
+    }
+    let mut b = GitignoreBuilder::new(folder);
+    b.add(&file);
+    b.build().ok()
+}
+
+/// Whether the deepest `.gitignore` with an opinion ignores the folder `path`.
+fn ignored(matchers: &[Gitignore], path: &Path) -> bool {
+    for g in matchers.iter().rev() {
+        match g.matched(path, true) {
+            Match::Ignore(_) => return true,
+            Match::Whitelist(_) => return false,
+            Match::None => {}
+        }
+    }
+    false
+}
+
+fn is_sqlite(path: &Path) -> bool {
+    let mut head = [0u8; 16];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| &head == SQLITE_HEADER)
+}
+
+/// One proposed `[kind.name]` section.
+#[derive(Debug, Clone)]
+pub(crate) struct Section {
+    pub kind: &'static str,
+    pub name: String,
+    /// Comment lines above the header (without `# `).
+    pub comment: Vec<String>,
+    /// `key = value` lines.
+    pub body: Vec<String>,
+    /// What the report says about it.
+    pub summary: String,
+}
+
+impl Section {
+    fn text(&self) -> String {
+        let mut s = String::new();
+        for c in &self.comment {
+            let _ = writeln!(s, "# {c}");
+        }
+        let _ = writeln!(s, "[{}.{}]", self.kind, self.name);
+        for line in &self.body {
+            let _ = writeln!(s, "{line}");
+        }
+        s
+    }
+}
+
+/// The sections `findings` suggest, in the order they are written.
+pub(crate) fn propose(f: &Findings) -> Vec<Section> {
+    let mut out = Vec::new();
+    if let Some(top) = &f.git {
+        out.push(Section {
+            kind: "git",
+            name: "repo".into(),
+            comment: vec![
+                "The git repository: git://repo/log, status, branches, diff, commit/{rev},".into(),
+                "blob/{rev}/{+path}. Read only: nothing here writes to the repository.".into(),
+            ],
+            body: vec!["path = \".\"".into(), "log_limit = 50".into()],
+            summary: format!(
+                "git repository   {}",
+                top.display().to_string().trim_end_matches('/')
+            ),
+        });
+    }
+    let mut include = Vec::new();
+    if !f.readmes.is_empty() {
+        include.push("README*".to_owned());
+    }
+    for (ext, _) in &f.doc_exts {
+        include.push(format!("**/*.{ext}"));
+    }
+    for d in &f.doc_dirs {
+        include.push(format!("{d}/**"));
+    }
+    let skipped: Vec<String> = f.skipped.iter().map(|d| format!("**/{d}/**")).collect();
+    if !include.is_empty() {
+        let mut exclude: Vec<String> = f.source_dirs.iter().map(|d| format!("{d}/**")).collect();
+        exclude.extend(skipped.iter().cloned());
+        let mut body = vec![
+            "root = \".\"".to_owned(),
+            format!("include = {}", toml_array(&include)),
+        ];
+        if !exclude.is_empty() {
+            body.push(format!("exclude = {}", toml_array(&exclude)));
+        }
+        body.push("description = \"Documentation\"".into());
+        let mut what: Vec<String> = f.readmes.clone();
+        for (ext, n) in &f.doc_exts {
+            what.push(format!(
+                "{n} *.{ext} file{}",
+                if *n == 1 { "" } else { "s" }
+            ));
+        }
+        for d in &f.doc_dirs {
+            what.push(format!("{d}/"));
+        }
+        out.push(Section {
+            kind: "files",
+            name: "docs".into(),
+            comment: vec![
+                "Documentation. Each file is a resource (file:// + its path); gitignored and"
+                    .into(),
+                "hidden files are not served.".into(),
+            ],
+            body,
+            summary: format!("documentation    {}", what.join(", ")),
+        });
+    }
+    for d in &f.source_dirs {
+        out.push(Section {
+            kind: "files",
+            name: d.clone(),
+            comment: vec![format!("The `{d}` folder.")],
+            body: vec![
+                format!("root = {}", toml_str(d)),
+                format!("description = {}", toml_str(&format!("Files in {d}/"))),
+            ],
+            summary: format!("source folder    {d}/"),
+        });
+    }
+    if include.is_empty() && f.source_dirs.is_empty() && f.other_files > 0 {
+        let mut body = vec!["root = \".\"".to_owned()];
+        // A path with glob characters stays served as a file too (harmless): it cannot be an
+        // exact glob.
+        let mut exclude: Vec<String> = f
+            .databases
+            .iter()
+            .take(MAX_DATABASES)
+            .filter(|p| !p.contains(['*', '?', '[', ']', '{', '}', '\\']))
+            .cloned()
+            .collect();
+        exclude.extend(skipped.iter().cloned());
+        if !exclude.is_empty() {
+            body.push(format!("exclude = {}", toml_array(&exclude)));
+        }
+        body.push("description = \"The files of this folder\"".into());
+        out.push(Section {
+            kind: "files",
+            name: "files".into(),
+            comment: vec!["Every file of this folder.".into()],
+            body,
+            summary: format!(
+                "files            {} other file{} in the folder",
+                f.other_files,
+                if f.other_files == 1 { "" } else { "s" }
+            ),
+        });
+    }
+    let mut names: Vec<String> = Vec::new();
+    for db in f.databases.iter().take(MAX_DATABASES) {
+        let name = unique(source_name(db), &names);
+        names.push(name.clone());
+        out.push(Section {
+            kind: "sqlite",
+            name: name.clone(),
+            comment: vec![
+                format!("The SQLite database {db}, opened read-only: sqlite://{name}/schema and"),
+                format!("sqlite://{name}/tables/{{table}}. A named query becomes a tool too:"),
+                format!("  [sqlite.{name}.queries.recent]"),
+                "  sql = \"SELECT * FROM some_table ORDER BY rowid DESC LIMIT :n\"".into(),
+                "  params.n = { type = \"integer\", default = 10 }".into(),
+            ],
+            body: vec![
+                format!("path = {}", toml_str(db)),
+                format!("description = {}", toml_str(&format!("The database {db}"))),
+            ],
+            summary: format!("SQLite database  {db}"),
+        });
+    }
+    out
+}
+
+/// A source name (`[a-z][a-z0-9_-]*`) from a database's file name.
+fn source_name(path: &str) -> String {
+    let file = path.rsplit('/').next().unwrap_or(path);
+    let stem = match file.rsplit_once('.') {
+        Some((s, _)) if !s.is_empty() => s,
+        _ => file,
+    };
+    let mut out = String::new();
+    for c in stem.chars() {
+        let c = c.to_ascii_lowercase();
+        if c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-' {
+            out.push(c);
+        } else if !out.ends_with('_') {
+            out.push('_');
+        }
+        if out.len() >= 40 {
+            break;
+        }
+    }
+    let out = out.trim_matches('_').to_owned();
+    if out.starts_with(|c: char| c.is_ascii_lowercase()) {
+        out
+    } else {
+        format!("db_{out}").trim_end_matches('_').to_owned()
+    }
+}
+
+fn unique(name: String, taken: &[String]) -> String {
+    if !taken.contains(&name) {
+        return name;
+    }
+    (2..)
+        .map(|n| format!("{name}_{n}"))
+        .find(|c| !taken.contains(c))
+        .unwrap_or(name)
+}
+
+/// A TOML basic string holding `s` exactly: quotes, backslashes and control characters
+/// escaped, and `${` written `$${` so the manifest's `${VAR}` expansion leaves it alone.
+pub(crate) fn toml_str(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '$' if chars.peek() == Some(&'{') => out.push_str("$$"),
+            c if c.is_control() => {
+                let _ = write!(out, "\\u{:04X}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn toml_array(items: &[String]) -> String {
+    let quoted: Vec<String> = items.iter().map(|s| toml_str(s)).collect();
+    format!("[{}]", quoted.join(", "))
+}
+
+/// The manifest text: a header, `[server]`, the accepted sections, and commented examples.
+pub(crate) fn render(server_name: &str, sections: &[Section]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "#:schema ./{SCHEMA}");
+    s.push_str(
+        "# What mcp-manifest serves from this folder to AI assistants over MCP. Written by\n\
+         # `mcp-manifest init`; edit freely. Relative paths are relative to this file's folder.\n\
+         #   mcp-manifest check mcp-server.toml                    validate (every error at once)\n\
+         #   mcp-manifest list mcp-server.toml                     what an assistant will see\n\
+         #   mcp-manifest register claude-desktop mcp-server.toml  add it to a client\n\
+         #     (or claude-code, cursor, vscode, windsurf, codex, gemini)\n\
+         # Every key: the README's manifest reference, or `mcp-manifest schema`.\n\n",
+    );
+    s.push_str("[server]\n");
+    let _ = writeln!(s, "name = {}", toml_str(server_name));
+    let _ = writeln!(
+        s,
+        "instructions = {}",
+        toml_str(&instructions(server_name, sections))
+    );
+    s.push_str(
+        "# version = \"1.0.0\"        # default: the binary's version\n\
+         # page_size = 100          # items per page of every list answer\n\
+         # resource_tools = true    # also serve resources through list_resources / read_resource tools\n",
+    );
+    for section in sections {
+        s.push('\n');
+        s.push_str(&section.text());
+    }
+    s.push_str(EXAMPLES);
+    if !sections.iter().any(|x| x.kind == "files") {
+        s.push_str(FILES_EXAMPLE);
+    }
+    s
+}
+
+/// What the assistant is told the server holds.
+fn instructions(name: &str, sections: &[Section]) -> String {
+    let mut parts = Vec::new();
+    for x in sections {
+        let part = match x.kind {
+            "git" => "its git history (git://repo/log, git://repo/commit/{rev})".to_owned(),
+            "sqlite" => format!(
+                "the SQLite database `{}` (sqlite://{}/schema first)",
+                x.name, x.name
+            ),
+            _ if x.name == "docs" => {
+                "its documentation (the files source `docs`; list_resources lists them)".to_owned()
+            }
+            _ => format!("the files of `{}`", x.name),
+        };
+        parts.push(part);
+    }
+    if parts.is_empty() {
+        return format!("Serves the folder `{name}`.");
+    }
+    format!("Serves the folder `{name}`: {}.", parts.join("; "))
+}
+
+/// Commented examples of what a manifest can add, after the sections.
+const EXAMPLES: &str = r#"
+# More you can add (uncomment and adapt; `mcp-manifest check` says what is wrong):
+#
+# [tools.search]
+# description = "Search the files for a regular expression (grep -E); prints FILE:LINE:TEXT"
+# command = ["grep", "-rnE", "--", "{pattern}", "."]
+# read_only = true
+# params.pattern = { type = "string", description = "Extended regular expression" }
+#
+# [templates.note]
+# uri = "note://{name}"
+# description = "One note by name"
+# mime_type = "text/markdown"
+# file = "notes/{name}.md"
+#
+# [prompts.review]
+# description = "Review one file"
+# args.path = { description = "Path of the file", required = true }
+# messages = [{ role = "user", text = "Review {path} for bugs and unclear names." }]
+"#;
+
+/// Added when no files source was proposed (an empty folder, say).
+const FILES_EXAMPLE: &str = r#"#
+# [files.docs]
+# root = "."
+# include = ["**/*.md"]
+# description = "Documentation"
+"#;
+
+/// Loads and builds manifest `text` as if it were `dir/mcp-server.toml`, as `check` does.
+pub(crate) async fn check_text(text: &str, dir: &Path) -> Result<Registry, String> {
+    let path = dir.join(MANIFEST);
+    let env = |name: &str| std::env::var(name).ok();
+    let manifest = crate::manifest::load_str(text, MANIFEST, &path, dir, &env)
+        .map_err(|d| d.to_string().trim_end().to_owned())?;
+    Registry::build(manifest, crate::process::Children::new())
+        .await
+        .map_err(|d| d.to_string().trim_end().to_owned())
+}
+
+/// Checks one section alone as `check` would: built, and its resources listed. Listing a files
+/// source cannot fail (unreadable entries are skipped) and walks its whole tree, so only the
+/// other kinds are listed: a huge folder stays fast.
+async fn check_section(section: &Section, dir: &Path) -> Result<(), String> {
+    let registry = check_text(&section.text(), dir).await?;
+    if section.kind != "files" {
+        registry
+            .list_resources()
+            .await
+            .map_err(|e| format!("listing its resources failed: {e}"))?;
+    }
+    Ok(())
+}
+
+/// The sections of `proposed` that pass `check` on their own, and the reasons for the others.
+pub(crate) async fn accept(
+    proposed: Vec<Section>,
+    dir: &Path,
+) -> (Vec<Section>, Vec<(Section, String)>) {
+    let mut ok = Vec::new();
+    let mut left_out = Vec::new();
+    for s in proposed {
+        match check_section(&s, dir).await {
+            Ok(()) => ok.push(s),
+            Err(why) => {
+                // The first line names the problem, after `FILE:LINE:COL:`.
+                let first = why.lines().next().unwrap_or("");
+                let why = match first.strip_prefix(&format!("{MANIFEST}:")) {
+                    Some(rest) => rest.splitn(3, ':').nth(2).unwrap_or(rest).trim().to_owned(),
+                    None => first.to_owned(),
+                };
+                left_out.push((s, why));
+            }
+        }
+    }
+    (ok, left_out)
+}
+
+/// The report printed after the walk.
+pub(crate) fn report(
+    dir: &Path,
+    f: &Findings,
+    accepted: &[Section],
+    left_out: &[(Section, String)],
+) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "Looked at {} ({} entries in {:.2} s{}):",
+        dir.display(),
+        f.entries,
+        f.elapsed.as_secs_f64(),
+        if f.truncated {
+            "; stopped at the walk's bounds, deeper or later entries were not looked at"
+        } else {
+            ""
+        }
+    );
+    if accepted.is_empty() && left_out.is_empty() {
+        let _ = writeln!(
+            s,
+            "  nothing to serve yet: no git repository, documentation, source folder or SQLite file"
+        );
+    }
+    for x in accepted {
+        let _ = writeln!(s, "  {}", x.summary);
+    }
+    for (x, why) in left_out {
+        let _ = writeln!(s, "  {}  (left out: {why})", x.summary);
+    }
+    let more = f.databases.len().saturating_sub(MAX_DATABASES);
+    if more > 0 {
+        let _ = writeln!(
+            s,
+            "  and {more} more SQLite files, not added (add them as [sqlite.NAME] sections): {}",
+            f.databases[MAX_DATABASES..].join(", ")
+        );
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_are_escaped_for_toml_and_for_env_expansion() {
+        assert_eq!(toml_str("a\"b\\c"), r#""a\"b\\c""#);
+        assert_eq!(toml_str("x${HOME}y$z"), r#""x$${HOME}y$z""#);
+        assert_eq!(toml_str("t\u{1}\n"), r#""t\u0001\n""#);
+        let parsed: toml::Table =
+            toml::from_str(&format!("k = {}", toml_str("é\"\\\u{7f}"))).unwrap();
+        assert_eq!(parsed["k"].as_str(), Some("é\"\\\u{7f}"));
+    }
+
+    #[test]
+    fn database_names_become_source_names() {
+        assert_eq!(source_name("data/shop.db"), "shop");
+        assert_eq!(source_name("My Data.sqlite3"), "my_data");
+        assert_eq!(source_name("2024.db"), "db_2024");
+        assert_eq!(source_name("a/.db"), "db");
+        assert_eq!(source_name("émoji.db"), "moji");
+        assert_eq!(
+            unique("shop".into(), &["shop".into(), "shop_2".into()]),
+            "shop_3"
+        );
+    }
+}

@@ -1,0 +1,836 @@
+//! `init`, `register` / `unregister` and the command line around them, through the real binary:
+//! init on a git repository with docs and sources, on a folder with a SQLite file and on an empty
+//! folder (each result must pass `check`); every client's file under a temporary HOME and
+//! project folder, with other servers and unknown keys that must come through unchanged.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+use crate::sqlite::make_db;
+use crate::support::{BIN, Fixture, stderr, stdout};
+
+/// Runs the binary in `cwd` with `home` as HOME and no other config-locating variables.
+fn run(cwd: &Path, home: &Path, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .current_dir(cwd)
+        .env("HOME", home)
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("APPDATA")
+        .env_remove("CODEX_HOME")
+        .env_remove("USERPROFILE")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run mcp-manifest")
+}
+
+fn ok(out: &Output) -> String {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout: {}\nstderr: {}",
+        stdout(out),
+        stderr(out)
+    );
+    stdout(out)
+}
+
+fn failed(out: &Output) -> String {
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "stdout: {}\nstderr: {}",
+        stdout(out),
+        stderr(out)
+    );
+    stderr(out)
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "Ada")
+        .env("GIT_AUTHOR_EMAIL", "ada@example.com")
+        .env("GIT_COMMITTER_NAME", "Ada")
+        .env("GIT_COMMITTER_EMAIL", "ada@example.com")
+        .output()
+        .expect("run git");
+    assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
+}
+
+/// `check` on the folder's manifest through the binary, from another working directory.
+fn checks(f: &Fixture) -> String {
+    let elsewhere = tempfile::tempdir().expect("temp dir");
+    let manifest = f.path("mcp-server.toml").display().to_string();
+    ok(&run(
+        elsewhere.path(),
+        elsewhere.path(),
+        &["check", &manifest],
+    ))
+}
+
+fn list_json(f: &Fixture) -> Value {
+    let out = ok(&run(&f.root(), &f.root(), &["list", "--json"]));
+    serde_json::from_str(&out).expect("list --json prints JSON")
+}
+
+fn uris(listing: &Value) -> Vec<String> {
+    listing["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .map(|r| r["uri"].as_str().expect("uri").to_owned())
+        .collect()
+}
+
+#[test]
+fn init_on_a_git_repository_with_docs_and_sources() {
+    let f = Fixture::new();
+    f.write("README.md", "# Demo\n");
+    f.write("docs/guide.md", "# Guide\n");
+    f.write("docs/diagram.svg", "<svg/>");
+    f.write("notes/idea.md", "an idea\n");
+    f.write("src/main.rs", "fn main() {}\n");
+    f.write("tests/it.rs", "#[test] fn t() {}\n");
+    f.write("node_modules/pkg/README.md", "# not ours\n");
+    f.write(".private/secret.md", "hidden\n");
+    f.write(".gitignore", "build/\n");
+    f.mkdir("build");
+    make_db(&f.path("build/cache.db"), "CREATE TABLE t (x);");
+    git(&f.root(), &["init", "-q", "-b", "main"]);
+    git(&f.root(), &["add", "-A"]);
+    git(&f.root(), &["commit", "-q", "-m", "first"]);
+
+    let out = ok(&run(&f.root(), &f.root(), &["init"]));
+    assert!(out.contains("git repository"), "{out}");
+    assert!(out.contains("documentation    README.md"), "{out}");
+    assert!(out.contains("source folder    src/"), "{out}");
+    assert!(out.contains("source folder    tests/"), "{out}");
+    assert!(
+        !out.contains("cache.db"),
+        "a gitignored folder is not entered: {out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "Next:  mcp-manifest check {}",
+            f.path("mcp-server.toml").display()
+        )),
+        "{out}"
+    );
+    let text = std::fs::read_to_string(f.path("mcp-server.toml")).expect("manifest written");
+    assert!(
+        text.starts_with("#:schema ./mcp-server.schema.json\n"),
+        "{text}"
+    );
+    for section in ["[git.repo]", "[files.docs]", "[files.src]", "[files.tests]"] {
+        assert!(text.contains(section), "{section} in:\n{text}");
+    }
+    // The schema beside the manifest is the one `schema` prints.
+    let schema = ok(&run(&f.root(), &f.root(), &["schema"]));
+    assert_eq!(
+        std::fs::read_to_string(f.path("mcp-server.schema.json")).expect("schema written"),
+        schema
+    );
+
+    let summary = checks(&f);
+    assert!(summary.contains("1 git"), "{summary}");
+    let listing = list_json(&f);
+    let uris = uris(&listing);
+    for rel in ["README.md", "docs/guide.md", "notes/idea.md", "src/main.rs"] {
+        assert!(uris.contains(&f.uri(rel)), "{rel} in {uris:?}");
+    }
+    assert!(uris.contains(&"git://repo/log".to_owned()), "{uris:?}");
+    assert!(
+        !uris
+            .iter()
+            .any(|u| u.contains("node_modules") || u.contains(".private")),
+        "{uris:?}"
+    );
+    // Each file is served once: the docs source leaves the source folders to their own.
+    let main_rs = uris.iter().filter(|u| **u == f.uri("src/main.rs")).count();
+    assert_eq!(main_rs, 1);
+
+    // A second init refuses and leaves the file; --force rewrites it.
+    std::fs::write(f.path("mcp-server.toml"), "# mine\n").expect("edit");
+    let err = failed(&run(&f.root(), &f.root(), &["init"]));
+    assert!(err.contains("--force"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(f.path("mcp-server.toml")).expect("kept"),
+        "# mine\n"
+    );
+    ok(&run(&f.root(), &f.root(), &["init", "--force"]));
+    assert_eq!(
+        std::fs::read_to_string(f.path("mcp-server.toml")).expect("rewritten"),
+        text
+    );
+}
+
+#[test]
+fn init_finds_sqlite_files_by_their_header_not_their_extension() {
+    let f = Fixture::new();
+    f.mkdir("data");
+    make_db(
+        &f.path("data/store.bin"),
+        "CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO items (name) VALUES ('pen');",
+    );
+    // Named like a database, but not one; and one with the header but garbage after it.
+    f.write("fake.db", "not a database\n".repeat(100));
+    let mut broken = b"SQLite format 3\0".to_vec();
+    broken.extend([0xFFu8; 1024]);
+    f.write("broken.sqlite", broken);
+    f.write("prices.csv", "name,price\npen,1\n");
+
+    let elsewhere = tempfile::tempdir().expect("temp dir");
+    let dir = f.root().display().to_string();
+    let out = ok(&run(elsewhere.path(), elsewhere.path(), &["init", &dir]));
+    assert!(out.contains("SQLite database  data/store.bin"), "{out}");
+    assert!(
+        out.contains("SQLite database  broken.sqlite  (left out:"),
+        "{out}"
+    );
+    assert!(!out.contains("fake.db"), "{out}");
+    let text = std::fs::read_to_string(f.path("mcp-server.toml")).expect("manifest written");
+    assert!(
+        text.contains("[sqlite.store]\npath = \"data/store.bin\"\n"),
+        "{text}"
+    );
+    assert!(!text.contains("[sqlite.broken]"), "{text}");
+    // The other files are served too, the database file itself only as a database.
+    assert!(text.contains("[files.files]"), "{text}");
+
+    checks(&f);
+    let manifest = f.path("mcp-server.toml").display().to_string();
+    let out = ok(&run(
+        elsewhere.path(),
+        elsewhere.path(),
+        &["read", "sqlite://store/tables/items", "-m", &manifest],
+    ));
+    let rows: Value = serde_json::from_str(&out).expect("JSON rows");
+    assert_eq!(rows["rows"][0]["name"], "pen");
+    let uris = uris(&list_json(&f));
+    assert!(uris.contains(&f.uri("prices.csv")), "{uris:?}");
+    assert!(!uris.contains(&f.uri("data/store.bin")), "{uris:?}");
+}
+
+#[test]
+fn init_in_an_empty_folder_and_its_examples_check() {
+    let f = Fixture::new();
+    let out = ok(&run(&f.root(), &f.root(), &["init", "."]));
+    assert!(out.contains("nothing to serve yet"), "{out}");
+    let text = std::fs::read_to_string(f.path("mcp-server.toml")).expect("manifest written");
+    let summary = checks(&f);
+    assert!(summary.contains("resources  0"), "{summary}");
+
+    // The commented examples are valid manifest text once uncommented.
+    let (head, examples) = text
+        .split_once("# More you can add")
+        .expect("an examples block");
+    let uncommented: String = examples
+        .lines()
+        .skip(1)
+        .map(|l| l.strip_prefix("# ").or(l.strip_prefix('#')).unwrap_or(l))
+        .collect::<Vec<_>>()
+        .join("\n");
+    f.write("notes/a.md", "a\n");
+    f.write("mcp-server.toml", format!("{head}\n{uncommented}\n"));
+    let summary = checks(&f);
+    assert!(summary.contains("prompts    1"), "{summary}");
+    assert!(summary.contains("1 from the manifest"), "{summary}");
+}
+
+#[test]
+fn init_walk_is_bounded_and_refuses_what_is_not_a_folder() {
+    let f = Fixture::new();
+    let deep = (0..12)
+        .map(|i| format!("d{i}"))
+        .collect::<Vec<_>>()
+        .join("/");
+    f.mkdir(&deep);
+    make_db(&f.path(&format!("{deep}/deep.db")), "CREATE TABLE t (x);");
+    let out = ok(&run(&f.root(), &f.root(), &["init"]));
+    assert!(out.contains("stopped at the walk's bounds"), "{out}");
+    assert!(!out.contains("deep.db"), "{out}");
+    checks(&f);
+
+    let missing = f.path("missing").display().to_string();
+    let err = failed(&run(&f.root(), &f.root(), &["init", &missing]));
+    assert!(
+        err.contains("missing") && err.contains("working directory"),
+        "{err}"
+    );
+    let file = f.path("mcp-server.toml").display().to_string();
+    let err = failed(&run(&f.root(), &f.root(), &["init", &file]));
+    assert!(err.contains("is not a folder"), "{err}");
+}
+
+/// A project with a manifest (server `demo`) and a home folder, both temporary.
+struct Setup {
+    home: tempfile::TempDir,
+    project: Fixture,
+}
+
+impl Setup {
+    fn new() -> Setup {
+        let project = Fixture::new();
+        project.write("docs/a.md", "# A\n");
+        project.manifest("[server]\nname = \"demo\"\n\n[files.docs]\nroot = \"docs\"\n");
+        Setup {
+            home: tempfile::tempdir().expect("home"),
+            project,
+        }
+    }
+
+    fn home(&self) -> PathBuf {
+        self.home.path().canonicalize().expect("home")
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        run(&self.project.root(), &self.home(), args)
+    }
+
+    fn bin() -> String {
+        Path::new(BIN)
+            .canonicalize()
+            .expect("binary")
+            .display()
+            .to_string()
+    }
+
+    fn manifest(&self) -> String {
+        self.project.path("mcp-server.toml").display().to_string()
+    }
+
+    fn backups(&self, file: &Path) -> Vec<PathBuf> {
+        let dir = file.parent().expect("folder");
+        let name = file
+            .file_name()
+            .expect("name")
+            .to_string_lossy()
+            .into_owned();
+        let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map(|r| r.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        out.retain(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(&format!("{name}.bak-")))
+        });
+        out
+    }
+}
+
+/// A client, its scope flag, the file it must write (from HOME or the project), and the key
+/// that holds servers (`None` for Codex's TOML).
+struct Case {
+    client: &'static str,
+    user: bool,
+    file: PathBuf,
+    key: Option<&'static str>,
+    stdio_type: bool,
+}
+
+fn cases(s: &Setup) -> Vec<Case> {
+    let home = s.home();
+    let project = s.project.root();
+    let case = |client, user, file: PathBuf, key, stdio_type| Case {
+        client,
+        user,
+        file,
+        key,
+        stdio_type,
+    };
+    vec![
+        case(
+            "claude-desktop",
+            false,
+            home.join(".config/Claude/claude_desktop_config.json"),
+            Some("mcpServers"),
+            false,
+        ),
+        case(
+            "claude-code",
+            false,
+            project.join(".mcp.json"),
+            Some("mcpServers"),
+            true,
+        ),
+        case(
+            "claude-code",
+            true,
+            home.join(".claude.json"),
+            Some("mcpServers"),
+            true,
+        ),
+        case(
+            "cursor",
+            false,
+            project.join(".cursor/mcp.json"),
+            Some("mcpServers"),
+            false,
+        ),
+        case(
+            "cursor",
+            true,
+            home.join(".cursor/mcp.json"),
+            Some("mcpServers"),
+            false,
+        ),
+        case(
+            "vscode",
+            false,
+            project.join(".vscode/mcp.json"),
+            Some("servers"),
+            true,
+        ),
+        case(
+            "vscode",
+            true,
+            home.join(".config/Code/User/mcp.json"),
+            Some("servers"),
+            true,
+        ),
+        case(
+            "windsurf",
+            false,
+            home.join(".codeium/windsurf/mcp_config.json"),
+            Some("mcpServers"),
+            false,
+        ),
+        case("codex", false, home.join(".codex/config.toml"), None, false),
+        case(
+            "gemini",
+            false,
+            project.join(".gemini/settings.json"),
+            Some("mcpServers"),
+            false,
+        ),
+        case(
+            "gemini",
+            true,
+            home.join(".gemini/settings.json"),
+            Some("mcpServers"),
+            false,
+        ),
+    ]
+}
+
+fn args<'a>(c: &'a Case, verb: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut a = vec![verb, c.client];
+    if c.user {
+        a.push("--user");
+    }
+    a.extend_from_slice(extra);
+    a
+}
+
+/// A config file with another server and keys no one here knows.
+fn existing_json(key: &str) -> String {
+    format!(
+        "{{\n  \"theme\": \"dark\",\n  \"{key}\": {{\n    \"other\": {{\"command\": \"npx\", \"args\": [\"-y\", \"other-server\"], \"env\": {{\"TOKEN\": \"t\"}}, \"custom\": [1, {{\"deep\": null}}]}}\n  }},\n  \"zzz\": {{\"n\": 1.5, \"list\": [true, false]}}\n}}\n"
+    )
+}
+
+const EXISTING_TOML: &str = "# Codex settings\nmodel = \"o3\"  # the default model\n\n[mcp_servers.other]\ncommand = \"npx\"\nargs = [\"-y\", \"other-server\"]\n\n[mcp_servers.other.env]\nTOKEN = \"t\"\n\n[profiles.fast]\nmodel = \"mini\"\n";
+
+#[test]
+fn every_client_keeps_other_servers_and_keys_and_runs_twice_without_change() {
+    let s = Setup::new();
+    let bin = Setup::bin();
+    let manifest = s.manifest();
+    for c in cases(&s) {
+        let label = format!("{} (user: {})", c.client, c.user);
+        let original = match c.key {
+            Some(key) => existing_json(key),
+            None => EXISTING_TOML.to_owned(),
+        };
+        std::fs::create_dir_all(c.file.parent().expect("folder")).expect("config folder");
+        std::fs::write(&c.file, &original).expect("config file");
+
+        let out = ok(&s.run(&args(&c, "register", &[])));
+        assert!(out.contains("Registered `demo`"), "{label}: {out}");
+        assert!(
+            out.contains(&c.file.display().to_string()),
+            "{label}: {out}"
+        );
+        let written = std::fs::read_to_string(&c.file).expect("config after register");
+        let backups = s.backups(&c.file);
+        assert_eq!(backups.len(), 1, "{label}: one backup");
+        assert_eq!(
+            std::fs::read_to_string(&backups[0]).expect("backup"),
+            original,
+            "{label}"
+        );
+        match c.key {
+            Some(key) => {
+                let mut v: Value = serde_json::from_str(&written).expect("strict JSON");
+                let mut entry = json!({"command": bin, "args": ["serve", manifest]});
+                if c.stdio_type {
+                    entry = json!({"type": "stdio", "command": bin, "args": ["serve", manifest]});
+                }
+                assert_eq!(v[key]["demo"], entry, "{label}");
+                // Everything else is what it was, in the same order.
+                v[key]
+                    .as_object_mut()
+                    .expect("servers")
+                    .shift_remove("demo");
+                let before: Value = serde_json::from_str(&original).expect("original");
+                assert_eq!(v, before, "{label}");
+                let keys: Vec<&String> = v.as_object().expect("root").keys().collect();
+                assert_eq!(keys, ["theme", key, "zzz"], "{label}");
+            }
+            None => {
+                assert!(
+                    written.starts_with("# Codex settings\nmodel = \"o3\"  # the default model\n"),
+                    "{label}: {written}"
+                );
+                let v: toml::Table = toml::from_str(&written).expect("TOML");
+                let demo = &v["mcp_servers"]["demo"];
+                assert_eq!(demo["command"].as_str(), Some(bin.as_str()), "{label}");
+                assert_eq!(
+                    demo["args"],
+                    toml::Value::Array(vec!["serve".into(), manifest.clone().into()])
+                );
+                assert_eq!(
+                    v["mcp_servers"]["other"]["env"]["TOKEN"].as_str(),
+                    Some("t")
+                );
+                assert_eq!(v["profiles"]["fast"]["model"].as_str(), Some("mini"));
+            }
+        }
+
+        // A second run changes nothing: same bytes, no new backup.
+        let out = ok(&s.run(&args(&c, "register", &[])));
+        assert!(out.contains("nothing changed"), "{label}: {out}");
+        assert_eq!(
+            std::fs::read_to_string(&c.file).expect("config"),
+            written,
+            "{label}"
+        );
+        assert_eq!(s.backups(&c.file).len(), 1, "{label}");
+
+        // unregister takes out ours only, and the file means what it meant before.
+        let out = ok(&s.run(&args(&c, "unregister", &[])));
+        assert!(out.contains("Removed `demo`"), "{label}: {out}");
+        let after = std::fs::read_to_string(&c.file).expect("config");
+        match c.key {
+            Some(_) => assert_eq!(
+                serde_json::from_str::<Value>(&after).expect("JSON"),
+                serde_json::from_str::<Value>(&original).expect("JSON"),
+                "{label}"
+            ),
+            None => assert_eq!(after, original, "{label}: comments and layout kept"),
+        }
+        let out = ok(&s.run(&args(&c, "unregister", &[])));
+        assert!(out.contains("nothing changed"), "{label}: {out}");
+        // `unregister` never removes a server it did not write.
+        let err = failed(&s.run(&args(&c, "unregister", &["--name", "other"])));
+        assert!(err.contains("does not run mcp-manifest"), "{label}: {err}");
+        assert_eq!(std::fs::read_to_string(&c.file).expect("config"), after);
+    }
+}
+
+#[test]
+fn register_creates_missing_files_and_folders() {
+    let s = Setup::new();
+    for c in cases(&s) {
+        let label = c.client;
+        ok(&s.run(&args(&c, "register", &[])));
+        let written = std::fs::read_to_string(&c.file).expect("config created");
+        match c.key {
+            Some(key) => {
+                let v: Value = serde_json::from_str(&written).expect("strict JSON");
+                assert_eq!(v[key]["demo"]["args"][0], "serve", "{label}");
+            }
+            None => assert!(written.starts_with("[mcp_servers.demo]\n"), "{written}"),
+        }
+        assert!(s.backups(&c.file).is_empty(), "{label}: nothing to back up");
+    }
+}
+
+#[test]
+fn print_writes_nothing_and_shows_the_entry() {
+    let s = Setup::new();
+    let bin = Setup::bin();
+    let out = ok(&s.run(&[
+        "register", "vscode", "--print", "--name", "docs", "--env", "A=1", "--env", "B=x=y",
+    ]));
+    let v: Value = serde_json::from_str(&out).expect("the entry as JSON");
+    assert_eq!(
+        v,
+        json!({"servers": {"docs": {"type": "stdio", "command": bin, "args": ["serve", s.manifest()], "env": {"A": "1", "B": "x=y"}}}})
+    );
+    let out = ok(&s.run(&["register", "codex", "--print"]));
+    assert!(out.starts_with("[mcp_servers.demo]\ncommand = "), "{out}");
+    // Nothing was written anywhere: not in the home folder, not in the project.
+    assert_eq!(std::fs::read_dir(s.home()).expect("home").count(), 0);
+    let project: Vec<String> = std::fs::read_dir(s.project.root())
+        .expect("project")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(project.len(), 2, "{project:?}");
+}
+
+#[test]
+fn invalid_config_files_are_refused_and_left_as_they_are() {
+    let s = Setup::new();
+    let file = s.home().join(".config/Claude/claude_desktop_config.json");
+    std::fs::create_dir_all(file.parent().expect("folder")).expect("folder");
+    let broken = "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\"},\n  }\n}\n";
+    std::fs::write(&file, broken).expect("write");
+    for verb in ["register", "unregister"] {
+        let err = failed(&s.run(&[verb, "claude-desktop"]));
+        assert!(
+            err.contains(&format!("{}:4:3: not valid JSON", file.display())),
+            "{err}"
+        );
+        assert_eq!(std::fs::read_to_string(&file).expect("kept"), broken);
+        assert!(s.backups(&file).is_empty());
+    }
+    let codex = s.home().join(".codex/config.toml");
+    std::fs::create_dir_all(codex.parent().expect("folder")).expect("folder");
+    std::fs::write(&codex, "model = \n").expect("write");
+    let err = failed(&s.run(&["register", "codex"]));
+    assert!(err.contains(&format!("{}:1:", codex.display())), "{err}");
+    assert_eq!(std::fs::read_to_string(&codex).expect("kept"), "model = \n");
+    // A top level that is not an object, and a servers key that is not one.
+    std::fs::write(&file, "[1, 2]").expect("write");
+    failed(&s.run(&["register", "claude-desktop"]));
+    std::fs::write(&file, "{\"mcpServers\": \"no\"}").expect("write");
+    let err = failed(&s.run(&["register", "claude-desktop"]));
+    assert!(err.contains("`mcpServers` is not a JSON object"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&file).expect("kept"),
+        "{\"mcpServers\": \"no\"}"
+    );
+}
+
+#[test]
+fn register_refuses_to_replace_a_server_it_did_not_write() {
+    let s = Setup::new();
+    let file = s.project.path(".mcp.json");
+    let text = "{\"mcpServers\": {\"demo\": {\"command\": \"npx\", \"args\": [\"demo\"]}}}\n";
+    std::fs::write(&file, text).expect("write");
+    let err = failed(&s.run(&["register", "claude-code"]));
+    assert!(
+        err.contains("does not run mcp-manifest (its command is `npx`)"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&file).expect("kept"), text);
+    // Under another name it goes in beside it.
+    ok(&s.run(&["register", "claude-code", "--name", "demo-docs"]));
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).expect("read")).expect("JSON");
+    assert_eq!(v["mcpServers"]["demo"]["command"], "npx");
+    assert_eq!(v["mcpServers"]["demo-docs"]["args"][0], "serve");
+}
+
+#[test]
+fn register_updates_its_own_entry_and_keeps_keys_added_to_it() {
+    let s = Setup::new();
+    let file = s.home().join(".gemini/settings.json");
+    std::fs::create_dir_all(file.parent().expect("folder")).expect("folder");
+    // An entry of ours from an older binary path, with a key the user added.
+    let old = json!({"mcpServers": {"demo": {"command": "/old/bin/mcp-manifest", "args": ["serve", "/old.toml"], "trust": true, "env": {"KEEP": "1"}}}});
+    std::fs::write(&file, old.to_string()).expect("write");
+    let out = ok(&s.run(&["register", "gemini", "--user", "--env", "NEW=2"]));
+    assert!(out.contains("Updated `demo`"), "{out}");
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).expect("read")).expect("JSON");
+    assert_eq!(
+        v["mcpServers"]["demo"],
+        json!({"command": Setup::bin(), "args": ["serve", s.manifest()], "trust": true, "env": {"KEEP": "1", "NEW": "2"}})
+    );
+}
+
+#[test]
+fn register_checks_its_inputs_before_writing() {
+    let s = Setup::new();
+    for (args, says) in [
+        (
+            vec!["register", "cursor", "--env", "1A=x"],
+            "not a variable name",
+        ),
+        (
+            vec!["register", "cursor", "--env", "NOVALUE"],
+            "is not NAME=VALUE",
+        ),
+        (
+            vec!["register", "cursor", "--name", "a b"],
+            "cannot be used",
+        ),
+        (
+            vec!["register", "cursor", "nope.toml"],
+            "cannot read the manifest",
+        ),
+    ] {
+        let err = failed(&s.run(&args));
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    s.project.write("bad.toml", "[server]\nnmae = \"x\"\n");
+    let err = failed(&s.run(&["register", "cursor", "bad.toml"]));
+    assert!(
+        err.contains("bad.toml:2:1") && err.contains("nothing registered"),
+        "{err}"
+    );
+    let out = s.run(&["register", "notaclient"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("claude-desktop"), "{}", stderr(&out));
+    assert!(!s.project.path(".cursor").exists());
+}
+
+#[test]
+fn config_locations_follow_xdg_config_home_and_codex_home() {
+    let s = Setup::new();
+    let xdg = tempfile::tempdir().expect("xdg");
+    let codex = tempfile::tempdir().expect("codex home");
+    let run_with = |args: &[&str]| {
+        Command::new(BIN)
+            .args(args)
+            .current_dir(s.project.root())
+            .env("HOME", s.home())
+            .env("XDG_CONFIG_HOME", xdg.path())
+            .env("CODEX_HOME", codex.path())
+            .output()
+            .expect("run")
+    };
+    ok(&run_with(&["register", "claude-desktop"]));
+    assert!(
+        xdg.path()
+            .join("Claude/claude_desktop_config.json")
+            .is_file()
+    );
+    ok(&run_with(&["register", "codex"]));
+    assert!(codex.path().join("config.toml").is_file());
+    assert_eq!(std::fs::read_dir(s.home()).expect("home").count(), 0);
+}
+
+#[test]
+fn manifest_as_option_or_positional_with_home_expansion() {
+    let s = Setup::new();
+    let other = tempfile::tempdir().expect("cwd");
+    let home_rel = format!(
+        "~/{}",
+        s.project
+            .path("mcp-server.toml")
+            .strip_prefix(s.project.root().parent().expect("parent"))
+            .expect("relative")
+            .display()
+    );
+    let home = s.project.root().parent().expect("parent").to_path_buf();
+    for args in [
+        vec!["check", home_rel.as_str()],
+        vec!["check", "--manifest", home_rel.as_str()],
+        vec!["check", "-m", home_rel.as_str()],
+        vec!["list", "-m", home_rel.as_str()],
+    ] {
+        let out = ok(&run(other.path(), &home, &args));
+        assert!(!out.is_empty(), "{args:?}");
+    }
+    let both = run(other.path(), &home, &["check", "a.toml", "-m", "b.toml"]);
+    assert_eq!(
+        both.status.code(),
+        Some(2),
+        "positional and --manifest conflict"
+    );
+    let err = failed(&run(
+        other.path(),
+        &home,
+        &["check", "nope/mcp-server.toml"],
+    ));
+    let cwd = other.path().canonicalize().expect("cwd");
+    assert!(
+        err.contains(&format!(
+            "tried {}/nope/mcp-server.toml; working directory {}",
+            cwd.display(),
+            cwd.display()
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn version_and_completions() {
+    let dir = tempfile::tempdir().expect("dir");
+    let out = ok(&run(dir.path(), dir.path(), &["--version"]));
+    assert_eq!(out, format!("mcp-manifest {}\n", env!("CARGO_PKG_VERSION")));
+    for shell in ["bash", "zsh", "fish", "powershell"] {
+        let out = ok(&run(dir.path(), dir.path(), &["completions", shell]));
+        assert!(out.contains("register") && out.contains("init"), "{shell}");
+        if shell == "bash" || shell == "zsh" {
+            assert!(
+                out.contains("claude-desktop"),
+                "{shell}: the clients complete"
+            );
+        }
+    }
+    assert_eq!(
+        run(dir.path(), dir.path(), &["completions", "tcsh"])
+            .status
+            .code(),
+        Some(2)
+    );
+}
+
+#[test]
+fn list_json_is_the_listing_with_mcp_field_names() {
+    let f = Fixture::new();
+    f.write("docs/a.md", "# A\n");
+    f.manifest(
+        "[server]\nname = \"demo\"\n\n[files.docs]\nroot = \"docs\"\n\n[tools.hi]\ndescription = \"Say hi\"\ncommand = [\"echo\", \"hi {who}\"]\nread_only = true\nparams.who = { type = \"string\" }\n\n[prompts.p]\ndescription = \"A prompt\"\nargs.x = { required = true }\nmessages = [{ role = \"user\", text = \"{x}\" }]\n",
+    );
+    let v = list_json(&f);
+    assert_eq!(v["server"]["name"], "demo");
+    assert_eq!(v["resources"][0]["uri"], f.uri("docs/a.md"));
+    assert_eq!(v["resources"][0]["name"], "a.md");
+    assert_eq!(v["resources"][0]["mimeType"], "text/markdown");
+    assert_eq!(v["resources"][0]["size"], 4);
+    assert_eq!(
+        v["resourceTemplates"][0]["uriTemplate"],
+        format!("file://{}/{{+path}}", f.path("docs").display())
+    );
+    let tools: Vec<&str> = v["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .map(|t| t["name"].as_str().expect("name"))
+        .collect();
+    assert_eq!(tools, ["list_resources", "read_resource", "hi"]);
+    assert_eq!(v["tools"][2]["inputSchema"]["required"], json!(["who"]));
+    assert_eq!(v["tools"][2]["annotations"]["readOnlyHint"], true);
+    assert_eq!(
+        v["prompts"][0],
+        json!({"name": "p", "description": "A prompt", "arguments": [{"name": "x", "required": true}]})
+    );
+    let summary = ok(&run(&f.root(), &f.root(), &["check"]));
+    assert!(
+        summary.contains(
+            "tools      3 (1 from the manifest, 2 built-in: list_resources, read_resource)"
+        ),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("sources    1 (1 files, 0 sqlite, 0 git, 0 templates)"),
+        "{summary}"
+    );
+}
+
+#[test]
+fn schema_write_puts_the_schema_where_asked() {
+    let dir = tempfile::tempdir().expect("dir");
+    let printed = ok(&run(dir.path(), dir.path(), &["schema"]));
+    let out = ok(&run(
+        dir.path(),
+        dir.path(),
+        &["schema", "--write", "~/sub/s.json"],
+    ));
+    assert!(out.contains("#:schema ./s.json"), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("sub/s.json")).expect("written"),
+        printed
+    );
+}
