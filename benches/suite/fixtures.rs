@@ -286,7 +286,7 @@ pub fn git(repo: &Path, args: &[&str]) -> Result<String> {
         .envs(GIT_ENV.iter().copied())
         .stdin(Stdio::null())
         .output()
-        .context("running git")?;
+        .context("running git (is it installed?)")?;
     if !out.status.success() {
         bail!(
             "git {}: {}",
@@ -303,7 +303,7 @@ fn run_stdin(cmd: &mut Command, input: &[u8]) -> Result<()> {
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
-        .with_context(|| format!("running {cmd:?}"))?;
+        .with_context(|| format!("running {cmd:?} (is it installed?)"))?;
     if let Some(mut stdin) = child.stdin.take() {
         stdin.write_all(input)?;
     }

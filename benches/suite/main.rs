@@ -131,14 +131,25 @@ fn run(config: Config) -> Result<()> {
     let fx = fixtures::Fixtures::new()?;
     let started = Instant::now();
     let mut results = Vec::new();
+    let mut failed = Vec::new();
     for entry in selected {
         eprintln!("{}: building", entry.name);
-        let w = entry.build(&fx, config.scale)?;
-        let r = measure(entry.name, entry.about, &w, &bin, &null, config.rounds)
-            .with_context(|| format!("workload `{}`", entry.name))?;
-        print!("{}", r.block());
+        // A workload that fails (a missing command, a wrong answer) is reported and the others
+        // still run; the suite then exits with an error.
+        let measured = entry
+            .build(&fx, config.scale)
+            .and_then(|w| measure(entry.name, entry.about, &w, &bin, &null, config.rounds));
+        match measured {
+            Ok(r) => {
+                print!("{}", r.block());
+                results.push(r);
+            }
+            Err(e) => {
+                println!("\n== {} — FAILED: {e:#}", entry.name);
+                failed.push(entry.name);
+            }
+        }
         let _ = std::io::stdout().flush();
-        results.push(r);
     }
     println!(
         "\nAll done in {:.0} s; load average now {}.\n",
@@ -146,6 +157,7 @@ fn run(config: Config) -> Result<()> {
         loadavg()
     );
     println!("{}", report::table(&results));
+    ensure!(failed.is_empty(), "failed: {}", failed.join(", "));
     Ok(())
 }
 
@@ -293,8 +305,11 @@ fn serve_round(w: &Workload, program: &Program, is_null: bool) -> Result<Round> 
             // The contract: a write made right after the subscribe answer is announced. If it
             // is not, a second write (after a second) gets the suite going, and it is said.
             let nudger = Nudger::start(file.clone(), Duration::from_secs(1));
-            std::fs::write(file, "version 0\n")?;
-            peer.wait_notification("notifications/resources/updated", uri)?;
+            {
+                let _limit = peer.watchdog(Duration::from_secs(30));
+                std::fs::write(file, "version 0\n")?;
+                peer.wait_notification("notifications/resources/updated", uri)?;
+            }
             if nudger.stop() > 0 {
                 round.remarks.push(
                     "the first write after the `resources/subscribe` answer was not announced \
@@ -449,7 +464,7 @@ fn beside_round(spec: &BesideSpec) -> Result<Round> {
                     .stdout(Stdio::piped())
                     .stderr(Stdio::piped())
                     .output()
-                    .with_context(|| format!("running {program:?}"))?;
+                    .with_context(|| format!("running {program:?} (is it installed?)"))?;
                 let took = t0.elapsed();
                 ensure!(
                     out.status.success(),
@@ -472,7 +487,7 @@ fn beside_round(spec: &BesideSpec) -> Result<Round> {
                 .stdout(Stdio::piped())
                 .stderr(Stdio::null())
                 .spawn()
-                .context("running sqlite3")?;
+                .context("running sqlite3 (is it installed?)")?;
             let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
                 bail!("sqlite3: no pipes");
             };
