@@ -5,7 +5,11 @@
 //! alternating rounds with its floors from the same run: the null server (this binary run with
 //! `--null-server`, answering `{}` to every request line) and, where there is one, the command
 //! a user would run instead (`find`, `sqlite3`, `git`, `true`, `rg`). Figures are medians of the
-//! rounds. A benchmark, not a test: `cargo test` never runs it.
+//! rounds. A benchmark, not a test: `cargo test` never runs it. Linux only (`/proc`, inotify).
+
+// The suite is a command-line program: its report is its output. It starts the server and the
+// comparison commands itself: `process.rs`'s rules are for the processes the product starts.
+#![allow(clippy::print_stdout, clippy::print_stderr, clippy::disallowed_methods)]
 
 mod fixtures;
 mod peer;
@@ -519,34 +523,7 @@ fn beside_round(spec: &BesideSpec) -> Result<Round> {
             drop(stdin);
             child.wait()?;
         }
-        Beside::Notify { file } => {
-            use notify::event::{AccessKind, AccessMode, EventKind};
-            use notify::{RecursiveMode, Watcher};
-            let (tx, rx) = std::sync::mpsc::channel();
-            let mut watcher = notify::recommended_watcher(tx)?;
-            let dir = file.parent().ok_or_else(|| anyhow!("no folder"))?;
-            watcher.watch(dir, RecursiveMode::NonRecursive)?;
-            for i in 0..warm + spec.n {
-                let t0 = Instant::now();
-                std::fs::write(file, format!("version {}\n", i + 1))?;
-                loop {
-                    let event: notify::Event = rx
-                        .recv_timeout(Duration::from_secs(10))
-                        .context("no change event within 10 s")??;
-                    let closed =
-                        event.kind == EventKind::Access(AccessKind::Close(AccessMode::Write));
-                    if closed && event.paths.iter().any(|p| p == file) {
-                        break;
-                    }
-                }
-                let took = t0.elapsed();
-                if i >= warm {
-                    times.push(took);
-                }
-                std::thread::sleep(Duration::from_millis(20));
-                while rx.try_recv().is_ok() {}
-            }
-        }
+        Beside::Inotify { file } => inotify_round(file, warm, spec.n, &mut times)?,
     }
     let mut round = Round {
         rss,
@@ -556,26 +533,75 @@ fn beside_round(spec: &BesideSpec) -> Result<Round> {
     Ok(round)
 }
 
+/// The floor of `updated`: the kernel's close-after-write event for the file, read on this thread
+/// (no watcher library, no debounce).
+#[cfg(target_os = "linux")]
+fn inotify_round(
+    file: &std::path::Path,
+    warm: usize,
+    n: usize,
+    times: &mut Vec<Duration>,
+) -> Result<()> {
+    let mut inotify = inotify::Inotify::init().context("inotify")?;
+    let dir = file.parent().ok_or_else(|| anyhow!("no folder"))?;
+    let name = file.file_name().ok_or_else(|| anyhow!("no file name"))?;
+    inotify
+        .watches()
+        .add(dir, inotify::WatchMask::CLOSE_WRITE)
+        .context("watching the folder")?;
+    let mut buf = [0u8; 4096];
+    for i in 0..warm + n {
+        let t0 = Instant::now();
+        std::fs::write(file, format!("version {}\n", i + 1))?;
+        'wait: loop {
+            for event in inotify.read_events_blocking(&mut buf)? {
+                if event.name == Some(name) {
+                    break 'wait;
+                }
+            }
+        }
+        let took = t0.elapsed();
+        if i >= warm {
+            times.push(took);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn inotify_round(_: &std::path::Path, _: usize, _: usize, _: &mut Vec<Duration>) -> Result<()> {
+    bail!("the suite runs on Linux only")
+}
+
 /// The machine, the binary and the load, for the report's header.
 fn machine(bin: &std::path::Path) -> String {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|c| {
-            c.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|s| s.trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown CPU".into());
-    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let cpu = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split(':').nth(1))
+        .map_or_else(|| "unknown CPU".to_owned(), |s| s.trim().to_owned());
+    let cores = cpuinfo
+        .lines()
+        .filter(|l| l.starts_with("processor"))
+        .count();
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     let version = Command::new(bin)
         .arg("--version")
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
         .unwrap_or_default();
+    // `taskset -c 0 cargo bench …` pins the suite and everything it starts to one CPU.
+    let allowed = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+                .map(|l| l.trim().to_owned())
+        })
+        .unwrap_or_default();
     format!(
-        "machine: {cpu}, {cores} cores, Linux {}; load average {}\nbinary: {} ({version})",
+        "machine: {cpu}, {cores} cores (this run on CPUs {allowed}), Linux {}; load average {}\nbinary: {} ({version})",
         kernel.trim(),
         loadavg(),
         bin.display()

@@ -47,8 +47,8 @@ pub enum Beside {
         script: Box<dyn Fn(u64) -> String>,
         check: OutputCheck,
     },
-    /// The `notify` crate (inotify) watching the file's folder in this process, no debounce.
-    Notify { file: PathBuf },
+    /// inotify watching the file's folder in this process: the kernel's close-after-write event.
+    Inotify { file: PathBuf },
 }
 
 pub struct BesideSpec {
@@ -558,7 +558,7 @@ pub fn catalog() -> Vec<Entry> {
     ));
     out.push(entry(
         "updated",
-        "write a subscribed file → `notifications/resources/updated` (debounce 50 ms), beside `notify` without debounce",
+        "write a subscribed file → `notifications/resources/updated` (debounce 50 ms), beside the kernel's inotify event",
         |fx, s| {
             let dir = fx.watched()?;
             let file = dir.join("data/watched.txt");
@@ -569,8 +569,8 @@ pub fn catalog() -> Vec<Entry> {
                     file: file.clone(),
                 },
                 beside: Some(BesideSpec {
-                    label: "notify".into(),
-                    kind: Beside::Notify { file },
+                    label: "inotify".into(),
+                    kind: Beside::Inotify { file },
                     n: s.n(20),
                 }),
                 null_floor: false,
