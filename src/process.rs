@@ -717,6 +717,88 @@ mod tests {
         assert_eq!(e, SpawnError::Cwd("/no/such/folder".into()));
     }
 
+    #[tokio::test]
+    async fn the_supervisor_reports_the_programs_own_ending() {
+        let out = run(
+            spec("sh", &["-c", "kill -SEGV $$"]),
+            CancellationToken::new(),
+            None,
+        )
+        .await
+        .unwrap();
+        assert_eq!(out.ending, Ending::Signaled(libc::SIGSEGV));
+        let out = run(
+            spec("sh", &["-c", "exit 255"]),
+            CancellationToken::new(),
+            None,
+        )
+        .await
+        .unwrap();
+        assert_eq!(out.ending, Ending::Exited(255));
+    }
+
+    #[test]
+    fn path_puts_the_server_folders_first_and_counts_the_tools_own() {
+        let prefix = vec![PathBuf::from("/opt/a"), PathBuf::from("/opt/b")];
+        let own = vec![("PATH".to_owned(), "/x:/y".to_owned())];
+        assert_eq!(process_path(&prefix, &own), "/opt/a:/opt/b:/x:/y");
+        assert_eq!(process_path(&[], &own), "/x:/y");
+        let inherited = std::env::var_os("PATH").unwrap_or_default();
+        let mut expected = OsString::from("/opt/a:/opt/b:");
+        expected.push(&inherited);
+        assert_eq!(process_path(&prefix, &[]), expected);
+        let e = find_program(
+            "no-such-program-xyz",
+            OsStr::new("/opt/a:/nowhere"),
+            Path::new("/"),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "program `no-such-program-xyz` not found in PATH (`/opt/a:/nowhere`)"
+        );
+        assert_eq!(
+            find_program("sh", OsStr::new("/nowhere:/bin:/usr/bin"), Path::new("/")).unwrap(),
+            PathBuf::from("/bin/sh")
+        );
+        assert_eq!(
+            find_program("./x", OsStr::new(""), Path::new("/tmp")).unwrap(),
+            PathBuf::from("/tmp/./x")
+        );
+    }
+
+    #[tokio::test]
+    async fn the_process_limit_follows_the_manifest() {
+        let children = Children::new();
+        async fn settled(children: &Children, n: usize) {
+            // A smaller limit takes the surplus as permits come free (here at once).
+            tokio::time::timeout(Duration::from_secs(5), async {
+                while children.slots.available_permits() != n {
+                    tokio::task::yield_now().await;
+                }
+            })
+            .await
+            .unwrap();
+        }
+        children.configure(&[], 3);
+        settled(&children, 3).await;
+        children.configure(&[], 5);
+        assert_eq!(children.slots.available_permits(), 5);
+        children.configure(&[], 1);
+        settled(&children, 1).await;
+        let held = children.slots.clone().try_acquire_owned().unwrap();
+        let mut s = spec("true", &[]);
+        s.children = children.clone();
+        let cancel = CancellationToken::new();
+        let waiting = tokio::spawn(run(s, cancel.clone(), None));
+        tokio::task::yield_now().await;
+        cancel.cancel();
+        let out = waiting.await.unwrap().unwrap();
+        assert_eq!(out.ending, Ending::Cancelled, "cancelled while waiting");
+        drop(held);
+        assert_eq!(children.slots.available_permits(), 1);
+    }
+
     #[test]
     fn last_line_skips_blank_lines() {
         assert_eq!(last_line(b"a\nb\n\n  \n").as_deref(), Some("b"));
