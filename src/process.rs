@@ -141,7 +141,9 @@ pub async fn run(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
-        .kill_on_drop(true);
+        // Never SIGKILL the supervisor on a drop: it must live to kill what is below it
+        // (`Group`'s drop asks it to stop; `Reaped` waits for it).
+        .kill_on_drop(false);
     supervisor::install(&mut cmd);
     let mut child = Reaped(Some(cmd.spawn().map_err(|e| spawn_error(&spec, &e))?));
     let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) else {
@@ -262,8 +264,8 @@ pub async fn run(
     })
 }
 
-/// A child that is waited for even when `run` is dropped half-way (a cancelled read):
-/// `kill_on_drop` alone leaves the killed leader a zombie until tokio happens to reap orphans.
+/// A child (the supervisor) that is waited for even when `run` is dropped half-way (a cancelled
+/// read), and killed with SIGKILL only if it does not stop within `STOP_GRACE` of being asked.
 struct Reaped(Option<tokio::process::Child>);
 
 impl std::ops::Deref for Reaped {
@@ -299,9 +301,9 @@ impl Drop for Reaped {
                     let _ = child.wait().await;
                 }
             });
-        } else {
-            let _ = child.start_kill();
         }
+        // Without a runtime the server is going away: the supervisor was asked to stop and
+        // also stops when the server exits.
     }
 }
 
