@@ -4,30 +4,43 @@
 //! group, so a timeout, a cancellation, an output cap or the server's shutdown kills everything
 //! it started, grandchildren included.
 //!
+//! Every program runs under a small supervisor (`supervisor.rs`): the server's child, which forks
+//! the program and, when it ends, is stopped or the server dies (even by `kill -9`), kills
+//! everything the program started (on Linux also what escaped with `setsid`) before it exits with
+//! the program's status. The process group the server registers is the supervisor's; "killing a
+//! group" from here means asking its supervisor (`STOP_SIGNAL`), then SIGKILL if it does not go.
+//!
 //! Live groups are kept in the `Children` of the server that started them (a spec names it):
 //! `Children::kill_all` (called when the server stops) kills them all and refuses new ones, so no
 //! child outlives the server. Several servers in one process (tests, HTTP sessions later) each
-//! have their own.
+//! have their own. `Children` also holds what `[server]` says about processes: the folders put
+//! before `PATH` and `max_processes`, the slots calls wait for in order (FIFO).
+
+mod supervisor;
 
 use std::collections::HashSet;
-use std::path::PathBuf;
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::sync::Semaphore;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
 /// What to run and within which limits.
 #[derive(Debug, Clone)]
 pub struct ProcessSpec {
-    /// A program name (looked up in `PATH`) or an absolute path.
+    /// A program name (looked up in the process's `PATH`: `[server] path`, then the `PATH` in
+    /// `env` or else the inherited one) or a path (relative to `cwd`).
     pub program: String,
     pub args: Vec<String>,
     pub cwd: PathBuf,
-    /// Added to the inherited environment.
+    /// Added to the inherited environment. `PATH` here replaces the inherited one (the
+    /// `[server] path` folders still come first).
     pub env: Vec<(String, String)>,
     pub timeout: Duration,
     /// Bytes of stdout kept; more stops the process.
@@ -88,8 +101,11 @@ pub enum SpawnError {
 
 /// The stderr bytes kept for messages.
 pub const STDERR_KEPT: usize = 16 * 1024;
-/// How often progress is reported while a process runs.
+/// How often progress is reported while a process runs (or waits for a slot).
 const TICK: Duration = Duration::from_millis(500);
+/// How long a supervisor asked to stop gets before it is killed with SIGKILL (it needs
+/// milliseconds).
+const STOP_GRACE: Duration = Duration::from_secs(2);
 /// How long to wait for the pipes to close once the group was killed (a process that left the
 /// group may still hold them).
 const DRAIN: Duration = Duration::from_millis(500);
@@ -102,17 +118,33 @@ pub async fn run(
     cancel: CancellationToken,
     progress: Option<UnboundedSender<Progress>>,
 ) -> Result<ProcessOutcome, SpawnError> {
+    // A slot first, in order of arrival; a call cancelled (or dropped) while waiting leaves the
+    // queue. The timeout counts from the start of the process.
+    let Some(_slot) = wait_for_slot(&spec.children, &cancel, progress.as_ref()).await? else {
+        return Ok(ProcessOutcome {
+            ending: Ending::Cancelled,
+            stdout: Vec::new(),
+            stderr_tail: Vec::new(),
+        });
+    };
     let start = Instant::now();
+    let path = process_path(&spec.children.path(), &spec.env);
+    let program = find_program(&spec.program, &path, &spec.cwd)?;
     #[expect(clippy::disallowed_methods, reason = "this is the one spawner")]
-    let mut cmd = tokio::process::Command::new(&spec.program);
-    cmd.args(&spec.args)
+    let mut cmd = tokio::process::Command::new(&program);
+    cmd.arg0(&spec.program)
+        .args(&spec.args)
         .current_dir(&spec.cwd)
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .env("PATH", &path)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
-        .kill_on_drop(true);
+        // Never SIGKILL the supervisor on a drop: it must live to kill what is below it
+        // (`Group`'s drop asks it to stop; `Reaped` waits for it).
+        .kill_on_drop(false);
+    supervisor::install(&mut cmd);
     let mut child = Reaped(Some(cmd.spawn().map_err(|e| spawn_error(&spec, &e))?));
     let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) else {
         return Err(SpawnError::Other(
@@ -173,11 +205,21 @@ pub async fn run(
                 }
             }
         };
-        // Whatever is still running in the group goes: the program itself (timeout, cancel,
-        // cap) or what it left behind.
-        group.kill();
+        // The supervisor killed what the program left behind before it exited; one still
+        // running (timeout, cancel, cap) is asked to stop everything now.
         if status.is_none() {
-            status = child.wait().await.ok();
+            group.kill();
+            status = match tokio::time::timeout(STOP_GRACE, child.wait()).await {
+                Ok(s) => s.ok(),
+                Err(_) => {
+                    tracing::warn!(
+                        "the supervisor of `{}` did not stop within {STOP_GRACE:?}; killing it",
+                        spec.program
+                    );
+                    group.kill_hard();
+                    child.wait().await.ok()
+                }
+            };
         }
         group.reaped();
         // Output still in the pipe when the program ended counts against the cap too: a
@@ -222,8 +264,8 @@ pub async fn run(
     })
 }
 
-/// A child that is waited for even when `run` is dropped half-way (a cancelled read):
-/// `kill_on_drop` alone leaves the killed leader a zombie until tokio happens to reap orphans.
+/// A child (the supervisor) that is waited for even when `run` is dropped half-way (a cancelled
+/// read), and killed with SIGKILL only if it does not stop within `STOP_GRACE` of being asked.
 struct Reaped(Option<tokio::process::Child>);
 
 impl std::ops::Deref for Reaped {
@@ -247,12 +289,21 @@ impl Drop for Reaped {
         if matches!(child.try_wait(), Ok(Some(_))) {
             return;
         }
-        let _ = child.start_kill();
+        // The supervisor was asked to stop (`Group`'s drop runs first): give it the time to
+        // kill what is below it, then SIGKILL.
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
-                let _ = child.wait().await;
+                if tokio::time::timeout(STOP_GRACE, child.wait())
+                    .await
+                    .is_err()
+                {
+                    let _ = child.start_kill();
+                    let _ = child.wait().await;
+                }
             });
         }
+        // Without a runtime the server is going away: the supervisor was asked to stop and
+        // also stops when the server exits.
     }
 }
 
@@ -265,17 +316,106 @@ fn ending_of(s: ExitStatus) -> Ending {
     }
 }
 
+/// The `PATH` a process is started with: the `[server] path` folders, then the process's own
+/// `PATH` from `env` (a tool's `env.PATH`) or else the server's inherited one. It is both the
+/// `PATH` the process sees and the one its program is looked up in.
+pub(crate) fn process_path(prefix: &[PathBuf], env: &[(String, String)]) -> OsString {
+    let base: Option<OsString> = match env.iter().rev().find(|(k, _)| k == "PATH") {
+        Some((_, v)) => Some(v.into()),
+        None => std::env::var_os("PATH"),
+    };
+    let mut parts: Vec<OsString> = prefix.iter().map(|p| p.as_os_str().to_owned()).collect();
+    match base {
+        Some(base) if !base.is_empty() => parts.push(base),
+        // Neither a prefix nor a PATH: what `execvp` falls back to.
+        _ if parts.is_empty() => parts.push("/usr/bin:/bin".into()),
+        _ => {}
+    }
+    parts.join(OsStr::new(":"))
+}
+
+/// Finds `program` the way the process would be started: a name without `/` in each folder of
+/// `path` in turn (an empty or relative entry is relative to `cwd`), the first regular file with
+/// an execute bit; a path with `/` as it is (relative to `cwd`). The error names the `PATH` that
+/// was searched. Used by `run` and by `check` (a program missing from the tools' PATH).
+pub(crate) fn find_program(program: &str, path: &OsStr, cwd: &Path) -> Result<PathBuf, SpawnError> {
+    use std::os::unix::fs::PermissionsExt;
+    if program.contains('/') {
+        return Ok(cwd.join(program));
+    }
+    let not_found = || SpawnError::NotInPath {
+        program: program.to_owned(),
+        path: path.to_string_lossy().into_owned(),
+    };
+    if program.is_empty() || program.contains('\0') {
+        return Err(not_found());
+    }
+    let mut not_executable = None;
+    for dir in std::env::split_paths(path) {
+        let dir = if dir.is_absolute() {
+            dir
+        } else {
+            cwd.join(dir)
+        };
+        let candidate = dir.join(program);
+        match std::fs::metadata(&candidate) {
+            Ok(m) if m.is_file() && m.permissions().mode() & 0o111 != 0 => return Ok(candidate),
+            Ok(m) if m.is_file() => {
+                not_executable.get_or_insert(candidate);
+            }
+            _ => {}
+        }
+    }
+    match not_executable {
+        Some(p) => Err(SpawnError::NotExecutable(p.display().to_string())),
+        None => Err(not_found()),
+    }
+}
+
+/// Waits for a process slot of `children` (in order of arrival), reporting progress meanwhile.
+/// `None` when `cancel` fired first.
+async fn wait_for_slot(
+    children: &Children,
+    cancel: &CancellationToken,
+    progress: Option<&UnboundedSender<Progress>>,
+) -> Result<Option<tokio::sync::OwnedSemaphorePermit>, SpawnError> {
+    let slots = children.slots.clone();
+    if let Ok(permit) = slots.clone().try_acquire_owned() {
+        return Ok(Some(permit));
+    }
+    let start = Instant::now();
+    let mut acquire = std::pin::pin!(slots.acquire_owned());
+    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + TICK, TICK);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return Ok(None),
+            permit = &mut acquire => {
+                return permit.map(Some).map_err(|_| SpawnError::ShuttingDown);
+            }
+            _ = ticker.tick(), if progress.is_some() => {
+                if let Some(tx) = progress {
+                    let limit = *lock(&children.limit);
+                    let _ = tx.send(Progress {
+                        elapsed: start.elapsed(),
+                        message: Some(format!(
+                            "waiting for a free process slot (all {limit} in use; max_processes = {limit})"
+                        )),
+                    });
+                }
+            }
+        }
+    }
+}
+
 fn spawn_error(spec: &ProcessSpec, e: &std::io::Error) -> SpawnError {
     let program = spec.program.clone();
     match e.kind() {
         std::io::ErrorKind::NotFound if !spec.cwd.is_dir() => {
             SpawnError::Cwd(spec.cwd.display().to_string())
         }
-        std::io::ErrorKind::NotFound if program.contains('/') => SpawnError::Missing(program),
-        std::io::ErrorKind::NotFound => SpawnError::NotInPath {
-            program,
-            path: std::env::var("PATH").unwrap_or_default(),
-        },
+        std::io::ErrorKind::NotFound => SpawnError::Missing(program),
         std::io::ErrorKind::PermissionDenied => SpawnError::NotExecutable(program),
         _ => SpawnError::Other(program, e.to_string()),
     }
@@ -326,12 +466,32 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// The process groups one server started and that are still running.
-#[derive(Debug, Default)]
+/// The process groups one server started and that are still running, and the `[server]`
+/// settings every process of that server follows.
+#[derive(Debug)]
 pub(crate) struct Children {
     live: Mutex<HashSet<i32>>,
     /// Set once by `kill_all`: no process starts after it.
     closed: AtomicBool,
+    /// `[server] path`: folders put before `PATH`.
+    path: Mutex<Vec<PathBuf>>,
+    /// One permit per process allowed to run (`[server] max_processes`); tokio's semaphore
+    /// serves waiters in order and forgets a waiter whose future is dropped.
+    slots: Arc<Semaphore>,
+    /// The number of permits `slots` is meant to hold.
+    limit: Mutex<usize>,
+}
+
+impl Default for Children {
+    fn default() -> Children {
+        Children {
+            live: Mutex::default(),
+            closed: AtomicBool::new(false),
+            path: Mutex::default(),
+            slots: Arc::new(Semaphore::new(crate::manifest::DEFAULT_MAX_PROCESSES)),
+            limit: Mutex::new(crate::manifest::DEFAULT_MAX_PROCESSES),
+        }
+    }
 }
 
 impl Children {
@@ -339,23 +499,57 @@ impl Children {
         Arc::default()
     }
 
+    /// Applies `[server] path` and `max_processes` (when the registry is built, again after a
+    /// manifest edit). A smaller limit takes effect as running processes end.
+    pub fn configure(&self, path: &[PathBuf], max_processes: usize) {
+        *lock(&self.path) = path.to_vec();
+        let max = max_processes.max(1);
+        let mut limit = lock(&self.limit);
+        if max > *limit {
+            self.slots.add_permits(max - *limit);
+        } else if max < *limit {
+            let fewer = u32::try_from(*limit - max).unwrap_or(u32::MAX);
+            let slots = self.slots.clone();
+            // Takes the surplus permits as they come free, in line with waiting calls.
+            match tokio::runtime::Handle::try_current() {
+                Ok(runtime) => {
+                    runtime.spawn(async move {
+                        if let Ok(p) = slots.acquire_many_owned(fewer).await {
+                            p.forget();
+                        }
+                    });
+                }
+                Err(_) => {
+                    self.slots.forget_permits(fewer as usize);
+                }
+            }
+        }
+        *limit = max;
+    }
+
+    /// `[server] path`: the folders put before `PATH` for every process.
+    pub fn path(&self) -> Vec<PathBuf> {
+        lock(&self.path).clone()
+    }
+
     /// Kills every process group still running, and refuses to start new ones.
     pub fn kill_all(&self) {
         let mut live = lock(&self.live);
         self.closed.store(true, Ordering::SeqCst);
+        self.slots.close();
         for pgid in live.drain() {
-            signal_group(pgid);
+            signal_group(pgid, supervisor::STOP_SIGNAL);
         }
     }
 }
 
-fn signal_group(pgid: i32) {
+fn signal_group(pgid: i32, signal: i32) {
     // `kill(-1)` and `kill(0)` would reach far more than one group.
     if pgid > 1 {
         // SAFETY: kill(2) has no memory-safety preconditions; a group that is already gone
         // answers ESRCH, which is fine.
         unsafe {
-            libc::kill(-pgid, libc::SIGKILL);
+            libc::kill(-pgid, signal);
         }
     }
 }
@@ -384,8 +578,14 @@ impl Group {
         Ok(group)
     }
 
+    /// Asks the group's supervisor to kill everything below it and exit.
     fn kill(&self) {
-        signal_group(self.pgid);
+        signal_group(self.pgid, supervisor::STOP_SIGNAL);
+    }
+
+    /// Kills the supervisor itself (it did not stop when asked).
+    fn kill_hard(&self) {
+        signal_group(self.pgid, libc::SIGKILL);
     }
 
     /// The leader was waited for: the group is done (its id may be reused from now on).
@@ -517,6 +717,88 @@ mod tests {
         s.cwd = "/no/such/folder".into();
         let e = run(s, CancellationToken::new(), None).await.unwrap_err();
         assert_eq!(e, SpawnError::Cwd("/no/such/folder".into()));
+    }
+
+    #[tokio::test]
+    async fn the_supervisor_reports_the_programs_own_ending() {
+        let out = run(
+            spec("sh", &["-c", "kill -SEGV $$"]),
+            CancellationToken::new(),
+            None,
+        )
+        .await
+        .unwrap();
+        assert_eq!(out.ending, Ending::Signaled(libc::SIGSEGV));
+        let out = run(
+            spec("sh", &["-c", "exit 255"]),
+            CancellationToken::new(),
+            None,
+        )
+        .await
+        .unwrap();
+        assert_eq!(out.ending, Ending::Exited(255));
+    }
+
+    #[test]
+    fn path_puts_the_server_folders_first_and_counts_the_tools_own() {
+        let prefix = vec![PathBuf::from("/opt/a"), PathBuf::from("/opt/b")];
+        let own = vec![("PATH".to_owned(), "/x:/y".to_owned())];
+        assert_eq!(process_path(&prefix, &own), "/opt/a:/opt/b:/x:/y");
+        assert_eq!(process_path(&[], &own), "/x:/y");
+        let inherited = std::env::var_os("PATH").unwrap_or_default();
+        let mut expected = OsString::from("/opt/a:/opt/b:");
+        expected.push(&inherited);
+        assert_eq!(process_path(&prefix, &[]), expected);
+        let e = find_program(
+            "no-such-program-xyz",
+            OsStr::new("/opt/a:/nowhere"),
+            Path::new("/"),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "program `no-such-program-xyz` not found in PATH (`/opt/a:/nowhere`)"
+        );
+        assert_eq!(
+            find_program("sh", OsStr::new("/nowhere:/bin:/usr/bin"), Path::new("/")).unwrap(),
+            PathBuf::from("/bin/sh")
+        );
+        assert_eq!(
+            find_program("./x", OsStr::new(""), Path::new("/tmp")).unwrap(),
+            PathBuf::from("/tmp/./x")
+        );
+    }
+
+    #[tokio::test]
+    async fn the_process_limit_follows_the_manifest() {
+        let children = Children::new();
+        async fn settled(children: &Children, n: usize) {
+            // A smaller limit takes the surplus as permits come free (here at once).
+            tokio::time::timeout(Duration::from_secs(5), async {
+                while children.slots.available_permits() != n {
+                    tokio::task::yield_now().await;
+                }
+            })
+            .await
+            .unwrap();
+        }
+        children.configure(&[], 3);
+        settled(&children, 3).await;
+        children.configure(&[], 5);
+        assert_eq!(children.slots.available_permits(), 5);
+        children.configure(&[], 1);
+        settled(&children, 1).await;
+        let held = children.slots.clone().try_acquire_owned().unwrap();
+        let mut s = spec("true", &[]);
+        s.children = children.clone();
+        let cancel = CancellationToken::new();
+        let waiting = tokio::spawn(run(s, cancel.clone(), None));
+        tokio::task::yield_now().await;
+        cancel.cancel();
+        let out = waiting.await.unwrap().unwrap();
+        assert_eq!(out.ending, Ending::Cancelled, "cancelled while waiting");
+        drop(held);
+        assert_eq!(children.slots.available_permits(), 1);
     }
 
     #[test]

@@ -111,6 +111,7 @@ impl Registry {
             return Err(diags.finish());
         }
         let manifest_path = crate::providers::paths::canonical_or_same(&manifest.path);
+        children.configure(&manifest.server.path, manifest.server.max_processes);
         Ok(Registry {
             manifest,
             manifest_path,

@@ -31,6 +31,10 @@ use raw::{Key, RawArg, RawManifest, RawParam, SizeValue, Sp};
 /// Default cap on a file read (`max_size`).
 pub const DEFAULT_MAX_SIZE: u64 = 10 * 1024 * 1024;
 /// Default process timeout for tools and command templates.
+/// `[server] max_processes` when not written.
+pub const DEFAULT_MAX_PROCESSES: usize = 16;
+/// The largest `max_processes` accepted.
+pub const MAX_MAX_PROCESSES: usize = 4096;
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default limit on how long one SQLite query may run.
 pub const DEFAULT_QUERY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -65,6 +69,10 @@ pub struct Server {
     pub resource_tools: bool,
     /// The change-notification window.
     pub debounce: Duration,
+    /// `path`: folders put before the inherited `PATH` for every process, absolute.
+    pub path: Vec<PathBuf>,
+    /// `max_processes`: tool processes running at once.
+    pub max_processes: usize,
     /// `[server.http]`: serving over Streamable HTTP.
     pub http: Http,
 }
@@ -251,6 +259,8 @@ pub struct Tool {
     pub destructive: bool,
     pub idempotent: bool,
     pub open_world: bool,
+    /// Exit codes that are success (never empty).
+    pub ok_exit_codes: Vec<i32>,
     pub params: Vec<Param>,
 }
 
@@ -661,6 +671,24 @@ impl Checker<'_> {
             Some(p) => usize::try_from(*p.get()).unwrap_or(usize::MAX),
             None => 100,
         };
+        let max_processes = match &s.max_processes {
+            Some(p) if *p.get() == 0 => {
+                self.err(p, "`max_processes` must be at least 1");
+                DEFAULT_MAX_PROCESSES
+            }
+            Some(p) if *p.get() > MAX_MAX_PROCESSES as u64 => {
+                self.err(
+                    p,
+                    format!(
+                        "`max_processes` must be at most {MAX_MAX_PROCESSES}, found {}",
+                        p.get()
+                    ),
+                );
+                DEFAULT_MAX_PROCESSES
+            }
+            Some(p) => usize::try_from(*p.get()).unwrap_or(DEFAULT_MAX_PROCESSES),
+            None => DEFAULT_MAX_PROCESSES,
+        };
         Server {
             name: Self::text(&s.name).unwrap_or(default_name),
             version: Self::text(&s.version).unwrap_or_else(|| env!("CARGO_PKG_VERSION").into()),
@@ -668,6 +696,8 @@ impl Checker<'_> {
             page_size,
             resource_tools: s.resource_tools.unwrap_or(true),
             debounce: self.duration(&s.debounce, DEFAULT_DEBOUNCE),
+            path: self.search_path(&s.path),
+            max_processes,
             http: self.http(s.http),
         }
     }
@@ -1177,6 +1207,19 @@ impl Checker<'_> {
             }
         }
         let (cwd, cwd_loc) = self.cwd(&t.cwd, key);
+        // MCP's defaults unless the manifest says otherwise: a read-only tool is not destructive.
+        let read_only = t.read_only.as_ref().is_some_and(|r| *r.get());
+        let destructive = match &t.destructive {
+            Some(d) if read_only && *d.get() => {
+                self.err(
+                    d,
+                    format!("tool `{name}` cannot be both `read_only` and `destructive`; a tool that only reads changes nothing"),
+                );
+                false
+            }
+            Some(d) => *d.get(),
+            None => !read_only,
+        };
         Some(Tool {
             description: Self::text(&t.description),
             title: Self::text(&t.title),
@@ -1191,13 +1234,69 @@ impl Checker<'_> {
                 .output_schema
                 .as_ref()
                 .map(|s| (s.get().clone(), self.loc(s))),
-            read_only: t.read_only.unwrap_or(false),
-            destructive: t.destructive.unwrap_or(false),
+            read_only,
+            destructive,
             idempotent: t.idempotent.unwrap_or(false),
-            open_world: t.open_world.unwrap_or(false),
+            open_world: t.open_world.unwrap_or(true),
+            ok_exit_codes: self.ok_exit_codes(&t.ok_exit_codes, &name),
             params: self.params(&t.params),
             name,
         })
+    }
+
+    /// `[server] path`: folders, absolute; `:` cannot be inside one (it separates `PATH`).
+    fn search_path(&mut self, list: &Option<Vec<Sp<String>>>) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for p in list.iter().flatten() {
+            if p.get().is_empty() || p.get().contains(':') || p.get().contains('\0') {
+                self.err(
+                    p,
+                    format!(
+                        "`path` entry `{}` cannot be used in PATH: it is empty or holds `:` or a NUL",
+                        p.get().escape_debug()
+                    ),
+                );
+                continue;
+            }
+            out.push(self.path(p.get()));
+        }
+        out
+    }
+
+    /// `ok_exit_codes`: a non-empty list of exit codes (0–255); `[0]` when not written.
+    fn ok_exit_codes(
+        &mut self,
+        codes: &Option<Sp<Vec<Sp<raw::OkExitCode>>>>,
+        tool: &str,
+    ) -> Vec<i32> {
+        let Some(list) = codes else {
+            return vec![0];
+        };
+        if list.get().is_empty() {
+            self.err(
+                list,
+                format!("`ok_exit_codes` of tool `{tool}` is empty; list the exit codes that mean success (e.g. [0])"),
+            );
+            return vec![0];
+        }
+        let mut out = Vec::new();
+        for c in list.get() {
+            match i32::try_from(c.get().0) {
+                Ok(code) if (0..=255).contains(&code) => {
+                    if !out.contains(&code) {
+                        out.push(code);
+                    }
+                }
+                _ => self.err(
+                    c,
+                    format!(
+                        "`ok_exit_codes` of tool `{tool}`: an exit code is 0 to 255, found {}",
+                        c.get().0
+                    ),
+                ),
+            }
+        }
+        out
     }
 
     fn prompt(&mut self, key: &Key, p: &raw::RawPrompt) -> Prompt {

@@ -235,6 +235,14 @@ pub struct RawServer {
     /// Change-notification window: one URI gets at most one `updated` per window, and the last
     /// change of a burst is always announced (default "50ms").
     pub debounce: Option<Sp<DurationStr>>,
+    /// Folders put before the inherited `PATH` for every process started (tools, `run` scripts,
+    /// `command` templates); `~/` and relative paths are expanded like other manifest paths
+    /// (default: none).
+    pub path: Option<Vec<Sp<String>>>,
+    /// Tool and command-template processes running at once; more calls wait in order
+    /// (default 16).
+    #[schemars(range(min = 1))]
+    pub max_processes: Option<Sp<u64>>,
     /// Serving over MCP Streamable HTTP (`serve --http`): address, allowed origins and hosts,
     /// authentication.
     pub http: Option<RawHttp>,
@@ -507,19 +515,28 @@ pub struct RawTool {
     pub output: Option<Sp<OutputKind>>,
     /// JSON Schema of the JSON output (with output = "json").
     pub output_schema: Option<Sp<serde_json::Value>>,
-    /// Annotation readOnlyHint (default false).
-    pub read_only: Option<bool>,
-    /// Annotation destructiveHint (default false).
-    pub destructive: Option<bool>,
+    /// Annotation readOnlyHint (default false); `true` also makes `destructive` default to false.
+    pub read_only: Option<Sp<bool>>,
+    /// Annotation destructiveHint (default true, false when `read_only = true`).
+    pub destructive: Option<Sp<bool>>,
     /// Annotation idempotentHint (default false).
     pub idempotent: Option<bool>,
-    /// Annotation openWorldHint (default false).
+    /// Annotation openWorldHint (default true).
     pub open_world: Option<bool>,
+    /// Exit codes that are success (default [0]), e.g. [0, 1] for grep / rg, which exit 1 when
+    /// nothing matches.
+    #[schemars(length(min = 1))]
+    pub ok_exit_codes: Option<Sp<Vec<Sp<OkExitCode>>>>,
     /// Parameters; they become the tool's inputSchema.
     #[serde(default)]
     #[schemars(extend("propertyNames" = { "pattern": "^[a-z_][a-z0-9_]*$" }))]
     pub params: IndexMap<Key, RawParam>,
 }
+
+/// An exit code listed in `ok_exit_codes`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(transparent)]
+pub struct OkExitCode(#[schemars(range(min = 0, max = 255))] pub i64);
 
 /// `[prompts.NAME]`: a prompt template.
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -192,7 +192,9 @@ impl ShellTool {
         let name = &self.def.name;
         let stdout = text_of(o.stdout);
         let what = match o.ending {
-            Ending::Exited(0) => return self.success(stdout),
+            Ending::Exited(code) if self.def.ok_exit_codes.contains(&code) => {
+                return self.success(stdout);
+            }
             Ending::Exited(code) => format!("tool `{name}` failed: exit code {code}"),
             Ending::Signaled(sig) => {
                 format!(
@@ -230,7 +232,11 @@ impl ShellTool {
     }
 
     fn success(&self, stdout: String) -> ToolResult {
-        if self.def.output != OutputKind::Json {
+        // Empty stdout is an empty text (grep finding nothing), unless an output schema
+        // promises structured content.
+        if self.def.output != OutputKind::Json
+            || (stdout.trim().is_empty() && self.output_schema.is_none())
+        {
             return ToolResult::text(stdout);
         }
         let name = &self.def.name;

@@ -1136,6 +1136,8 @@ fn bodies_over_four_mebibytes_are_413() {
 #[test]
 fn each_session_has_at_most_256_requests_in_flight() {
     let f = fixture("");
+    // All 256 calls must run at once to be in flight together.
+    f.manifest(&MANIFEST.replacen("name = \"web\"", "name = \"web\"\nmax_processes = 256", 1));
     let web = Web::start(&f, &[]);
     let s = Legacy::start(&web);
     let dir = f.mkdir("pids");

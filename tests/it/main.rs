@@ -13,6 +13,7 @@ mod http;
 mod hygiene;
 mod manifest_errors;
 mod postgres;
+mod procs;
 mod prompts;
 mod protocol;
 mod robustness;

@@ -159,6 +159,7 @@ title = "Search"
 command = ["grep", "-rn", "--", "{pattern}", "{path}"]
 read_only = true
 idempotent = true
+open_world = false
 params.pattern = { type = "string", description = "Regular expression" }
 params.path = { type = "string", default = "." }
 

@@ -1,0 +1,498 @@
+//! Tool processes (issue 9): nothing outlives the server (kill -9, `setsid` escapes, a script that
+//! starts several), `[server] max_processes` (bounded, FIFO, a cancelled waiting call leaves the
+//! queue), `[server] path`, honest annotations and `ok_exit_codes`. Processes are observed
+//! through /proc, waiting with deadlines (never a fixed sleep where a state can be polled).
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::Fixture;
+
+/// True while `pid` runs (a zombie has already ended: it only waits for its parent).
+fn running(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let state = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.trim_start().chars().next());
+            !matches!(state, Some('Z') | Some('X') | None)
+        }
+        Err(_) => false,
+    }
+}
+
+/// The pids in `/proc/PID/task/*/children`: the processes `pid` started (all its threads').
+fn children_of(pid: u32) -> Vec<i32> {
+    let mut out = Vec::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return out;
+    };
+    for t in tasks.flatten() {
+        let text = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
+        out.extend(
+            text.split_whitespace()
+                .filter_map(|p| p.parse::<i32>().ok()),
+        );
+    }
+    out
+}
+
+/// Polls until `pred` holds, failing after `limit`; returns how long it took.
+fn until(limit: Duration, what: &str, mut pred: impl FnMut() -> bool) -> Duration {
+    let start = Instant::now();
+    while !pred() {
+        assert!(start.elapsed() < limit, "{what}: not within {limit:?}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    start.elapsed()
+}
+
+/// Waits until each file exists and holds a pid, and returns them.
+fn pids(dir: &Path, files: &[&str]) -> Vec<i32> {
+    let mut out = Vec::new();
+    for name in files {
+        let path = dir.join(name);
+        let mut pid = None;
+        until(Duration::from_secs(20), &format!("{name} written"), || {
+            pid = std::fs::read_to_string(&path)
+                .ok()
+                .and_then(|t| t.trim().parse::<i32>().ok());
+            pid.is_some()
+        });
+        out.extend(pid);
+    }
+    out
+}
+
+const SPAWNER: &str = r#"
+[tools.spawner]
+description = "Starts several processes, one of which escapes its group with setsid"
+run = '''
+echo $$ > sh.pid
+sleep 300 & echo $! > a.pid
+sleep 300 & echo $! > b.pid
+( sleep 300 & echo $! > deep.pid; wait ) &
+setsid sh -c 'echo $$ > escaped.pid; exec sleep 300' &
+setsid sh -c 'sleep 300 & echo $! > orphan.pid' &
+wait
+'''
+
+[tools.sleeper]
+command = ["sleep", "300"]
+"#;
+
+const SPAWNED: [&str; 6] = [
+    "sh.pid",
+    "a.pid",
+    "b.pid",
+    "deep.pid",
+    "escaped.pid",
+    "orphan.pid",
+];
+
+#[test]
+fn after_kill_9_of_the_server_no_tool_process_is_left() {
+    let f = Fixture::new();
+    f.manifest(SPAWNER);
+    let mut s = f.serve_process().started();
+    let server = s.child.as_ref().expect("a process").id();
+    for (id, tool) in [(100, "spawner"), (101, "sleeper"), (102, "sleeper")] {
+        s.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": tool, "arguments": {}}}));
+    }
+    let mut tracked = pids(&f.root(), &SPAWNED);
+    // The two sleepers and the spawner's supervisor are the server's children.
+    until(Duration::from_secs(20), "three calls running", || {
+        children_of(server).len() == 3
+    });
+    let supervisors = children_of(server);
+    tracked.extend(&supervisors);
+    let sleepers: Vec<i32> = supervisors
+        .iter()
+        .flat_map(|&p| children_of(p as u32))
+        .collect();
+    tracked.extend(&sleepers);
+    assert!(tracked.iter().all(|&p| running(p)), "{tracked:?}");
+
+    // SIGKILL: the server cannot clean anything up itself.
+    s.child
+        .as_mut()
+        .expect("a process")
+        .kill()
+        .expect("kill -9");
+    let took = until(Duration::from_secs(1), "every tool process gone", || {
+        tracked.iter().all(|&p| !running(p))
+    });
+    eprintln!(
+        "{} processes gone {took:?} after kill -9 of the server",
+        tracked.len()
+    );
+}
+
+#[test]
+fn a_setsid_escapee_does_not_outlive_a_normal_exit() {
+    let f = Fixture::new();
+    f.manifest(
+        r#"
+[tools.escape]
+run = '''
+setsid sh -c 'echo $$ > escaped.pid; exec sleep 300' &
+setsid sh -c 'sleep 300 & echo $! > orphan.pid' &
+while [ ! -s escaped.pid ] || [ ! -s orphan.pid ]; do sleep 0.01; done
+echo done
+'''
+"#,
+    );
+    let mut s = f.serve().started();
+    let r = s.ok("tools/call", json!({"name": "escape", "arguments": {}}));
+    assert_eq!(r["isError"], false, "{r}");
+    assert_eq!(r["content"][0]["text"], "done\n");
+    let left = pids(&f.root(), &["escaped.pid", "orphan.pid"]);
+    until(Duration::from_secs(1), "the escaped processes gone", || {
+        left.iter().all(|&p| !running(p))
+    });
+}
+
+#[test]
+fn cancellation_and_timeout_reach_escaped_processes() {
+    let f = Fixture::new();
+    f.manifest(
+        r#"
+[tools.stuck]
+run = '''
+setsid sh -c 'echo $$ > "escaped.$tag"; exec sleep 300' &
+wait
+'''
+timeout = "1s"
+params.tag = { type = "string" }
+"#,
+    );
+    let mut s = f.serve().started();
+    let r = s.ok(
+        "tools/call",
+        json!({"name": "stuck", "arguments": {"tag": "t"}}),
+    );
+    assert_eq!(r["isError"], true, "{r}");
+    let text = r["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("timed out after 1s"), "{text}");
+    let timed_out = pids(&f.root(), &["escaped.t"]);
+    until(
+        Duration::from_secs(1),
+        "the timed-out call's escapee gone",
+        || !running(timed_out[0]),
+    );
+
+    s.send(&json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "stuck", "arguments": {"tag": "c"}}}));
+    let cancelled = pids(&f.root(), &["escaped.c"]);
+    s.send(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 7}}),
+    );
+    until(
+        Duration::from_secs(1),
+        "the cancelled call's escapee gone",
+        || !running(cancelled[0]),
+    );
+}
+
+#[test]
+fn max_processes_bounds_running_tools_and_queues_in_order() {
+    let f = Fixture::new();
+    f.manifest(
+        r#"
+[server]
+max_processes = 2
+
+[tools.hold]
+run = '''
+echo "$id" >> order.log
+while [ ! -e "release.$id" ]; do sleep 0.01; done
+echo "released $id"
+'''
+params.id = { type = "string" }
+"#,
+    );
+    let mut s = f.serve_process().started();
+    let server = s.child.as_ref().expect("a process").id();
+    for id in 1..=5 {
+        s.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "hold", "arguments": {"id": id.to_string()},
+                       "_meta": {"progressToken": format!("p{id}")}}}));
+    }
+    let order = || std::fs::read_to_string(f.path("order.log")).unwrap_or_default();
+    until(Duration::from_secs(20), "two calls started", || {
+        order().lines().count() == 2
+    });
+    // The third waits: it reports so, and no third process starts (a negative: watched for a
+    // while, counting the server's children all along).
+    let waiting = s.wait_for(|m| {
+        m["method"] == "notifications/progress" && m["params"]["progressToken"] == "p3"
+    });
+    let message = waiting["params"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("max_processes = 2"), "{message}");
+    let watch = Instant::now();
+    while watch.elapsed() < Duration::from_millis(300) {
+        assert!(children_of(server).len() <= 2, "{:?}", children_of(server));
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(order().lines().count(), 2, "{}", order());
+
+    // A waiting call cancelled leaves the queue: 4 runs next, not 3.
+    s.send(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 3}}),
+    );
+    // The cancellation reaches the call asynchronously; it has when the call's "waiting"
+    // progress (every 500 ms while it waits) stops: no new one for three ticks.
+    let p3 = |s: &crate::support::Server| {
+        s.pending()
+            .iter()
+            .filter(|m| m["params"]["progressToken"] == "p3")
+            .count()
+    };
+    let (mut seen, mut since) = (p3(&s), Instant::now());
+    until(
+        Duration::from_secs(20),
+        "the cancelled call stops waiting",
+        || {
+            s.ok("ping", json!({}));
+            if p3(&s) != seen {
+                (seen, since) = (p3(&s), Instant::now());
+            }
+            since.elapsed() > Duration::from_millis(1500)
+        },
+    );
+    f.write("release.1", "");
+    let done = s.response(&json!(1));
+    assert_eq!(done["result"]["content"][0]["text"], "released 1\n");
+    until(Duration::from_secs(20), "the fourth call started", || {
+        order().lines().count() == 3
+    });
+    assert_eq!(order().lines().nth(2), Some("4"), "{}", order());
+    f.write("release.2", "");
+    until(Duration::from_secs(20), "the fifth call started", || {
+        order().lines().count() == 4
+    });
+    // 1 and 2 started together (either may write first); then 4, then 5.
+    let lines: Vec<String> = order().lines().map(str::to_owned).collect();
+    let mut first = lines[..2].to_vec();
+    first.sort();
+    assert_eq!(first, ["1", "2"], "{lines:?}");
+    assert_eq!(lines[2..], ["4", "5"], "{lines:?}");
+    f.write("release.4", "");
+    f.write("release.5", "");
+    for id in [2, 4, 5] {
+        let r = s.response(&json!(id));
+        assert_eq!(
+            r["result"]["content"][0]["text"],
+            format!("released {id}\n")
+        );
+    }
+    // 3 was cancelled: never run, never answered.
+    let answered: Vec<&Value> = s.pending().iter().filter(|m| m["id"] == 3).collect();
+    assert!(answered.is_empty(), "{answered:?}");
+    assert!(!order().contains('3'));
+}
+
+#[test]
+fn server_path_comes_first_and_errors_name_the_path_searched() {
+    let f = Fixture::new();
+    let tool = f.write("bin/hello-tool", "#!/bin/sh\necho \"hello from $0\"\n");
+    let mut perms = std::fs::metadata(&tool).expect("stat").permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&tool, perms).expect("chmod");
+    f.write("bin/not-executable", "#!/bin/sh\n");
+    f.manifest(
+        r#"
+[server]
+path = ["bin"]
+
+[tools.hello]
+command = ["hello-tool"]
+
+[tools.script]
+run = 'hello-tool; echo "$PATH"'
+
+[tools.own_path]
+command = ["hello-tool"]
+env = { PATH = "/nowhere/at/all" }
+
+[tools.missing]
+command = ["no-such-program-anywhere"]
+env = { PATH = "/nowhere/at/all" }
+
+[tools.noexec]
+command = ["not-executable"]
+"#,
+    );
+    let bin = f.path("bin").display().to_string();
+    let mut s = f.serve().started();
+    let call = |s: &mut crate::support::Server, name: &str| {
+        s.ok("tools/call", json!({"name": name, "arguments": {}}))
+    };
+    let r = call(&mut s, "hello");
+    assert_eq!(r["isError"], false, "{r}");
+    // A script's interpreter gets the path found, as `execvp` would give it.
+    assert_eq!(
+        r["content"][0]["text"],
+        format!("hello from {bin}/hello-tool\n")
+    );
+    let r = call(&mut s, "script");
+    let text = r["content"][0]["text"].as_str().unwrap_or_default();
+    let path_line = text.lines().nth(1).unwrap_or_default();
+    assert!(path_line.starts_with(&format!("{bin}:")), "{text}");
+    let r = call(&mut s, "own_path");
+    assert_eq!(r["isError"], false, "{r}");
+    let r = call(&mut s, "missing");
+    assert_eq!(r["isError"], true);
+    let text = r["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(
+        text.contains(&format!(
+            "program `no-such-program-anywhere` not found in PATH (`{bin}:/nowhere/at/all`)"
+        )),
+        "{text}"
+    );
+    let r = call(&mut s, "noexec");
+    let text = r["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("permission denied"), "{text}");
+}
+
+#[test]
+fn annotations_default_to_mcp_and_read_only_is_not_destructive() {
+    let f = Fixture::new();
+    f.manifest(
+        r#"
+[tools.bare]
+run = 'true'
+
+[tools.reader]
+command = ["cat", "x"]
+read_only = true
+
+[tools.closed]
+command = ["true"]
+open_world = false
+idempotent = true
+destructive = false
+"#,
+    );
+    let mut s = f.serve().started();
+    let list = s.ok("tools/list", json!({}));
+    let hints = |name: &str| {
+        list["tools"]
+            .as_array()
+            .and_then(|t| t.iter().find(|t| t["name"] == name))
+            .map(|t| t["annotations"].clone())
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        hints("bare"),
+        json!({"readOnlyHint": false, "destructiveHint": true, "idempotentHint": false, "openWorldHint": true})
+    );
+    assert_eq!(
+        hints("reader"),
+        json!({"readOnlyHint": true, "destructiveHint": false, "idempotentHint": false, "openWorldHint": true})
+    );
+    assert_eq!(
+        hints("closed"),
+        json!({"readOnlyHint": false, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false})
+    );
+}
+
+#[test]
+fn ok_exit_codes_make_no_match_a_success_with_empty_text() {
+    let f = Fixture::new();
+    f.write("notes.txt", "alpha\nbeta\n");
+    f.manifest(
+        r#"
+[tools.find]
+command = ["grep", "--", "{pattern}", "notes.txt"]
+ok_exit_codes = [0, 1]
+params.pattern = { type = "string" }
+
+[tools.strict]
+command = ["grep", "--", "{pattern}", "notes.txt"]
+params.pattern = { type = "string" }
+
+[tools.broken]
+command = ["grep", "--", "{pattern}", "missing.txt"]
+ok_exit_codes = [0, 1]
+params.pattern = { type = "string" }
+"#,
+    );
+    let mut s = f.serve().started();
+    let mut call = |name: &str, pattern: &str| {
+        s.ok(
+            "tools/call",
+            json!({"name": name, "arguments": {"pattern": pattern}}),
+        )
+    };
+    let r = call("find", "beta");
+    assert_eq!(r["isError"], false);
+    assert_eq!(r["content"], json!([{"type": "text", "text": "beta\n"}]));
+    let r = call("find", "gamma");
+    assert_eq!(r["isError"], false, "{r}");
+    assert_eq!(r["content"], json!([{"type": "text", "text": ""}]));
+    let r = call("strict", "gamma");
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(
+        r["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("exit code 1")),
+        "{r}"
+    );
+    // grep's 2 (an error) is not in the list.
+    let r = call("broken", "x");
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(
+        r["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("exit code 2") && t.contains("missing.txt")),
+        "{r}"
+    );
+}
+
+#[test]
+fn bad_process_settings_are_manifest_errors_with_their_place() {
+    let f = Fixture::new();
+    assert_eq!(
+        f.diagnose(
+            r#"[server]
+path = ["/usr/bin", "a:b", ""]
+
+[tools.a]
+command = ["true"]
+ok_exit_codes = []
+
+[tools.b]
+command = ["true"]
+ok_exit_codes = [0, 256]
+read_only = true
+destructive = true
+
+[tools.c]
+command = ["true"]
+ok_exit_codes = [-1]
+"#
+        ),
+        [
+            "bad.toml:2:21: `path` entry `a:b` cannot be used in PATH: it is empty or holds `:` or a NUL",
+            "bad.toml:2:28: `path` entry `` cannot be used in PATH: it is empty or holds `:` or a NUL",
+            "bad.toml:6:17: `ok_exit_codes` of tool `a` is empty; list the exit codes that mean success (e.g. [0])",
+            "bad.toml:10:21: `ok_exit_codes` of tool `b`: an exit code is 0 to 255, found 256",
+            "bad.toml:12:15: tool `b` cannot be both `read_only` and `destructive`; a tool that only reads changes nothing",
+            "bad.toml:16:18: `tools.c.ok_exit_codes[0]` must be at least 0, found -1",
+        ]
+    );
+    assert_eq!(
+        f.diagnose("[server]\nmax_processes = 0\n"),
+        ["bad.toml:2:17: `server.max_processes` must be at least 1, found 0"]
+    );
+    assert_eq!(
+        f.diagnose("[server]\nmax_processes = 5000\n"),
+        ["bad.toml:2:17: `max_processes` must be at most 4096, found 5000"]
+    );
+}
