@@ -75,13 +75,21 @@ fn missing_environment_variable_without_default() {
 
 #[test]
 fn dangling_reference_to_a_sqlite_source() {
+    // The missing database file is reported too: a problem in one entry hides none in another.
+    let lines = diagnose(
+        "[sqlite.shop]\npath = \"x.db\"\n\n[templates.t]\nuri = \"x://{a}\"\nsqlite = \"shopp\"\nsql = \"select 1\"\n",
+    );
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(
+        lines[0].starts_with("bad.toml:2:8: [sqlite.shop] database `")
+            && lines[0].ends_with(
+                "x.db` cannot be opened: no such file (it is opened read-only and never created)"
+            ),
+        "{lines:?}"
+    );
     assert_eq!(
-        diagnose(
-            "[sqlite.shop]\npath = \"x.db\"\n\n[templates.t]\nuri = \"x://{a}\"\nsqlite = \"shopp\"\nsql = \"select 1\"\n"
-        ),
-        [
-            "bad.toml:6:10: template `t` names sqlite source `shopp`, which does not exist, did you mean `shop`?"
-        ]
+        lines[1],
+        "bad.toml:6:10: template `t` names sqlite source `shopp`, which does not exist, did you mean `shop`?"
     );
 }
 
