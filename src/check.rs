@@ -399,7 +399,13 @@ async fn prompt_uris(registry: &Registry, complete: bool) -> Diagnostics {
         .collect();
     let user_templates: Vec<&str> = m.templates.iter().map(|t| t.uri.as_str()).collect();
     let matching = |uri: &str| templates.iter().find(|t| t.matches(uri).is_some());
-    for p in &m.prompts {
+    // Prompts with a problem of their own (an unknown `{name}`) were left out of the registry.
+    let built: Vec<String> = registry
+        .prompt_infos()
+        .into_iter()
+        .map(|p| p.name)
+        .collect();
+    for p in m.prompts.iter().filter(|p| built.contains(&p.name)) {
         for msg in &p.messages {
             let MessageContent::Resource(text) = &msg.content else {
                 continue;

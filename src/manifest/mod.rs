@@ -719,7 +719,10 @@ impl Checker<'_> {
     }
 
     /// `f`'s entry, or `None` when checking it found a problem (it is reported; the entry is
-    /// set aside so the checks that come later do not trip over it again).
+    /// set aside so the checks that come later do not trip over it again). Used for the entries
+    /// whose problems leave them without a meaning (a template without one backend, a postgres
+    /// source without a URL); the others keep a default for the value in error, so the checks
+    /// of the registry still run on the rest of them.
     fn clean<T>(&mut self, f: impl FnOnce(&mut Self) -> Option<T>) -> Option<T> {
         let before = self.diags.items.len();
         let entry = f(self);
@@ -734,26 +737,14 @@ impl Checker<'_> {
         declared: &Declared,
     ) -> Manifest {
         let server = self.server(raw.server.unwrap_or_default());
-        let files = raw
-            .files
-            .iter()
-            .filter_map(|(k, v)| self.clean(|c| Some(c.files(k, v))))
-            .collect();
-        let sqlite: Vec<Sqlite> = raw
-            .sqlite
-            .iter()
-            .filter_map(|(k, v)| self.clean(|c| Some(c.sqlite(k, v))))
-            .collect();
+        let files = raw.files.iter().map(|(k, v)| self.files(k, v)).collect();
+        let sqlite: Vec<Sqlite> = raw.sqlite.iter().map(|(k, v)| self.sqlite(k, v)).collect();
         let postgres: Vec<Postgres> = raw
             .postgres
             .iter()
             .filter_map(|(k, v)| self.clean(|c| Some(c.postgres(k, v))))
             .collect();
-        let git = raw
-            .git
-            .iter()
-            .filter_map(|(k, v)| self.clean(|c| Some(c.git(k, v))))
-            .collect();
+        let git = raw.git.iter().map(|(k, v)| self.git(k, v)).collect();
         let databases = Databases {
             sqlite: declared.sqlite.iter().map(String::as_str).collect(),
             postgres: declared.postgres.iter().map(String::as_str).collect(),
@@ -774,13 +765,9 @@ impl Checker<'_> {
         let tools = raw
             .tools
             .iter()
-            .filter_map(|(k, v)| self.clean(|c| c.tool(k, v, server.resource_tools)))
+            .filter_map(|(k, v)| self.tool(k, v, server.resource_tools))
             .collect();
-        let prompts = raw
-            .prompts
-            .iter()
-            .filter_map(|(k, v)| self.clean(|c| Some(c.prompt(k, v))))
-            .collect();
+        let prompts = raw.prompts.iter().map(|(k, v)| self.prompt(k, v)).collect();
         Manifest {
             file: display.to_owned(),
             path: path.to_path_buf(),
@@ -1044,6 +1031,12 @@ impl Checker<'_> {
                     ),
                 );
             }
+        }
+        if let Some(d) = &p.default
+            && value_fits(ty, d.get())
+            && let Some(why) = default_breaks(p, d.get())
+        {
+            self.err(d, format!("the default of `{name}` {why}"));
         }
         Param {
             loc: self.loc(key),
@@ -1428,6 +1421,69 @@ pub fn normalize(path: &Path) -> PathBuf {
         }
     }
     out
+}
+
+/// Which of its own rules (`enum`, `pattern`, `minimum`, `maximum`) a parameter's default breaks,
+/// worded as a value's problem is when a call brings it ("must be at most 200, got 500").
+fn default_breaks(p: &RawParam, default: &serde_json::Value) -> Option<String> {
+    use serde_json::Value;
+    let show = |v: &Value| v.to_string();
+    let items: Vec<&Value> = match default {
+        Value::Array(items) => items.iter().collect(),
+        one => vec![one],
+    };
+    for item in items {
+        if let Some(allowed) = &p.enum_values
+            && !allowed
+                .get()
+                .iter()
+                .any(|a| a == item || a.as_f64().is_some_and(|x| Some(x) == item.as_f64()))
+        {
+            let list: Vec<String> = allowed.get().iter().map(show).collect();
+            return Some(format!(
+                "must be one of {}, got {}",
+                list.join(", "),
+                show(item)
+            ));
+        }
+        if let (Some(pattern), Some(text)) = (&p.pattern, item.as_str())
+            && let Ok(re) = regex::Regex::new(pattern.get())
+            && !re.is_match(text)
+        {
+            return Some(format!(
+                "must match the pattern `{}`, got {}",
+                pattern.get(),
+                show(item)
+            ));
+        }
+    }
+    let x = default.as_f64()?;
+    let number = |n: f64| {
+        if n.fract() == 0.0 && n.abs() < 9.0e15 {
+            format!("{}", n as i64)
+        } else {
+            n.to_string()
+        }
+    };
+    if let Some(min) = &p.minimum
+        && x < *min.get()
+    {
+        return Some(format!(
+            "must be at least {}, got {}",
+            number(*min.get()),
+            show(default)
+        ));
+    }
+    if let Some(max) = &p.maximum
+        && x > *max.get()
+    {
+        return Some(format!(
+            "must be at most {}, got {}",
+            number(*max.get()),
+            show(default)
+        ));
+    }
+    None
 }
 
 fn value_fits(ty: ParamType, v: &serde_json::Value) -> bool {

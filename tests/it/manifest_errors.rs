@@ -98,7 +98,7 @@ fn bad_units_name_the_value() {
     assert_eq!(
         diagnose("[tools.t]\ncommand = [\"ls\"]\ntimeout = \"5 parsecs\"\nmax_output = \"lots\"\n"),
         [
-            "bad.toml:3:11: unknown duration unit `parsecs` in `5 parsecs`; use ms, s, m or h",
+            "bad.toml:3:11: `5 parsecs` is not a duration; a duration is a number and a unit, `h`, `m`, `s` or `ms`, in that order and without spaces, e.g. \"500ms\", \"90s\", \"2m\", \"1h30m\"",
             "bad.toml:4:14: `lots` is not a size; write e.g. \"64KiB\" or \"1MiB\"",
         ]
     );
@@ -234,7 +234,7 @@ fn problems_of_every_phase_in_different_entries_are_reported_in_one_run() {
             "bad.toml:2:13: `server.page_size` must be an integer, found a string",
             "bad.toml:5:12: invalid glob `[a-`: unclosed character class; missing ']'",
             "bad.toml:8:13: `files.other.gitignore` must be true or false, found an integer",
-            "bad.toml:11:11: unknown duration unit `x` in `5x`; use ms, s, m or h",
+            "bad.toml:11:11: `x` in `5x` is not a duration unit; a duration is a number and a unit, `h`, `m`, `s` or `ms`, in that order and without spaces, e.g. \"500ms\", \"90s\", \"2m\", \"1h30m\"",
         ]
     );
 }
