@@ -105,8 +105,9 @@ fn static_warnings(m: &Manifest) -> Diagnostics {
 // Programs on the tools' PATH.
 
 /// The PATH a process of this manifest searches its program in: the process's own `PATH` from
-/// its `env` when it sets one, else the inherited one. The one place that knows it, so that
-/// `[server] path` (put in front of the inherited PATH) plugs in here.
+/// its `env` when it sets one, else the inherited one. The one place that knows it: once
+/// `[server] path` and `process::process_path` / `process::find_program` are in, this becomes
+/// `process::process_path(&m.server.path, env)` and `find_program` below calls theirs.
 fn tools_path(_m: &Manifest, env: &[(String, String)]) -> OsString {
     if let Some((_, p)) = env.iter().rev().find(|(k, _)| k == "PATH") {
         return OsString::from(p);
@@ -207,37 +208,55 @@ fn programs(m: &Manifest, w: &mut Diagnostics) {
 // ---------------------------------------------------------------------------------------------
 // `include` globs that match nothing.
 
-/// Walks each files source (stopping as soon as every `include` glob has matched a file) and
-/// warns about the globs that matched none of the files the source would serve.
-fn includes(m: &Manifest, w: &mut Diagnostics) {
-    for f in &m.files {
-        let Ok(root) = std::fs::canonicalize(&f.root) else {
-            continue; // an error already
-        };
-        if !root.is_dir() || f.include.is_empty() {
-            continue;
-        }
-        let build = |g: &str| {
+/// A files source's rules, compiled for the checks: which files under its root it serves.
+struct Served<'a> {
+    def: &'a manifest::Files,
+    root: PathBuf,
+    include: Vec<Option<globset::GlobMatcher>>,
+    exclude: globset::GlobSet,
+}
+
+impl<'a> Served<'a> {
+    /// `None` when the root cannot be opened (an error already).
+    fn new(def: &'a manifest::Files) -> Option<Served<'a>> {
+        let root = std::fs::canonicalize(&def.root).ok()?;
+        let glob = |g: &str| {
             globset::GlobBuilder::new(g)
                 .literal_separator(true)
                 .build()
                 .ok()
-                .map(|g| g.compile_matcher())
         };
-        let include: Vec<_> = f.include.iter().map(|(g, _)| build(g)).collect();
+        let include = def
+            .include
+            .iter()
+            .map(|(g, _)| glob(g).map(|g| g.compile_matcher()))
+            .collect();
         let mut exclude = globset::GlobSetBuilder::new();
-        for (g, _) in &f.exclude {
-            if let Ok(g) = globset::GlobBuilder::new(g).literal_separator(true).build() {
-                exclude.add(g);
-            }
+        for g in def.exclude.iter().filter_map(|(g, _)| glob(g)) {
+            exclude.add(g);
         }
         let exclude = exclude
             .build()
             .unwrap_or_else(|_| globset::GlobSet::empty());
-        let mut unmatched: Vec<usize> = (0..include.len())
-            .filter(|i| include[*i].is_some())
-            .collect();
-        let walk = ignore::WalkBuilder::new(&root)
+        Some(Served {
+            def,
+            root,
+            include,
+            exclude,
+        })
+    }
+
+    /// Whether a path relative to the root passes `include` / `exclude` (hidden files and ignore
+    /// rules are the walk's business).
+    fn selects(&self, rel: &str) -> bool {
+        !self.exclude.is_match(rel) && self.include.iter().flatten().any(|g| g.is_match(rel))
+    }
+
+    /// The files under the root that hidden-file and ignore rules let through, relative to the
+    /// root with `/` separators, lazily (callers stop early).
+    fn walk(&self) -> impl Iterator<Item = String> + '_ {
+        let f = self.def;
+        ignore::WalkBuilder::new(&self.root)
             .hidden(!f.hidden)
             .git_ignore(f.gitignore)
             .git_global(false)
@@ -246,31 +265,45 @@ fn includes(m: &Manifest, w: &mut Diagnostics) {
             .parents(f.gitignore)
             .require_git(false)
             .filter_entry(|e| e.file_name() != ".git")
-            .build();
-        for entry in walk.flatten() {
+            // In name order, so the file a warning names is the same on every machine.
+            .sort_by_file_name(|a, b| a.cmp(b))
+            .build()
+            .flatten()
+            .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
+            .filter_map(|e| {
+                let rel = e.path().strip_prefix(&self.root).ok()?.to_str()?;
+                Some(rel.replace(std::path::MAIN_SEPARATOR, "/"))
+            })
+    }
+}
+
+/// Walks each files source (stopping as soon as every `include` glob has matched a file) and
+/// warns about the globs that matched none of the files the source would serve.
+fn includes(m: &Manifest, w: &mut Diagnostics) {
+    for s in m.files.iter().filter_map(Served::new) {
+        if !s.root.is_dir() {
+            continue;
+        }
+        let mut unmatched: Vec<usize> = (0..s.include.len())
+            .filter(|i| s.include[*i].is_some())
+            .collect();
+        for rel in s.walk() {
             if unmatched.is_empty() {
                 break;
             }
-            if !entry.file_type().is_some_and(|t| t.is_file()) {
+            if s.exclude.is_match(&rel) {
                 continue;
             }
-            let Ok(rel) = entry.path().strip_prefix(&root) else {
-                continue;
-            };
-            let Some(rel) = rel.to_str() else { continue };
-            if exclude.is_match(rel) {
-                continue;
-            }
-            unmatched.retain(|i| !include[*i].as_ref().is_some_and(|g| g.is_match(rel)));
+            unmatched.retain(|i| !s.include[*i].as_ref().is_some_and(|g| g.is_match(&rel)));
         }
         for i in unmatched {
-            let (glob, loc) = &f.include[i];
+            let (glob, loc) = &s.def.include[i];
             w.warn(
                 *loc,
                 format!(
                     "[files.{}] include `{glob}` matches no file under `{}` (after `exclude`, hidden files and ignore rules)",
-                    f.name,
-                    root.display()
+                    s.def.name,
+                    s.root.display()
                 ),
             );
         }
@@ -280,45 +313,57 @@ fn includes(m: &Manifest, w: &mut Diagnostics) {
 // ---------------------------------------------------------------------------------------------
 // Overlapping sources.
 
-/// Two files sources whose roots overlap (the same folder, or one inside the other), and a
-/// `[templates]` entry whose URIs fall where another source answers first.
+/// Two files sources that serve a same file (roots one inside the other, and a file there both
+/// select), and a `[templates]` entry whose URIs fall where another source answers first.
 fn overlaps(m: &Manifest, w: &mut Diagnostics) {
-    let roots: Vec<(&manifest::Files, PathBuf)> = m
-        .files
-        .iter()
-        .filter_map(|f| Some((f, std::fs::canonicalize(&f.root).ok()?)))
-        .collect();
-    for (i, (later, lroot)) in roots.iter().enumerate() {
-        for (earlier, eroot) in &roots[..i] {
-            let how = if lroot == eroot {
-                "is the same as"
-            } else if lroot.starts_with(eroot) {
-                "is inside"
-            } else if eroot.starts_with(lroot) {
-                "contains"
+    let served: Vec<Served> = m.files.iter().filter_map(Served::new).collect();
+    for (i, later) in served.iter().enumerate() {
+        for earlier in &served[..i] {
+            let (inner, outer) = if later.root.starts_with(&earlier.root) {
+                (later, earlier)
+            } else if earlier.root.starts_with(&later.root) {
+                (earlier, later)
             } else {
                 continue;
             };
+            // A file both would serve (the inner one's files, seen from the outer root).
+            let Ok(offset) = inner.root.strip_prefix(&outer.root) else {
+                continue;
+            };
+            let offset = offset
+                .to_string_lossy()
+                .replace(std::path::MAIN_SEPARATOR, "/");
+            let shared = inner
+                .walk()
+                .filter(|rel| inner.selects(rel))
+                .map(|rel| {
+                    if offset.is_empty() {
+                        rel
+                    } else {
+                        format!("{offset}/{rel}")
+                    }
+                })
+                .find(|rel| outer.selects(rel));
+            let Some(shared) = shared else { continue };
             w.warn(
-                later.root_loc,
+                later.def.root_loc,
                 format!(
-                    "[files.{}] root `{}` {how} the root of [files.{}] (`{}`): the files both serve are listed once, under [files.{}], and read with its rules",
-                    later.name,
-                    lroot.display(),
-                    earlier.name,
-                    eroot.display(),
-                    earlier.name
+                    "[files.{}] overlaps [files.{}]: both serve `{}` (and maybe more); a file both serve is listed once, under [files.{}], and read with its rules",
+                    later.def.name,
+                    earlier.def.name,
+                    outer.root.join(&shared).display(),
+                    earlier.def.name
                 ),
             );
         }
     }
     // Where the other sources' URIs live: a template URI there is tried after them.
-    let mut owners: Vec<(String, String)> = roots
+    let mut owners: Vec<(String, String)> = served
         .iter()
-        .filter_map(|(f, root)| {
-            let root = root.to_str()?;
+        .filter_map(|s| {
+            let root = s.root.to_str()?;
             Some((
-                format!("[files.{}]", f.name),
+                format!("[files.{}]", s.def.name),
                 format!("file://{}", encode_path(root.trim_end_matches('/'))),
             ))
         })
