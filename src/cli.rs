@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use base64::Engine as _;
 use serde_json::Value;
 
+use crate::check::{self, Mode};
 use crate::manifest::{self, Diagnostics};
 use crate::providers::Body;
 use crate::registry::Registry;
@@ -36,20 +37,36 @@ fn manifest_path(manifest: Option<&Path>) -> (PathBuf, String) {
 }
 
 /// Loads and checks the manifest and builds its registry; diagnostics name the file as given.
+/// Every error of the manifest is reported, not only the first section's (see `check`).
 pub(crate) async fn load(manifest: Option<&Path>) -> Result<Registry, Diagnostics> {
-    let (path, display) = manifest_path(manifest);
-    let checked = manifest::load(&path, &display)?;
-    Registry::build(checked, crate::process::Children::new()).await
+    load_with(manifest, Mode::Errors).await.map(|(r, _)| r)
 }
 
+/// `load`, with the warnings `mode` asks for.
+async fn load_with(
+    manifest: Option<&Path>,
+    mode: Mode,
+) -> Result<(Registry, Diagnostics), Diagnostics> {
+    let (path, display) = manifest_path(manifest);
+    check::run(&path, &display, crate::process::Children::new(), mode)
+        .await
+        .into_result()
+}
+
+/// Prints every diagnostic and a summary line, on stderr.
 fn report(diags: &Diagnostics) {
     eprint!("{diags}");
-    let n = diags.items.len();
-    eprintln!(
-        "{}: {n} error{} found",
-        diags.file,
-        if n == 1 { "" } else { "s" }
-    );
+    eprintln!("{}: {} found", diags.file, counts(diags));
+}
+
+/// "2 errors", "1 error and 3 warnings", "1 warning".
+fn counts(diags: &Diagnostics) -> String {
+    let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+    match (diags.errors(), diags.warnings()) {
+        (e, 0) => plural(e, "error"),
+        (0, w) => plural(w, "warning"),
+        (e, w) => format!("{} and {}", plural(e, "error"), plural(w, "warning")),
+    }
 }
 
 /// Where `serve` serves.
@@ -65,8 +82,14 @@ pub enum Via {
 /// `mcp-manifest serve [MANIFEST]`: check, then serve on stdio until stdin closes, or over HTTP
 /// until SIGTERM / SIGINT.
 pub async fn serve(manifest: Option<PathBuf>, via: Via) -> i32 {
-    let registry = match load(manifest.as_deref()).await {
-        Ok(r) => r,
+    let registry = match load_with(manifest.as_deref(), Mode::Offline).await {
+        Ok((r, warnings)) => {
+            // Logged, never a reason not to serve (`check` prints them too).
+            for line in warnings.to_string().lines() {
+                tracing::warn!("{line}");
+            }
+            r
+        }
         Err(d) => {
             report(&d);
             return FAILED;
@@ -125,20 +148,31 @@ pub async fn serve(manifest: Option<PathBuf>, via: Via) -> i32 {
     }
 }
 
-/// `mcp-manifest check [MANIFEST]`: a one-screen summary, or every error.
-pub async fn check(manifest: Option<PathBuf>) -> i32 {
-    let registry = match load(manifest.as_deref()).await {
-        Ok(r) => r,
-        Err(d) => {
-            report(&d);
+/// `mcp-manifest check [MANIFEST]`: every error and warning of the whole manifest, then a
+/// one-screen summary when there is no error. Exit 1 on an error, or on a warning with
+/// `--deny-warnings`. `--json` prints the diagnostics as one JSON array on stdout instead.
+pub async fn check(manifest: Option<PathBuf>, deny_warnings: bool, json: bool) -> i32 {
+    let (path, display) = manifest_path(manifest.as_deref());
+    let outcome = check::run(&path, &display, crate::process::Children::new(), Mode::All).await;
+    let failed = outcome.diags.errors() > 0 || (deny_warnings && outcome.diags.warnings() > 0);
+    if json {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{}", outcome.diags.to_json());
+        return if failed { FAILED } else { OK };
+    }
+    let registry = match outcome.registry {
+        Some(r) if !failed => r,
+        _ => {
+            report(&outcome.diags);
+            if outcome.diags.errors() == 0 {
+                eprintln!("{display}: failing because of --deny-warnings");
+            }
             return FAILED;
         }
     };
-    let m = &registry.manifest;
     // Warnings: what will fail at run time but does not stop `serve` (exit 0).
-    for (loc, message) in registry.warnings().await {
-        eprintln!("{}:{}:{}: warning: {message}", m.file, loc.line, loc.col);
-    }
+    eprint!("{}", outcome.diags);
+    let m = &registry.manifest;
     let resources = match registry.list_resources().await {
         Ok(r) => r.len(),
         Err(e) => {
@@ -929,6 +963,24 @@ pub async fn diagnostics(manifest: &Path) -> Vec<String> {
         Ok(_) => Vec::new(),
         Err(d) => d.to_string().lines().map(str::to_owned).collect(),
     }
+}
+
+/// Every error and warning `check` reports for `manifest` (`FILE:LINE:COL: [warning: ]message`
+/// lines, in file order), without a process and without connecting to databases.
+pub async fn check_lines(manifest: &Path) -> Vec<String> {
+    let (path, display) = manifest_path(Some(manifest));
+    check::run(
+        &path,
+        &display,
+        crate::process::Children::new(),
+        Mode::Offline,
+    )
+    .await
+    .diags
+    .to_string()
+    .lines()
+    .map(str::to_owned)
+    .collect()
 }
 
 #[cfg(test)]

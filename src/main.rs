@@ -59,9 +59,17 @@ enum Command {
         stdio: bool,
     },
     /// Validate the manifest without serving; print a summary, or every error as FILE:LINE:COL.
+    /// Warnings (FILE:LINE:COL: warning: …) do not fail the check unless --deny-warnings.
     Check {
         #[command(flatten)]
         manifest: ManifestArg,
+        /// Exit 1 when there are warnings too.
+        #[arg(long)]
+        deny_warnings: bool,
+        /// Print the diagnostics as one JSON array on stdout: objects with `file`, `line`,
+        /// `column`, `severity` ("error" or "warning") and `message`.
+        #[arg(long)]
+        json: bool,
     },
     /// Print the JSON Schema of the manifest (or write it to a file).
     Schema {
@@ -193,7 +201,11 @@ fn main() -> ExitCode {
                 };
                 cli::serve(manifest.get(), via).await
             }
-            Some(Command::Check { manifest }) => cli::check(manifest.get()).await,
+            Some(Command::Check {
+                manifest,
+                deny_warnings,
+                json,
+            }) => cli::check(manifest.get(), deny_warnings, json).await,
             Some(Command::Schema { write }) => cli::schema(write),
             Some(Command::List { manifest, json }) => cli::list(manifest.get(), json).await,
             Some(Command::Read { uri, manifest, raw }) => cli::read(manifest, &uri, raw).await,

@@ -62,6 +62,20 @@ impl Registry {
         manifest: Manifest,
         children: Arc<Children>,
     ) -> Result<Registry, Diagnostics> {
+        let (registry, diags) = Self::build_partial(manifest, children).await;
+        if diags.is_empty() {
+            Ok(registry)
+        } else {
+            Err(diags.finish())
+        }
+    }
+
+    /// `build`, keeping what builds: the registry of every entry without a problem, and the
+    /// problems of the others (for `check`, which reports everything in one run).
+    pub async fn build_partial(
+        manifest: Manifest,
+        children: Arc<Children>,
+    ) -> (Registry, Diagnostics) {
         let mut diags = Diagnostics::new(manifest.file.clone());
         // Built kind by kind (templates need the databases), then put back in file order.
         let mut placed: Vec<(Loc, Arc<dyn Source>)> = Vec::new();
@@ -107,19 +121,22 @@ impl Registry {
             .iter()
             .filter_map(|p| PromptDef::build(p, &mut diags))
             .collect();
-        if !diags.is_empty() {
-            return Err(diags.finish());
-        }
         let manifest_path = crate::providers::paths::canonical_or_same(&manifest.path);
         children.configure(&manifest.server.path, manifest.server.max_processes);
-        Ok(Registry {
+        let registry = Registry {
             manifest,
             manifest_path,
             sources,
             tools,
             prompts,
             children,
-        })
+        };
+        (registry, diags)
+    }
+
+    /// How many sources were built (`build_partial` leaves out those with problems).
+    pub fn source_count(&self) -> usize {
+        self.sources.len()
     }
 
     /// The folders to watch: every watched source's, plus the manifest's own folder. Sorted and

@@ -9,11 +9,30 @@ pub struct Loc {
     pub col: usize,
 }
 
+/// How bad a problem is: an error stops `check` and `serve`; a warning (what will fail or surprise
+/// at run time) is printed by `check` and logged by `serve`, which still serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub enum Severity {
+    #[default]
+    Error,
+    Warning,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        }
+    }
+}
+
 /// One problem found in a manifest.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Diagnostic {
     pub loc: Loc,
     pub message: String,
+    pub severity: Severity,
 }
 
 /// Every problem found in one manifest, in file order.
@@ -36,7 +55,55 @@ impl Diagnostics {
         self.items.push(Diagnostic {
             loc,
             message: message.into(),
+            severity: Severity::Error,
         });
+    }
+
+    /// Adds a warning (see `Severity`). Keep warnings in a `Diagnostics` of their own while
+    /// building: `is_empty` is how the builders ask "no errors so far".
+    pub fn warn(&mut self, loc: Loc, message: impl Into<String>) {
+        self.items.push(Diagnostic {
+            loc,
+            message: message.into(),
+            severity: Severity::Warning,
+        });
+    }
+
+    /// How many items are errors.
+    pub fn errors(&self) -> usize {
+        self.items
+            .iter()
+            .filter(|d| d.severity == Severity::Error)
+            .count()
+    }
+
+    /// How many items are warnings.
+    pub fn warnings(&self) -> usize {
+        self.items.len() - self.errors()
+    }
+
+    /// Adds every item of `other`.
+    pub fn extend(&mut self, other: Diagnostics) {
+        self.items.extend(other.items);
+    }
+
+    /// The items as JSON objects, for `check --json`: `{"file", "line", "column", "severity",
+    /// "message"}`, in file order.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::Value::Array(
+            self.items
+                .iter()
+                .map(|d| {
+                    serde_json::json!({
+                        "file": self.file,
+                        "line": d.loc.line,
+                        "column": d.loc.col,
+                        "severity": d.severity.as_str(),
+                        "message": d.message,
+                    })
+                })
+                .collect(),
+        )
     }
 
     pub fn is_empty(&self) -> bool {
@@ -46,7 +113,7 @@ impl Diagnostics {
     /// Sorts by place and drops exact repeats, so the output reads top to bottom.
     pub fn finish(mut self) -> Self {
         self.items
-            .sort_by_key(|d| (d.loc.line, d.loc.col, d.message.clone()));
+            .sort_by_key(|d| (d.loc.line, d.loc.col, d.severity, d.message.clone()));
         self.items.dedup();
         self
     }
@@ -55,9 +122,13 @@ impl Diagnostics {
 impl fmt::Display for Diagnostics {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for d in &self.items {
+            let tag = match d.severity {
+                Severity::Error => "",
+                Severity::Warning => "warning: ",
+            };
             writeln!(
                 f,
-                "{}:{}:{}: {}",
+                "{}:{}:{}: {tag}{}",
                 self.file, d.loc.line, d.loc.col, d.message
             )?;
         }

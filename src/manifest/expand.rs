@@ -65,31 +65,112 @@ fn number_and_unit(s: &str) -> Option<(f64, &str)> {
     Some((num.parse().ok()?, unit.trim()))
 }
 
-/// `"500ms"`, `"30s"`, `"2m"`, `"1h"`; a bare number is not accepted, so the unit is always visible.
+/// The units of a duration, largest first, as the grammar accepts them.
+const DURATION_UNITS: [(&str, f64); 4] = [("h", 3600.0), ("m", 60.0), ("s", 1.0), ("ms", 0.001)];
+
+/// What every duration message lists.
+pub const DURATION_FORMS: &str = "a number and a unit, `h`, `m`, `s` or `ms`, in that order and without spaces, e.g. \"500ms\", \"90s\", \"2m\", \"1h30m\"";
+
+/// The one duration grammar: one or more `NUMBER UNIT` parts, largest unit first, each unit at
+/// most once, no spaces: `"500ms"`, `"30s"`, `"1.5s"`, `"2m"`, `"1h30m"`, `"1m30s"`. Long forms
+/// (`"30 sec"`, `"2 minutes"`, `"1 hour"`) and a bare number are refused with the form to
+/// write instead, so every duration in every manifest reads the same way.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let (value, unit) = number_and_unit(s).ok_or_else(|| {
-        format!("`{s}` is not a duration; write e.g. \"500ms\", \"30s\" or \"2m\"")
-    })?;
-    let secs = match unit {
-        "ms" => value / 1000.0,
-        "s" => value,
-        "m" | "min" => value * 60.0,
-        "h" => value * 3600.0,
-        "" => {
-            return Err(format!(
-                "`{s}` has no unit; write e.g. \"{s}s\" or \"{s}ms\""
-            ));
+    // A spelling with an obvious accepted form gets just that form; anything else the reason
+    // and the grammar.
+    let refuse = |why: String| match suggest_duration(s) {
+        Some(better) if better != s => {
+            format!("`{s}` is not how durations are written here; write \"{better}\"")
         }
-        other => {
-            return Err(format!(
-                "unknown duration unit `{other}` in `{s}`; use ms, s, m or h"
-            ));
-        }
+        _ => format!("{why}; a duration is {DURATION_FORMS}"),
     };
+    if s.trim().is_empty() {
+        return Err(format!(
+            "an empty string is not a duration; a duration is {DURATION_FORMS}"
+        ));
+    }
+    if s.contains(char::is_whitespace) {
+        return Err(refuse(format!("`{s}` is not a duration")));
+    }
+    let mut rest = s;
+    let mut secs = 0.0;
+    let mut last_unit: Option<usize> = None;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let (num, tail) = rest.split_at(digits);
+        if num.is_empty() {
+            return Err(refuse(format!("`{s}` is not a duration")));
+        }
+        let value: f64 = num
+            .parse()
+            .map_err(|_| refuse(format!("`{num}` in `{s}` is not a number")))?;
+        let unit_len = tail
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(tail.len());
+        let (unit, after) = tail.split_at(unit_len);
+        if unit.is_empty() {
+            return Err(refuse(format!("`{s}` has no unit")));
+        }
+        let Some(index) = DURATION_UNITS.iter().position(|(u, _)| *u == unit) else {
+            return Err(refuse(format!("`{unit}` in `{s}` is not a duration unit")));
+        };
+        if last_unit.is_some_and(|l| l >= index) {
+            return Err(refuse(format!(
+                "the units of `{s}` are not in order (h, m, s, ms, each once)"
+            )));
+        }
+        last_unit = Some(index);
+        secs += value * DURATION_UNITS[index].1;
+        rest = after;
+    }
     if !secs.is_finite() || secs <= 0.0 || secs > 365.0 * 86400.0 {
-        return Err(format!("duration `{s}` is out of range"));
+        return Err(format!(
+            "duration `{s}` is out of range (more than 0 and at most a year)"
+        ));
     }
     Ok(Duration::from_secs_f64(secs))
+}
+
+/// The accepted spelling of a duration written another way (`"30 sec"` → `"30s"`, `"2 minutes"`
+/// → `"2m"`, `30` → `"30s"`), when there is an obvious one.
+pub fn suggest_duration(s: &str) -> Option<String> {
+    let mut out = String::new();
+    let mut words = s.split_whitespace().peekable();
+    let mut any = false;
+    while let Some(word) = words.next() {
+        // "30sec" or "30 sec": split a number from the unit that follows it.
+        let digits = word
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(word.len());
+        let (num, unit) = word.split_at(digits);
+        if num.is_empty() || num.parse::<f64>().is_err() {
+            return None;
+        }
+        let unit = if unit.is_empty() {
+            match words.peek() {
+                Some(next) if !next.starts_with(|c: char| c.is_ascii_digit()) => {
+                    words.next().unwrap_or_default()
+                }
+                _ => "s",
+            }
+        } else {
+            unit
+        };
+        let unit = unit.trim_end_matches(',').to_ascii_lowercase();
+        let short = match unit.as_str() {
+            "h" | "hr" | "hrs" | "hour" | "hours" => "h",
+            "m" | "min" | "mins" | "minute" | "minutes" => "m",
+            "s" | "sec" | "secs" | "second" | "seconds" => "s",
+            "ms" | "msec" | "msecs" | "millisecond" | "milliseconds" => "ms",
+            _ => return None,
+        };
+        out.push_str(num);
+        out.push_str(short);
+        any = true;
+    }
+    any.then_some(out)
 }
 
 /// `"64KiB"`, `"1MiB"`, `"10MB"`, `"512B"` or a plain number of bytes.
@@ -200,8 +281,47 @@ mod tests {
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
         assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert!(parse_duration("30").unwrap_err().contains("no unit"));
-        assert!(parse_duration("5 parsecs").is_err());
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("1s500ms"), Ok(Duration::from_millis(1500)));
+        assert_eq!(
+            parse_duration("30").unwrap_err(),
+            "`30` is not how durations are written here; write \"30s\""
+        );
+        assert_eq!(
+            parse_duration("30 sec").unwrap_err(),
+            "`30 sec` is not how durations are written here; write \"30s\""
+        );
+        assert_eq!(
+            parse_duration("2 minutes").unwrap_err(),
+            "`2 minutes` is not how durations are written here; write \"2m\""
+        );
+        assert_eq!(
+            parse_duration("1 hour 30 minutes").unwrap_err(),
+            "`1 hour 30 minutes` is not how durations are written here; write \"1h30m\""
+        );
+        assert!(
+            parse_duration("2min")
+                .unwrap_err()
+                .ends_with("write \"2m\"")
+        );
+        assert!(
+            parse_duration("30m1h")
+                .unwrap_err()
+                .contains("not in order")
+        );
+        assert!(parse_duration("1s1s").unwrap_err().contains("not in order"));
+        assert!(
+            parse_duration("5 parsecs")
+                .unwrap_err()
+                .contains("e.g. \"500ms\"")
+        );
+        assert!(parse_duration("0s").unwrap_err().contains("out of range"));
+        assert!(parse_duration("").is_err());
+        assert!(parse_duration("s").is_err());
+        assert!(parse_duration("1..2s").is_err());
         assert_eq!(parse_size("64KiB"), Ok(65536));
         assert_eq!(parse_size("1MiB"), Ok(1 << 20));
         assert_eq!(parse_size("10MB"), Ok(10_000_000));

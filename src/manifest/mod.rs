@@ -307,26 +307,66 @@ pub enum MessageContent {
 
 /// Reads and checks the manifest at `path`; `display` is how to name the file in messages.
 pub fn load(path: &Path, display: &str) -> Result<Manifest, Diagnostics> {
+    check(path, display).into_result()
+}
+
+/// What checking a manifest found: every problem, and the entries that have none, so that the
+/// checks that need the filesystem (`Registry::build`) and `check`'s cross-section checks still
+/// run on them. One problem never hides another.
+#[derive(Debug)]
+pub struct Checked {
+    /// The manifest without the entries that have problems; `None` when the text is not TOML.
+    pub manifest: Option<Manifest>,
+    /// Every problem found (errors only).
+    pub diags: Diagnostics,
+    /// Whether an entry of a source section (files, sqlite, postgres, git, templates) was set
+    /// aside: checks that ask "can any source serve this?" would then be guesses.
+    pub sources_dropped: bool,
+}
+
+impl Checked {
+    /// The manifest when nothing is wrong, else every problem.
+    pub fn into_result(self) -> Result<Manifest, Diagnostics> {
+        match self.manifest {
+            Some(m) if self.diags.is_empty() => Ok(m),
+            _ => Err(self.diags.finish()),
+        }
+    }
+
+    fn failed(diags: Diagnostics) -> Checked {
+        Checked {
+            manifest: None,
+            diags: diags.finish(),
+            sources_dropped: true,
+        }
+    }
+}
+
+/// `load`, keeping what is valid (see `Checked`).
+pub fn check(path: &Path, display: &str) -> Checked {
     let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let text = read_text(path).map_err(|e| {
-        let mut d = Diagnostics::new(display);
-        let cwd = std::env::current_dir()
-            .map_or_else(|e| format!("unknown ({e})"), |p| p.display().to_string());
-        d.push(
-            Loc { line: 1, col: 1 },
-            format!(
-                "cannot read the manifest: {e} (tried {}; working directory {cwd})",
-                abs.display()
-            ),
-        );
-        d
-    })?;
+    let text = match read_text(path) {
+        Ok(t) => t,
+        Err(e) => {
+            let mut d = Diagnostics::new(display);
+            let cwd = std::env::current_dir()
+                .map_or_else(|e| format!("unknown ({e})"), |p| p.display().to_string());
+            d.push(
+                Loc { line: 1, col: 1 },
+                format!(
+                    "cannot read the manifest: {e} (tried {}; working directory {cwd})",
+                    abs.display()
+                ),
+            );
+            return Checked::failed(d);
+        }
+    };
     let dir = abs
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("/"));
     let env = |name: &str| std::env::var(name).ok();
-    load_str(&text, display, &abs, &dir, &env)
+    check_str(&text, display, &abs, &dir, &env)
 }
 
 /// The largest manifest read (a manifest is a page of TOML; this only stops a runaway file).
@@ -365,6 +405,17 @@ pub fn load_str(
     dir: &Path,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Manifest, Diagnostics> {
+    check_str(text, display, path, dir, env).into_result()
+}
+
+/// `load_str`, keeping what is valid (see `Checked`).
+pub fn check_str(
+    text: &str,
+    display: &str,
+    path: &Path,
+    dir: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Checked {
     let map = SourceMap::new(text);
     let mut diags = Diagnostics::new(display);
 
@@ -380,7 +431,7 @@ pub fn load_str(
         diags.push(map.loc(span.start), message);
     }
     if !diags.is_empty() {
-        return Err(diags.finish());
+        return Checked::failed(diags);
     }
 
     let mut bad = Vec::new();
@@ -389,6 +440,9 @@ pub fn load_str(
     let mut walker = validate::Walker::new(&schema, &map, &mut diags);
     walker.table(&doc, &schema, "");
     bad.extend(walker.bad);
+    // Names as declared, before any entry is set aside: a reference to an entry that has a
+    // problem of its own is not a second problem.
+    let declared = Declared::of(&doc);
     // Entries with problems are set aside so the others still get every later check: one run
     // reports everything.
     prune(doc.get_mut(), &bad);
@@ -398,7 +452,7 @@ pub fn load_str(
         Err(e) => {
             let at = e.span().map_or(0, |s| s.start);
             diags.push(map.loc(at), e.message().trim().to_owned());
-            return Err(diags.finish());
+            return Checked::failed(diags);
         }
     };
 
@@ -408,11 +462,45 @@ pub fn load_str(
         dir,
         env,
     };
-    let manifest = cx.manifest(raw, display, path);
-    if diags.is_empty() {
-        Ok(manifest)
-    } else {
-        Err(diags.finish())
+    let manifest = cx.manifest(raw, display, path, &declared);
+    let kept = manifest.files.len()
+        + manifest.sqlite.len()
+        + manifest.postgres.len()
+        + manifest.git.len()
+        + manifest.templates.len();
+    Checked {
+        manifest: Some(manifest),
+        diags: diags.finish(),
+        sources_dropped: kept < declared.sources,
+    }
+}
+
+/// The entry names each section declares, as written (see `check_str`).
+#[derive(Debug, Default)]
+struct Declared {
+    sqlite: Vec<String>,
+    postgres: Vec<String>,
+    /// How many entries the source sections hold.
+    sources: usize,
+}
+
+impl Declared {
+    fn of(doc: &Spanned<DeTable<'_>>) -> Declared {
+        let names = |section: &str| -> Vec<String> {
+            match doc.get_ref().get(section).map(|v| v.get_ref()) {
+                Some(DeValue::Table(t)) => t.iter().map(|(k, _)| k.get_ref().to_string()).collect(),
+                _ => Vec::new(),
+            }
+        };
+        let sources = ["files", "sqlite", "postgres", "git", "templates"]
+            .iter()
+            .map(|s| names(s).len())
+            .sum();
+        Declared {
+            sqlite: names("sqlite"),
+            postgres: names("postgres"),
+            sources,
+        }
     }
 }
 
@@ -487,6 +575,28 @@ fn prune(doc: &mut DeTable<'_>, bad: &[usize]) {
         .map(|(k, _)| k.get_ref().to_string())
         .collect();
     for key in doomed {
+        // In a table such as `[server]`, only the keys holding a problem go (the others keep
+        // their meaning for later checks, e.g. `resource_tools = false`); an unknown section
+        // (the problem is on its name) goes whole.
+        let on_name = doc
+            .get_key_value(key.as_str())
+            .is_some_and(|(k, _)| bad.iter().any(|b| k.span().contains(b)));
+        if !on_name
+            && let Some(value) = doc.get_mut(key.as_str())
+            && let DeValue::Table(t) = value.get_mut()
+        {
+            let keys: Vec<String> = t
+                .iter()
+                .filter(|(k, v)| hit(k, v))
+                .map(|(k, _)| k.get_ref().to_string())
+                .collect();
+            if !keys.is_empty() {
+                for k in keys {
+                    t.remove(k.as_str());
+                }
+                continue;
+            }
+        }
         doc.remove(key.as_str());
     }
     for section in NAMED_SECTIONS {
@@ -618,24 +728,49 @@ impl Checker<'_> {
         out
     }
 
-    fn manifest(&mut self, raw: RawManifest, display: &str, path: &Path) -> Manifest {
+    /// `f`'s entry, or `None` when checking it found a problem (it is reported; the entry is
+    /// set aside so the checks that come later do not trip over it again). Used for the entries
+    /// whose problems leave them without a meaning (a template without one backend, a postgres
+    /// source without a URL); the others keep a default for the value in error, so the checks
+    /// of the registry still run on the rest of them.
+    fn clean<T>(&mut self, f: impl FnOnce(&mut Self) -> Option<T>) -> Option<T> {
+        let before = self.diags.items.len();
+        let entry = f(self);
+        entry.filter(|_| self.diags.items.len() == before)
+    }
+
+    fn manifest(
+        &mut self,
+        raw: RawManifest,
+        display: &str,
+        path: &Path,
+        declared: &Declared,
+    ) -> Manifest {
         let server = self.server(raw.server.unwrap_or_default());
         let files = raw.files.iter().map(|(k, v)| self.files(k, v)).collect();
         let sqlite: Vec<Sqlite> = raw.sqlite.iter().map(|(k, v)| self.sqlite(k, v)).collect();
         let postgres: Vec<Postgres> = raw
             .postgres
             .iter()
-            .map(|(k, v)| self.postgres(k, v))
+            .filter_map(|(k, v)| self.clean(|c| Some(c.postgres(k, v))))
             .collect();
         let git = raw.git.iter().map(|(k, v)| self.git(k, v)).collect();
         let databases = Databases {
-            sqlite: sqlite.iter().map(|s| s.name.as_str()).collect(),
-            postgres: postgres.iter().map(|s| s.name.as_str()).collect(),
+            sqlite: declared.sqlite.iter().map(String::as_str).collect(),
+            postgres: declared.postgres.iter().map(String::as_str).collect(),
         };
         let templates = raw
             .templates
             .iter()
-            .map(|(k, v)| self.template(k, v, &databases))
+            .filter_map(|(k, v)| self.clean(|c| Some(c.template(k, v, &databases))))
+            // A `sql` template over a source set aside for its own problem is set aside too.
+            .filter(|t| match &t.backend {
+                TemplateBackend::Sql { engine, source, .. } => match engine {
+                    SqlEngine::Sqlite => sqlite.iter().any(|s| &s.name == source),
+                    SqlEngine::Postgres => postgres.iter().any(|s| &s.name == source),
+                },
+                _ => true,
+            })
             .collect();
         let tools = raw
             .tools
@@ -926,6 +1061,12 @@ impl Checker<'_> {
                     ),
                 );
             }
+        }
+        if let Some(d) = &p.default
+            && value_fits(ty, d.get())
+            && let Some(why) = default_breaks(p, d.get())
+        {
+            self.err(d, format!("the default of `{name}` {why}"));
         }
         Param {
             loc: self.loc(key),
@@ -1379,6 +1520,69 @@ pub fn normalize(path: &Path) -> PathBuf {
         }
     }
     out
+}
+
+/// Which of its own rules (`enum`, `pattern`, `minimum`, `maximum`) a parameter's default breaks,
+/// worded as a value's problem is when a call brings it ("must be at most 200, got 500").
+fn default_breaks(p: &RawParam, default: &serde_json::Value) -> Option<String> {
+    use serde_json::Value;
+    let show = |v: &Value| v.to_string();
+    let items: Vec<&Value> = match default {
+        Value::Array(items) => items.iter().collect(),
+        one => vec![one],
+    };
+    for item in items {
+        if let Some(allowed) = &p.enum_values
+            && !allowed
+                .get()
+                .iter()
+                .any(|a| a == item || a.as_f64().is_some_and(|x| Some(x) == item.as_f64()))
+        {
+            let list: Vec<String> = allowed.get().iter().map(show).collect();
+            return Some(format!(
+                "must be one of {}, got {}",
+                list.join(", "),
+                show(item)
+            ));
+        }
+        if let (Some(pattern), Some(text)) = (&p.pattern, item.as_str())
+            && let Ok(re) = regex::Regex::new(pattern.get())
+            && !re.is_match(text)
+        {
+            return Some(format!(
+                "must match the pattern `{}`, got {}",
+                pattern.get(),
+                show(item)
+            ));
+        }
+    }
+    let x = default.as_f64()?;
+    let number = |n: f64| {
+        if n.fract() == 0.0 && n.abs() < 9.0e15 {
+            format!("{}", n as i64)
+        } else {
+            n.to_string()
+        }
+    };
+    if let Some(min) = &p.minimum
+        && x < *min.get()
+    {
+        return Some(format!(
+            "must be at least {}, got {}",
+            number(*min.get()),
+            show(default)
+        ));
+    }
+    if let Some(max) = &p.maximum
+        && x > *max.get()
+    {
+        return Some(format!(
+            "must be at most {}, got {}",
+            number(*max.get()),
+            show(default)
+        ));
+    }
+    None
 }
 
 fn value_fits(ty: ParamType, v: &serde_json::Value) -> bool {

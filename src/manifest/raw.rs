@@ -59,7 +59,7 @@ impl<T: JsonSchema> JsonSchema for Sp<T> {
     }
 }
 
-/// A duration string: "500ms", "30s", "2m".
+/// A duration string: "500ms", "30s", "2m", "1h30m" (`expand::parse_duration`).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(transparent)]
 pub struct DurationStr(pub String);
@@ -71,8 +71,8 @@ impl JsonSchema for DurationStr {
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
         json_schema!({
             "type": "string",
-            "description": "A duration: a number and a unit (ms, s, m, h), e.g. \"500ms\", \"30s\", \"2m\".",
-            "pattern": "^[0-9]+(\\.[0-9]+)?\\s*(ms|s|m|min|h)$"
+            "description": "A duration: numbers with units h, m, s, ms, largest first, no spaces, e.g. \"500ms\", \"90s\", \"2m\", \"1h30m\".",
+            "pattern": "^([0-9]+(\\.[0-9]+)?(h|m|s|ms))+$"
         })
     }
 }

@@ -55,6 +55,9 @@ impl<'a> Walker<'a> {
                     self.value(value, branch, path)
                 }
                 Some(_) => {}
+                None if branches.iter().any(|b| self.is_duration(self.resolve(b))) => {
+                    self.err(value.span(), bare_duration(path, value.get_ref()));
+                }
                 None => {
                     let expected: Vec<String> = branches
                         .iter()
@@ -71,6 +74,10 @@ impl<'a> Walker<'a> {
                     );
                 }
             }
+            return;
+        }
+        if !type_fits(schema, value.get_ref()) && self.is_duration(schema) {
+            self.err(value.span(), bare_duration(path, value.get_ref()));
             return;
         }
         if !type_fits(schema, value.get_ref()) {
@@ -215,9 +222,37 @@ impl<'a> Walker<'a> {
         s
     }
 
+    /// Whether `schema` (resolved) is the manifest's duration string.
+    fn is_duration(&self, schema: &Value) -> bool {
+        self.root
+            .get("$defs")
+            .and_then(|d| d.get("Duration"))
+            .is_some_and(|d| d == schema)
+    }
+
     fn err(&mut self, span: std::ops::Range<usize>, message: String) {
         self.bad.push(span.start);
         self.diags.push(self.map.loc(span.start), message);
+    }
+}
+
+/// A duration written as something else than a string: `timeout = 30` → write `"30s"`.
+fn bare_duration(path: &str, value: &DeValue<'_>) -> String {
+    let number = match value {
+        DeValue::Integer(i) => Some(i.as_str().replace('_', "")),
+        DeValue::Float(f) => Some(f.as_str().replace('_', "")),
+        _ => None,
+    };
+    match number {
+        Some(n) => format!(
+            "`{path}` is a duration string with its unit: write `{path_key} = \"{n}s\"` (or \"{n}ms\", \"{n}m\")",
+            path_key = path.rsplit('.').next().unwrap_or(path)
+        ),
+        None => format!(
+            "`{path}` must be a duration string, found {}; a duration is {}",
+            found(value),
+            super::expand::DURATION_FORMS
+        ),
     }
 }
 

@@ -335,9 +335,17 @@ impl Shared {
         let runtime = tokio::runtime::Handle::current();
         // `manifest::load` reads a file and `Registry::build` walks, opens databases and
         // repositories: all of it on a blocking thread, driving the async parts from there.
+        // The same errors as `check` and `serve` (cross-section ones included).
         let built = blocking(move || {
-            let checked = crate::manifest::load(&path, &file)?;
-            runtime.block_on(Registry::build(checked, children))
+            runtime
+                .block_on(crate::check::run(
+                    &path,
+                    &file,
+                    children,
+                    crate::check::Mode::Errors,
+                ))
+                .into_result()
+                .map(|(registry, _)| registry)
         })
         .await;
         let new = match built {

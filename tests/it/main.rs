@@ -6,6 +6,7 @@
 
 mod support;
 
+mod check;
 mod cli;
 mod files;
 mod git;

@@ -75,13 +75,21 @@ fn missing_environment_variable_without_default() {
 
 #[test]
 fn dangling_reference_to_a_sqlite_source() {
+    // The missing database file is reported too: a problem in one entry hides none in another.
+    let lines = diagnose(
+        "[sqlite.shop]\npath = \"x.db\"\n\n[templates.t]\nuri = \"x://{a}\"\nsqlite = \"shopp\"\nsql = \"select 1\"\n",
+    );
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(
+        lines[0].starts_with("bad.toml:2:8: [sqlite.shop] database `")
+            && lines[0].ends_with(
+                "x.db` cannot be opened: no such file (it is opened read-only and never created)"
+            ),
+        "{lines:?}"
+    );
     assert_eq!(
-        diagnose(
-            "[sqlite.shop]\npath = \"x.db\"\n\n[templates.t]\nuri = \"x://{a}\"\nsqlite = \"shopp\"\nsql = \"select 1\"\n"
-        ),
-        [
-            "bad.toml:6:10: template `t` names sqlite source `shopp`, which does not exist, did you mean `shop`?"
-        ]
+        lines[1],
+        "bad.toml:6:10: template `t` names sqlite source `shopp`, which does not exist, did you mean `shop`?"
     );
 }
 
@@ -90,7 +98,7 @@ fn bad_units_name_the_value() {
     assert_eq!(
         diagnose("[tools.t]\ncommand = [\"ls\"]\ntimeout = \"5 parsecs\"\nmax_output = \"lots\"\n"),
         [
-            "bad.toml:3:11: unknown duration unit `parsecs` in `5 parsecs`; use ms, s, m or h",
+            "bad.toml:3:11: `5 parsecs` is not a duration; a duration is a number and a unit, `h`, `m`, `s` or `ms`, in that order and without spaces, e.g. \"500ms\", \"90s\", \"2m\", \"1h30m\"",
             "bad.toml:4:14: `lots` is not a size; write e.g. \"64KiB\" or \"1MiB\"",
         ]
     );
@@ -226,7 +234,7 @@ fn problems_of_every_phase_in_different_entries_are_reported_in_one_run() {
             "bad.toml:2:13: `server.page_size` must be an integer, found a string",
             "bad.toml:5:12: invalid glob `[a-`: unclosed character class; missing ']'",
             "bad.toml:8:13: `files.other.gitignore` must be true or false, found an integer",
-            "bad.toml:11:11: unknown duration unit `x` in `5x`; use ms, s, m or h",
+            "bad.toml:11:11: `x` in `5x` is not a duration unit; a duration is a number and a unit, `h`, `m`, `s` or `ms`, in that order and without spaces, e.g. \"500ms\", \"90s\", \"2m\", \"1h30m\"",
         ]
     );
 }

@@ -84,6 +84,19 @@ impl Fixture {
             .collect()
     }
 
+    /// Every error and warning `check` reports for `text` (written as `bad.toml`), passing or
+    /// not, in file order, the fixture's folder cut from the file names. In-process, without
+    /// connecting to databases.
+    pub fn check_lines(&self, text: &str) -> Vec<String> {
+        let path = self.write("bad.toml", text);
+        let lines = runtime().block_on(mcp_manifest::cli::check_lines(&path));
+        let prefix = format!("{}/", self.root().display());
+        lines
+            .into_iter()
+            .map(|l| l.strip_prefix(&prefix).map(str::to_owned).unwrap_or(l))
+            .collect()
+    }
+
     /// `diagnose` through the real binary: `check bad.toml` must exit 1, print nothing on stdout,
     /// and end stderr with a summary line.
     pub fn diagnose_with_binary(&self, text: &str) -> Vec<String> {

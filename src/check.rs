@@ -1,0 +1,520 @@
+//! `check`: every problem of a manifest in one run, errors and warnings.
+//!
+//! The manifest is checked (`manifest::check`, which keeps the entries without problems), the
+//! registry is built from what is left (`Registry::build_partial`, the checks that need the
+//! filesystem), then the checks that look across sections run on the result:
+//!
+//! - errors: a prompt embedding a URI that no source can serve;
+//! - warnings (what fails or surprises at run time, never a reason to stop serving): a program
+//!   not on the tools' PATH, an `include` glob that matches no file, sources whose URIs overlap,
+//!   a prompt passing an argument (which may hold `/`) into a template variable that cannot
+//!   hold `/`, and the sources' own warnings (`Source::warnings`: a database that cannot be
+//!   reached, SQL it rejects), which may connect and so run only for `check`.
+//!
+//! `serve` runs the same checks but the connecting ones, refuses errors and logs warnings.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::argv::{self, Piece};
+use crate::manifest::{self, ArgvItem, Diagnostics, Exec, Loc, Manifest, MessageContent};
+use crate::process::Children;
+use crate::providers::encode_path;
+use crate::registry::Registry;
+use crate::uri::{UriTemplate, VarValue, Vars};
+
+/// What `check` found.
+#[derive(Debug)]
+pub(crate) struct Outcome {
+    /// The registry of every entry without a problem; `None` when the manifest is not TOML.
+    pub registry: Option<Registry>,
+    /// Every error and warning, in file order.
+    pub diags: Diagnostics,
+}
+
+/// How much to check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Errors only (the verbs that read, call, list).
+    Errors,
+    /// Errors and the warnings that need no connection (`serve` logs them).
+    Offline,
+    /// Everything, connecting to databases with a short timeout (`check`).
+    All,
+}
+
+/// Checks the manifest at `path` (named `display` in messages): see the module doc.
+pub(crate) async fn run(
+    path: &Path,
+    display: &str,
+    children: Arc<Children>,
+    mode: Mode,
+) -> Outcome {
+    let checked = manifest::check(path, display);
+    let mut diags = checked.diags;
+    let Some(manifest) = checked.manifest else {
+        return Outcome {
+            registry: None,
+            diags: diags.finish(),
+        };
+    };
+    let declared = source_entries(&manifest);
+    let (registry, built) = Registry::build_partial(manifest, children).await;
+    diags.extend(built);
+    let sources_complete = !checked.sources_dropped && registry.source_count() == declared;
+    diags.extend(prompt_uris(&registry, sources_complete).await);
+    if mode != Mode::Errors {
+        diags.extend(static_warnings(&registry.manifest));
+    }
+    if mode == Mode::All {
+        for (loc, message) in registry.warnings().await {
+            diags.warn(loc, message);
+        }
+    }
+    Outcome {
+        registry: Some(registry),
+        diags: diags.finish(),
+    }
+}
+
+impl Outcome {
+    /// The registry when there is no error (warnings are not errors), else the diagnostics.
+    pub fn into_result(self) -> Result<(Registry, Diagnostics), Diagnostics> {
+        match self.registry {
+            Some(r) if self.diags.errors() == 0 => Ok((r, self.diags)),
+            _ => Err(self.diags),
+        }
+    }
+}
+
+fn source_entries(m: &Manifest) -> usize {
+    m.files.len() + m.sqlite.len() + m.postgres.len() + m.git.len() + m.templates.len()
+}
+
+/// Warnings computed from the manifest and the filesystem alone (no database, no network).
+fn static_warnings(m: &Manifest) -> Diagnostics {
+    let mut w = Diagnostics::new(m.file.clone());
+    programs(m, &mut w);
+    includes(m, &mut w);
+    overlaps(m, &mut w);
+    w
+}
+
+// ---------------------------------------------------------------------------------------------
+// Programs on the tools' PATH.
+
+/// The PATH a process of this manifest searches its program in: `[server] path`, then the
+/// process's own `PATH` from its `env` or the inherited one — the same as `process::run`.
+fn tools_path(m: &Manifest, env: &[(String, String)]) -> OsString {
+    crate::process::process_path(&m.server.path, env)
+}
+
+fn is_executable(p: &Path) -> bool {
+    let Ok(meta) = std::fs::metadata(p) else {
+        return false;
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        meta.is_file() && meta.permissions().mode() & 0o111 != 0
+    }
+    #[cfg(not(unix))]
+    {
+        meta.is_file()
+    }
+}
+
+/// One warning per process whose program cannot be started.
+fn programs(m: &Manifest, w: &mut Diagnostics) {
+    let mut check = |what: String,
+                     program: &str,
+                     loc: Loc,
+                     env: &[(String, String)],
+                     cwd: &Path| {
+        if program.is_empty() {
+            return; // reported as an error already
+        }
+        if program.contains('/') {
+            let p = Path::new(program);
+            if !p.exists() {
+                w.warn(loc, format!("{what}: program `{program}` does not exist"));
+            } else if !is_executable(p) {
+                w.warn(
+                    loc,
+                    format!("{what}: program `{program}` is not an executable file"),
+                );
+            }
+            return;
+        }
+        let path = tools_path(m, env);
+        if crate::process::find_program(program, &path, cwd).is_err() {
+            w.warn(
+                loc,
+                format!(
+                    "{what}: program `{program}` is not on the tools' PATH (`{}`); install it, give its absolute path, or add its folder to PATH",
+                    path.to_string_lossy()
+                ),
+            );
+        }
+    };
+    for t in &m.tools {
+        let what = format!("[tools.{}]", t.name);
+        match &t.exec {
+            Exec::Command(items) => {
+                if let Some(ArgvItem::Arg(program, loc)) = items.first() {
+                    check(what, program, *loc, &t.env, &t.cwd);
+                }
+            }
+            Exec::Run(_, loc) => check(what, "sh", *loc, &t.env, &t.cwd),
+        }
+    }
+    for t in &m.templates {
+        if let manifest::TemplateBackend::Command(c) = &t.backend
+            && let Some(ArgvItem::Arg(program, loc)) = c.argv.first()
+        {
+            check(
+                format!("[templates.{}]", t.name),
+                program,
+                *loc,
+                &c.env,
+                &c.cwd,
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// `include` globs that match nothing.
+
+/// A files source's rules, compiled for the checks: which files under its root it serves.
+struct Served<'a> {
+    def: &'a manifest::Files,
+    root: PathBuf,
+    include: Vec<Option<globset::GlobMatcher>>,
+    exclude: globset::GlobSet,
+}
+
+impl<'a> Served<'a> {
+    /// `None` when the root cannot be opened (an error already).
+    fn new(def: &'a manifest::Files) -> Option<Served<'a>> {
+        let root = std::fs::canonicalize(&def.root).ok()?;
+        let glob = |g: &str| {
+            globset::GlobBuilder::new(g)
+                .literal_separator(true)
+                .build()
+                .ok()
+        };
+        let include = def
+            .include
+            .iter()
+            .map(|(g, _)| glob(g).map(|g| g.compile_matcher()))
+            .collect();
+        let mut exclude = globset::GlobSetBuilder::new();
+        for g in def.exclude.iter().filter_map(|(g, _)| glob(g)) {
+            exclude.add(g);
+        }
+        let exclude = exclude
+            .build()
+            .unwrap_or_else(|_| globset::GlobSet::empty());
+        Some(Served {
+            def,
+            root,
+            include,
+            exclude,
+        })
+    }
+
+    /// Whether a path relative to the root passes `include` / `exclude` (hidden files and ignore
+    /// rules are the walk's business).
+    fn selects(&self, rel: &str) -> bool {
+        !self.exclude.is_match(rel) && self.include.iter().flatten().any(|g| g.is_match(rel))
+    }
+
+    /// The files under the root that hidden-file and ignore rules let through, relative to the
+    /// root with `/` separators, lazily (callers stop early).
+    fn walk(&self) -> impl Iterator<Item = String> + '_ {
+        let f = self.def;
+        ignore::WalkBuilder::new(&self.root)
+            .hidden(!f.hidden)
+            .git_ignore(f.gitignore)
+            .git_global(false)
+            .git_exclude(f.gitignore)
+            .ignore(f.gitignore)
+            .parents(f.gitignore)
+            .require_git(false)
+            .filter_entry(|e| e.file_name() != ".git")
+            // In name order, so the file a warning names is the same on every machine.
+            .sort_by_file_name(|a, b| a.cmp(b))
+            .build()
+            .flatten()
+            .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
+            .filter_map(|e| {
+                let rel = e.path().strip_prefix(&self.root).ok()?.to_str()?;
+                Some(rel.replace(std::path::MAIN_SEPARATOR, "/"))
+            })
+    }
+}
+
+/// Walks each files source (stopping as soon as every `include` glob has matched a file) and
+/// warns about the globs that matched none of the files the source would serve.
+fn includes(m: &Manifest, w: &mut Diagnostics) {
+    for s in m.files.iter().filter_map(Served::new) {
+        if !s.root.is_dir() {
+            continue;
+        }
+        let mut unmatched: Vec<usize> = (0..s.include.len())
+            .filter(|i| s.include[*i].is_some())
+            .collect();
+        for rel in s.walk() {
+            if unmatched.is_empty() {
+                break;
+            }
+            if s.exclude.is_match(&rel) {
+                continue;
+            }
+            unmatched.retain(|i| !s.include[*i].as_ref().is_some_and(|g| g.is_match(&rel)));
+        }
+        for i in unmatched {
+            let (glob, loc) = &s.def.include[i];
+            w.warn(
+                *loc,
+                format!(
+                    "[files.{}] include `{glob}` matches no file under `{}` (after `exclude`, hidden files and ignore rules)",
+                    s.def.name,
+                    s.root.display()
+                ),
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Overlapping sources.
+
+/// Two files sources that serve a same file (roots one inside the other, and a file there both
+/// select), and a `[templates]` entry whose URIs fall where another source answers first.
+fn overlaps(m: &Manifest, w: &mut Diagnostics) {
+    let served: Vec<Served> = m.files.iter().filter_map(Served::new).collect();
+    for (i, later) in served.iter().enumerate() {
+        for earlier in &served[..i] {
+            let (inner, outer) = if later.root.starts_with(&earlier.root) {
+                (later, earlier)
+            } else if earlier.root.starts_with(&later.root) {
+                (earlier, later)
+            } else {
+                continue;
+            };
+            // A file both would serve (the inner one's files, seen from the outer root).
+            let Ok(offset) = inner.root.strip_prefix(&outer.root) else {
+                continue;
+            };
+            let offset = offset
+                .to_string_lossy()
+                .replace(std::path::MAIN_SEPARATOR, "/");
+            let shared = inner
+                .walk()
+                .filter(|rel| inner.selects(rel))
+                .map(|rel| {
+                    if offset.is_empty() {
+                        rel
+                    } else {
+                        format!("{offset}/{rel}")
+                    }
+                })
+                .find(|rel| outer.selects(rel));
+            let Some(shared) = shared else { continue };
+            w.warn(
+                later.def.root_loc,
+                format!(
+                    "[files.{}] overlaps [files.{}]: both serve `{}` (and maybe more); a file both serve is listed once, under [files.{}], and read with its rules",
+                    later.def.name,
+                    earlier.def.name,
+                    outer.root.join(&shared).display(),
+                    earlier.def.name
+                ),
+            );
+        }
+    }
+    // Where the other sources' URIs live: a template URI there is tried after them.
+    let mut owners: Vec<(String, String)> = served
+        .iter()
+        .filter_map(|s| {
+            let root = s.root.to_str()?;
+            Some((
+                format!("[files.{}]", s.def.name),
+                format!("file://{}", encode_path(root.trim_end_matches('/'))),
+            ))
+        })
+        .collect();
+    for s in &m.sqlite {
+        owners.push((
+            format!("[sqlite.{}]", s.name),
+            format!("sqlite://{}/", s.name),
+        ));
+    }
+    for s in &m.postgres {
+        owners.push((
+            format!("[postgres.{}]", s.name),
+            format!("postgres://{}/", s.name),
+        ));
+    }
+    for g in &m.git {
+        owners.push((format!("[git.{}]", g.name), format!("git://{}/", g.name)));
+    }
+    let parsed: Vec<(&manifest::Template, UriTemplate)> = m
+        .templates
+        .iter()
+        .filter_map(|t| Some((t, UriTemplate::parse(&t.uri).ok()?)))
+        .collect();
+    for (i, (t, uri)) in parsed.iter().enumerate() {
+        let sample = sample(uri, "x");
+        if let Some((owner, _)) = owners.iter().find(|(_, prefix)| {
+            sample.strip_prefix(prefix.as_str()).is_some_and(|rest| {
+                prefix.ends_with('/') || rest.is_empty() || rest.starts_with('/')
+            })
+        }) {
+            w.warn(
+                t.uri_loc,
+                format!(
+                    "[templates.{}] URI `{}` overlaps {owner}, which is asked first: a URI both could serve is read from {owner}",
+                    t.name, t.uri
+                ),
+            );
+            continue;
+        }
+        if let Some((earlier, _)) = parsed[..i].iter().find(|(_, e)| {
+            e.matches(&sample).is_some() && uri.matches(&self::sample(e, "x")).is_some()
+        }) {
+            w.warn(
+                t.uri_loc,
+                format!(
+                    "[templates.{}] URI `{}` matches the same URIs as [templates.{}] (`{}`), which is asked first: it is reached only when that one finds nothing",
+                    t.name, t.uri, earlier.name, earlier.uri
+                ),
+            );
+        }
+    }
+}
+
+/// `template` expanded with `value` for every variable.
+fn sample(template: &UriTemplate, value: &str) -> String {
+    let vars: Vars = template
+        .variables()
+        .into_iter()
+        .map(|v| (v.to_owned(), VarValue::String(value.to_owned())))
+        .collect();
+    template.expand(&vars)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Prompts embedding resources.
+
+/// A prompt embedding a URI that no source can serve is an error; one passing an argument into
+/// a template variable that cannot hold `/` is a warning. The error is only given when every
+/// source was built (`complete`): with one missing, "no source" would be a guess.
+async fn prompt_uris(registry: &Registry, complete: bool) -> Diagnostics {
+    let m = &registry.manifest;
+    let mut out = Diagnostics::new(m.file.clone());
+    let templates: Vec<UriTemplate> = registry
+        .templates()
+        .iter()
+        .filter_map(|t| UriTemplate::parse(&t.uri_template).ok())
+        .collect();
+    let user_templates: Vec<&str> = m.templates.iter().map(|t| t.uri.as_str()).collect();
+    let matching = |uri: &str| templates.iter().find(|t| t.matches(uri).is_some());
+    // Prompts with a problem of their own (an unknown `{name}`) were left out of the registry.
+    let built: Vec<String> = registry
+        .prompt_infos()
+        .into_iter()
+        .map(|p| p.name)
+        .collect();
+    for p in m.prompts.iter().filter(|p| built.contains(&p.name)) {
+        for msg in &p.messages {
+            let MessageContent::Resource(text) = &msg.content else {
+                continue;
+            };
+            let pieces = argv::parse(text);
+            let vars: Vec<&str> = argv::vars(&pieces).collect();
+            let render = |marked: Option<(&str, &str)>| {
+                argv::substitute(&pieces, |v| match marked {
+                    Some((name, value)) if name == v => encode_path(value),
+                    _ => "x".to_owned(),
+                })
+            };
+            let plain = render(None);
+            let found = matching(&plain);
+            if found.is_none() && !registry.serves(&plain).await {
+                if complete && !prefix_fits(&pieces, &templates) {
+                    out.push(
+                        msg.content_loc,
+                        format!(
+                            "prompt `{}` embeds `{text}`, which no source of this manifest can serve (no resource or template matches it)",
+                            p.name
+                        ),
+                    );
+                }
+                continue;
+            }
+            let Some(template) = found else { continue };
+            let user = user_templates.contains(&template.as_str());
+            if !user && !template.as_str().starts_with("git://") {
+                continue;
+            }
+            for var in vars
+                .iter()
+                .copied()
+                .collect::<std::collections::BTreeSet<_>>()
+            {
+                let slashed = render(Some((var, "x/y")));
+                if matching(&slashed).is_some() || registry.serves(&slashed).await {
+                    continue;
+                }
+                // Which variable of the template the argument lands in.
+                let marker = "zzqmarkerqzz";
+                let target = template
+                    .matches(&render(Some((var, marker))))
+                    .and_then(|vs| {
+                        vs.into_iter().find_map(|(name, value)| {
+                            value
+                                .as_str()
+                                .is_some_and(|s| s.contains(marker))
+                                .then_some(name)
+                        })
+                    })
+                    .unwrap_or_else(|| var.to_owned());
+                let fix = if user {
+                    format!("; write `{{+{target}}}` in the template's `uri` to accept `/`")
+                } else {
+                    String::new()
+                };
+                out.warn(
+                    msg.content_loc,
+                    format!(
+                        "prompt `{}` passes argument `{var}` into `{{{target}}}` of `{}`, which cannot hold `/`: a value such as `feature/x` is not found{fix}",
+                        p.name,
+                        template.as_str()
+                    ),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// Whether some template's fixed beginning and the prompt URI's fixed beginning agree, so some
+/// value of the arguments may give a URI the template serves (`file://{path}` with an absolute
+/// path is served by a files root's `file:///root/{+path}`).
+fn prefix_fits(pieces: &[Piece], templates: &[UriTemplate]) -> bool {
+    let Some(Piece::Lit(prefix)) = pieces.first() else {
+        return pieces.iter().any(|p| matches!(p, Piece::Var(_)));
+    };
+    if !pieces.iter().any(|p| matches!(p, Piece::Var(_))) {
+        return false;
+    }
+    templates.iter().any(|t| {
+        let text = t.as_str();
+        let fixed = &text[..text.find('{').unwrap_or(text.len())];
+        fixed.starts_with(prefix.as_str()) || prefix.starts_with(fixed)
+    })
+}
