@@ -148,6 +148,8 @@ pub struct Param {
     pub minimum: Option<f64>,
     pub maximum: Option<f64>,
     pub pattern: Option<String>,
+    /// A value may begin an argv element with `-` (tool `command` parameters).
+    pub allow_dash: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -727,7 +729,15 @@ impl Checker<'_> {
                 description: Self::text(&q.description),
                 sql: q.sql.get().clone(),
                 sql_loc: self.loc(&q.sql),
-                params: self.params(&q.params),
+                params: {
+                    for a in q.params.values().filter_map(|p| p.allow_dash.as_ref()) {
+                        self.err(
+                            a,
+                            "`allow_dash` is for values passed to a program; query parameters are bound to SQL, never passed as arguments",
+                        );
+                    }
+                    self.params(&q.params)
+                },
             })
             .collect()
     }
@@ -908,6 +918,7 @@ impl Checker<'_> {
             minimum: p.minimum.as_ref().map(|v| *v.get()),
             maximum: p.maximum.as_ref().map(|v| *v.get()),
             pattern: p.pattern.as_ref().map(|v| v.get().clone()),
+            allow_dash: p.allow_dash.as_ref().is_some_and(|v| *v.get()),
         }
     }
 

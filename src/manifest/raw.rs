@@ -418,6 +418,9 @@ pub struct RawParam {
     pub maximum: Option<Sp<f64>>,
     /// Regular expression a string must match.
     pub pattern: Option<Sp<String>>,
+    /// Whether a value may begin a command-line argument with `-` (default false: refused,
+    /// unless a literal `--` comes earlier in `command`).
+    pub allow_dash: Option<Sp<bool>>,
 }
 
 /// `[git.NAME]`: a git repository.

@@ -393,7 +393,14 @@ impl TemplateSource {
                     )));
                 }
                 let mut spec = spec.clone();
-                spec.args = argv.args(&values);
+                // Template variables have no `allow_dash` (yet): a value never becomes an option.
+                spec.args = argv.args(&values, &|_| false).map_err(|dash| {
+                    RequestError::InvalidParams(format!(
+                        "[templates.{}] {}",
+                        self.name,
+                        dash.message("variable")
+                    ))
+                })?;
                 self.run(uri, spec).await
             }
         }

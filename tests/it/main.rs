@@ -16,6 +16,7 @@ mod postgres;
 mod prompts;
 mod protocol;
 mod robustness;
+mod safety;
 mod setup;
 mod sqlite;
 mod templates;

@@ -1,0 +1,183 @@
+//! Issue 9's attacks as regression tests: a value that would become an option, a `file` template
+//! serving what a files source hides, a FIFO or a too-large `max_size` where a file belongs, a
+//! WAL database read without leaving files behind, a value no program can receive.
+
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+use crate::support::{Fixture, Server};
+
+fn git(dir: &std::path::Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "Ada")
+        .env("GIT_AUTHOR_EMAIL", "ada@example.com")
+        .env("GIT_COMMITTER_NAME", "Ada")
+        .env("GIT_COMMITTER_EMAIL", "ada@example.com")
+        .output()
+        .expect("run git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A repository with two commits on `main`, in the fixture's root.
+fn repo() -> Fixture {
+    let f = Fixture::new();
+    git(&f.root(), &["init", "-q", "-b", "main"]);
+    f.write("a.txt", "one\n");
+    git(&f.root(), &["add", "a.txt"]);
+    git(&f.root(), &["commit", "-q", "-m", "one"]);
+    f.write("a.txt", "one\ntwo\n");
+    git(&f.root(), &["commit", "-q", "-am", "two"]);
+    f
+}
+
+fn call(s: &mut Server, name: &str, args: Value) -> Value {
+    s.ok("tools/call", json!({"name": name, "arguments": args}))
+}
+
+fn text(result: &Value) -> &str {
+    result["content"][0]["text"].as_str().unwrap_or_default()
+}
+
+#[test]
+fn a_value_cannot_become_an_option() {
+    let f = repo();
+    f.write("words.txt", "b\na\n-v\n");
+    f.manifest(
+        r#"
+[templates.compare]
+uri = "compare://{base}/{head}"
+command = ["git", "diff", "{base}...{head}"]
+
+[templates.show]
+uri = "show://{x}"
+command = ["printf", "%s|", "{x}", "--", "x{x}"]
+
+[tools.sort]
+command = ["sort", "{x}"]
+params.x = { type = "string" }
+
+[tools.grep]
+command = ["git", "grep", "{x}"]
+params.x = { type = "string" }
+
+[tools.find]
+command = ["grep", "-c", "--", "{x}", "words.txt"]
+params.x = { type = "string" }
+
+[tools.say]
+command = ["printf", "%s|", "{x}", "{y}"]
+params.x = { type = "string", allow_dash = true }
+params.y = { type = "string", default = "end" }
+"#,
+    );
+    let mut s = f.serve().started();
+
+    // `git diff {base}...{head}` read as compare://--output%3Dpwned.txt/HEAD wrote a file.
+    let e = s.err(
+        "resources/read",
+        json!({"uri": "compare://--output%3Dpwned.txt/HEAD"}),
+    );
+    assert_eq!(e["code"], -32602, "{e}");
+    assert_eq!(
+        e["message"],
+        "[templates.compare] variable `base` must not begin with `-` where it starts a command-line argument (it would be read as an option), got \"--output=pwned.txt\"; put a literal \"--\" before it in `command` or set `allow_dash = true`"
+    );
+    assert!(!f.path("pwned.txt").exists());
+    // The same template still works, and a dash that does not start the element is data.
+    let r = s.ok("resources/read", json!({"uri": "compare://HEAD~1/HEAD"}));
+    assert!(
+        r["contents"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("+two")),
+        "{r}"
+    );
+    let e = s.err("resources/read", json!({"uri": "compare://HEAD/-x"}));
+    assert!(
+        e["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("exit code")),
+        "the value reached git as data: {e}"
+    );
+
+    // After a literal `--` the value is data; before it, it is refused.
+    let e = s.err("resources/read", json!({"uri": "show://-n"}));
+    assert_eq!(e["code"], -32602);
+    let r = s.ok("resources/read", json!({"uri": "show://n-"}));
+    assert_eq!(r["contents"][0]["text"], "n-|--|xn-|");
+
+    // `sort {x}` ran --output=FILE; `git grep {x}` ran --open-files-in-pager=CMD.
+    let r = call(&mut s, "sort", json!({"x": "--output=pwned.txt"}));
+    assert_eq!(r["isError"], true, "{r}");
+    assert_eq!(
+        text(&r),
+        "invalid arguments:\nargument `x` must not begin with `-` where it starts a command-line argument (it would be read as an option), got \"--output=pwned.txt\"; put a literal \"--\" before it in `command` or set `allow_dash = true`"
+    );
+    let r = call(
+        &mut s,
+        "grep",
+        json!({"x": "--open-files-in-pager=touch pwned2.txt"}),
+    );
+    assert_eq!(r["isError"], true, "{r}");
+    for made in ["pwned.txt", "pwned2.txt"] {
+        assert!(!f.path(made).exists(), "{made}");
+    }
+    let r = call(&mut s, "grep", json!({"x": "two"}));
+    assert_eq!(text(&r), "a.txt:two\n");
+
+    // `--` earlier in `command`: the value is a pattern, not an option.
+    let r = call(&mut s, "find", json!({"x": "-v"}));
+    assert_ne!(r["isError"], true, "{r}");
+    assert_eq!(text(&r), "1\n");
+
+    // `allow_dash = true` lets that parameter through, and only that one.
+    let r = call(&mut s, "say", json!({"x": "-n"}));
+    assert_eq!(text(&r), "-n|end|");
+    let r = call(&mut s, "say", json!({"x": "a", "y": "-n"}));
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(
+        text(&r).contains("argument `y` must not begin with `-`"),
+        "{r}"
+    );
+}
+
+#[test]
+fn allow_dash_is_a_manifest_key_only_where_values_reach_a_program() {
+    let f = Fixture::new();
+    let errors = f.diagnose(
+        r#"
+[tools.t]
+command = ["echo", "{x}"]
+params.x = { type = "string", allow_dash = "yes" }
+"#,
+    );
+    assert!(
+        errors.iter().any(|e| e.contains("allow_dash")),
+        "{errors:?}"
+    );
+    crate::sqlite::make_db(&f.path("d.db"), "CREATE TABLE t(x);");
+    let errors = f.diagnose(
+        r#"
+[sqlite.d]
+path = "d.db"
+
+[sqlite.d.queries.q]
+sql = "SELECT * FROM t WHERE x = :x"
+params.x = { type = "string", allow_dash = true }
+"#,
+    );
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0].starts_with("bad.toml:7:")
+            && errors[0].ends_with(": `allow_dash` is for values passed to a program; query parameters are bound to SQL, never passed as arguments"),
+        "{errors:?}"
+    );
+}
