@@ -30,6 +30,9 @@ use raw::{Key, RawArg, RawManifest, RawParam, SizeValue, Sp};
 
 /// Default cap on a file read (`max_size`).
 pub const DEFAULT_MAX_SIZE: u64 = 10 * 1024 * 1024;
+/// The largest `max_size` a manifest may set: a read is held in memory whole (and base64 makes
+/// it a third larger on the wire).
+pub const MAX_MAX_SIZE: u64 = 256 * 1024 * 1024;
 /// Default process timeout for tools and command templates.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default limit on how long one SQLite query may run.
@@ -582,6 +585,28 @@ impl Checker<'_> {
         }
     }
 
+    /// A `max_size`: a size, at most `MAX_MAX_SIZE` (a larger one is an error and the cap).
+    fn max_size(&mut self, v: &Option<Sp<SizeValue>>) -> u64 {
+        let n = self.size(v, DEFAULT_MAX_SIZE);
+        if n > MAX_MAX_SIZE
+            && let Some(sp) = v
+        {
+            let got = match expand::format_size(n) {
+                rounded if rounded.contains('.') => format!("{n} bytes"),
+                exact => exact,
+            };
+            self.err(
+                sp,
+                format!(
+                    "`max_size` must be at most {} (a file is read into memory whole), got {got}",
+                    expand::format_size(MAX_MAX_SIZE)
+                ),
+            );
+            return MAX_MAX_SIZE;
+        }
+        n
+    }
+
     fn duration(&mut self, v: &Option<Sp<raw::DurationStr>>, default: Duration) -> Duration {
         match v {
             None => default,
@@ -699,7 +724,7 @@ impl Checker<'_> {
             exclude,
             gitignore: f.gitignore.unwrap_or(true),
             hidden: f.hidden.unwrap_or(false),
-            max_size: self.size(&f.max_size, DEFAULT_MAX_SIZE),
+            max_size: self.max_size(&f.max_size),
             watch: f.watch.unwrap_or(true),
             description: Self::text(&f.description),
         }

@@ -306,7 +306,7 @@ pub struct RawFiles {
     pub gitignore: Option<bool>,
     /// Serve dotfiles and dot-folders (default false; `.git` is never served).
     pub hidden: Option<bool>,
-    /// Larger files are listed; reading one is a clear error (default 10MiB).
+    /// Larger files are listed; reading one is a clear error (default 10MiB, at most 256MiB).
     pub max_size: Option<Sp<SizeValue>>,
     /// Subscriptions and list_changed notifications (default true).
     pub watch: Option<bool>,

@@ -181,3 +181,23 @@ params.x = { type = "string", allow_dash = true }
         "{errors:?}"
     );
 }
+
+#[test]
+fn max_size_above_256_mib_is_a_manifest_error() {
+    let f = Fixture::new();
+    f.mkdir("docs");
+    let errors = f.diagnose(
+        "[files.docs]\nroot = \"docs\"\nmax_size = \"20GiB\"\n\n[files.more]\nroot = \"docs\"\nmax_size = 268435457\n",
+    );
+    assert_eq!(
+        errors,
+        [
+            "bad.toml:3:12: `max_size` must be at most 256 MiB (a file is read into memory whole), got 20 GiB",
+            "bad.toml:7:12: `max_size` must be at most 256 MiB (a file is read into memory whole), got 268435457 bytes"
+        ]
+    );
+    // 256 MiB itself is allowed.
+    f.manifest("[files.docs]\nroot = \"docs\"\nmax_size = \"256MiB\"\n");
+    let out = f.run(&["check"]);
+    assert!(out.status.success(), "{}", crate::support::stderr(&out));
+}
