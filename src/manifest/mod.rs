@@ -187,6 +187,12 @@ pub enum TemplateBackend {
         path: String,
         path_loc: Loc,
         root: PathBuf,
+        /// Dotfiles, dot-folders and the manifest are served (`.git` never is).
+        hidden: bool,
+        /// `.gitignore` / `.ignore` rules hide what they ignore.
+        gitignore: bool,
+        /// The manifest file, never served unless `hidden`.
+        manifest: PathBuf,
     },
     /// `sqlite = "shop"` (or `postgres = "crm"`) + `sql`: variables bind to `:var`.
     Sql {
@@ -401,6 +407,7 @@ pub fn load_str(
         map: &map,
         diags: &mut diags,
         dir,
+        path,
         env,
     };
     let manifest = cx.manifest(raw, display, path);
@@ -539,6 +546,8 @@ struct Checker<'a> {
     map: &'a SourceMap,
     diags: &'a mut Diagnostics,
     dir: &'a Path,
+    /// The manifest file itself.
+    path: &'a Path,
     env: &'a dyn Fn(&str) -> Option<String>,
 }
 
@@ -1066,6 +1075,8 @@ impl Checker<'_> {
         };
         if t.file.is_none() {
             not_with(self, "root", t.root.is_some(), "file");
+            not_with(self, "hidden", t.hidden.is_some(), "file");
+            not_with(self, "gitignore", t.gitignore.is_some(), "file");
         }
         if t.command.is_none() {
             not_with(self, "cwd", t.cwd.is_some(), "command");
@@ -1081,6 +1092,9 @@ impl Checker<'_> {
                     .root
                     .as_ref()
                     .map_or_else(|| self.dir.to_path_buf(), |r| self.path(r.get())),
+                hidden: t.hidden.unwrap_or(false),
+                gitignore: t.gitignore.unwrap_or(true),
+                manifest: self.path.to_path_buf(),
             }
         } else if let Some(argv) = &t.command {
             TemplateBackend::Command(self.command(
@@ -1101,6 +1115,9 @@ impl Checker<'_> {
                 path: String::new(),
                 path_loc: Loc::default(),
                 root: self.dir.to_path_buf(),
+                hidden: false,
+                gitignore: true,
+                manifest: self.path.to_path_buf(),
             };
             match (db, &t.sql) {
                 (Some((engine, src)), Some(sql)) => {

@@ -452,6 +452,11 @@ pub struct RawTemplate {
     pub file: Option<Sp<String>>,
     /// With `file`: the folder the expanded path must stay inside (default: the manifest folder).
     pub root: Option<Sp<String>>,
+    /// With `file`: serve dotfiles and dot-folders, and the manifest itself (default false; `.git`
+    /// is never served).
+    pub hidden: Option<bool>,
+    /// With `file`: honour .gitignore / .ignore files (default true).
+    pub gitignore: Option<bool>,
     /// Backend `sql`: the `[sqlite.NAME]` source to query.
     pub sqlite: Option<Sp<String>>,
     /// Backend `sql`: the `[postgres.NAME]` source to query.

@@ -201,3 +201,94 @@ fn max_size_above_256_mib_is_a_manifest_error() {
     let out = f.run(&["check"]);
     assert!(out.status.success(), "{}", crate::support::stderr(&out));
 }
+
+#[test]
+fn a_file_template_hides_what_a_files_source_hides() {
+    let f = Fixture::new();
+    f.write(".env", "TOKEN=secret");
+    f.write(".git/config", "[core]");
+    f.write(".gitignore", "*.log\n");
+    f.write("build.log", "ignored");
+    f.write("sub/.secret", "dot");
+    f.write("sub/ok.md", "fine");
+    f.write("ok.txt", "fine");
+    std::os::unix::fs::symlink(".env", f.path("env-link.txt")).expect("symlink");
+    let manifest = f.manifest(
+        r#"
+[templates.any]
+uri = "any://{+path}"
+file = "{path}"
+
+[templates.all]
+uri = "all://{+path}"
+file = "{path}"
+hidden = true
+gitignore = false
+"#,
+    );
+    std::fs::hard_link(&manifest, f.path("copy.toml")).expect("hard link");
+    let mut s = f.serve().started();
+    for uri in ["any://ok.txt", "any://sub/ok.md", "all://ok.txt"] {
+        let r = s.ok("resources/read", json!({"uri": uri}));
+        assert_eq!(r["contents"][0]["text"], "fine", "{uri}");
+    }
+    for hidden in [
+        "any://.env",
+        "any://.git/config",
+        "any://build.log",
+        "any://sub/.secret",
+        "any://mcp-server.toml",
+        "any://env-link.txt",
+        "any://copy.toml",
+        "all://.git/config",
+    ] {
+        let e = s.err("resources/read", json!({"uri": hidden}));
+        assert_eq!(e["code"], -32002, "{hidden}: {e}");
+    }
+    for shown in [
+        "all://.env",
+        "all://build.log",
+        "all://sub/.secret",
+        "all://mcp-server.toml",
+        "all://env-link.txt",
+    ] {
+        s.ok("resources/read", json!({"uri": shown}));
+    }
+    let values = |s: &mut Server, uri: &str| -> Vec<String> {
+        let r = s.ok(
+            "completion/complete",
+            json!({"ref": {"type": "ref/resource", "uri": uri},
+                   "argument": {"name": "path", "value": ""}}),
+        );
+        let mut v: Vec<String> = r["completion"]["values"]
+            .as_array()
+            .expect("values")
+            .iter()
+            .filter_map(|x| x.as_str().map(str::to_owned))
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(values(&mut s, "any://{+path}"), ["ok.txt"]);
+    assert_eq!(
+        values(&mut s, "all://{+path}"),
+        [
+            "build.log",
+            "copy.toml",
+            "env-link.txt",
+            "mcp-server.toml",
+            "ok.txt"
+        ]
+    );
+
+    let errors = f.diagnose(
+        "[templates.t]\nuri = \"t://{x}\"\ncommand = [\"echo\", \"{x}\"]\nhidden = true\ngitignore = false\n",
+    );
+    assert_eq!(
+        errors,
+        [
+            "bad.toml:1:12: `gitignore` only applies to the `file` backend",
+            "bad.toml:1:12: `hidden` only applies to the `file` backend"
+        ]
+    );
+}
