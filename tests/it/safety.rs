@@ -292,3 +292,63 @@ gitignore = false
         ]
     );
 }
+
+fn mkfifo(path: &std::path::Path) {
+    let out = Command::new("mkfifo")
+        .arg(path)
+        .output()
+        .expect("run mkfifo");
+    assert!(out.status.success(), "mkfifo failed");
+}
+
+#[test]
+fn a_sqlite_file_swapped_for_a_fifo_is_refused_and_the_source_recovers() {
+    let f = Fixture::new();
+    crate::sqlite::make_db(
+        &f.path("d.db"),
+        "CREATE TABLE t(x); INSERT INTO t VALUES (1), (2);",
+    );
+    f.manifest("[sqlite.d]\npath = \"d.db\"\ntimeout = \"2s\"\nwatch = false\n");
+    let mut s = f.serve().started();
+    let rows = |s: &mut Server| crate::sqlite::read_json(s, "sqlite://d/tables/t")["rows"].clone();
+    assert_eq!(rows(&mut s), json!([{"x": 1}, {"x": 2}]));
+
+    // Swapped for a FIFO: every read is answered (none waits for a writer that never comes).
+    std::fs::rename(f.path("d.db"), f.path("d.db.real")).expect("move the database away");
+    mkfifo(&f.path("d.db"));
+    let started = std::time::Instant::now();
+    let ids: Vec<Value> = (0..16).map(|i| json!(format!("fifo-{i}"))).collect();
+    for id in &ids {
+        s.send(
+            &json!({"jsonrpc": "2.0", "id": id, "method": "resources/read",
+                       "params": {"uri": "sqlite://d/tables/t"}}),
+        );
+    }
+    for id in &ids {
+        let r = s.response(id);
+        let message = r["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("not a regular file"), "{r}");
+    }
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+
+    // The real database back: it answers again.
+    std::fs::remove_file(f.path("d.db")).expect("remove the FIFO");
+    std::fs::rename(f.path("d.db.real"), f.path("d.db")).expect("restore the database");
+    assert_eq!(rows(&mut s), json!([{"x": 1}, {"x": 2}]));
+}
+
+#[test]
+fn a_sqlite_path_that_is_a_fifo_is_a_clear_error_at_startup() {
+    let f = Fixture::new();
+    mkfifo(&f.path("d.db"));
+    let errors = f.diagnose("[sqlite.d]\npath = \"d.db\"\n");
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0].starts_with("bad.toml:2:8: ") && errors[0].contains("not a file"),
+        "{errors:?}"
+    );
+}

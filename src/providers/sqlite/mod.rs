@@ -107,7 +107,7 @@ impl SqliteSource {
             );
             return None;
         }
-        let mut check = match open_checked(&path).await {
+        let mut check = match open_checked(&path, def.timeout).await {
             Ok(c) => c,
             Err(e) => {
                 diags.push(
@@ -573,13 +573,30 @@ fn db_message(e: &sqlx::Error) -> String {
     }
 }
 
-/// Opens a connection for build-time checks and makes sure the file is a database.
-async fn open_checked(path: &Path) -> Result<SqliteConnection, sqlx::Error> {
-    let mut conn = options(path).connect().await?;
-    sqlx::query_scalar::<_, i64>("SELECT count(*) FROM sqlite_schema")
-        .fetch_one(&mut conn)
-        .await?;
-    Ok(conn)
+/// Opens a connection for build-time checks and makes sure the file is a database: a regular
+/// file (checked on a descriptor opened non-blocking), opened within `timeout`.
+async fn open_checked(
+    path: &Path,
+    timeout: std::time::Duration,
+) -> Result<SqliteConnection, sqlx::Error> {
+    pool::check_regular(path, None).map_err(sqlx::Error::Io)?;
+    let open = async {
+        let mut conn = options(path).connect().await?;
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM sqlite_schema")
+            .fetch_one(&mut conn)
+            .await?;
+        Ok(conn)
+    };
+    match tokio::time::timeout(timeout, open).await {
+        Ok(result) => result,
+        Err(_) => {
+            pool::wake_fifo_reader(path);
+            Err(sqlx::Error::Io(std::io::Error::other(format!(
+                "it did not open within {} (`timeout`)",
+                format_duration(timeout)
+            ))))
+        }
+    }
 }
 
 impl Source for SqliteSource {
@@ -670,7 +687,7 @@ impl Database for SqliteSource {
         diags: &'a mut Diagnostics,
     ) -> std::pin::Pin<Box<dyn Future<Output = Option<NamedSql>> + Send + 'a>> {
         Box::pin(async move {
-            let mut conn = match open_checked(&self.path).await {
+            let mut conn = match open_checked(&self.path, self.pool.timeout).await {
                 Ok(c) => c,
                 Err(e) => {
                     diags.push(
