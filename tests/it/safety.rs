@@ -352,3 +352,99 @@ fn a_sqlite_path_that_is_a_fifo_is_a_clear_error_at_startup() {
         "{errors:?}"
     );
 }
+
+/// The names in the fixture's root that start with `d.db`, sorted.
+fn db_files(f: &Fixture) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(f.root())
+        .expect("read the fixture")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("d.db"))
+        .collect();
+    names.sort();
+    names
+}
+
+fn wal_fixture() -> Fixture {
+    let f = Fixture::new();
+    crate::sqlite::make_db(
+        &f.path("d.db"),
+        "PRAGMA journal_mode = WAL; CREATE TABLE t(x); INSERT INTO t VALUES (1), (2);",
+    );
+    f.manifest(
+        r#"
+[sqlite.d]
+path = "d.db"
+watch = false
+
+[sqlite.d.queries.big]
+sql = "SELECT x FROM t WHERE x >= :min"
+params.min = { type = "integer", default = 0 }
+
+[templates.row]
+uri = "row://{x}"
+sqlite = "d"
+sql = "SELECT x FROM t WHERE x = :x"
+"#,
+    );
+    f
+}
+
+#[test]
+fn a_wal_database_without_its_wal_file_is_read_without_creating_one() {
+    let f = wal_fixture();
+    // A cleanly closed WAL database: the main file holds everything, nothing beside it.
+    assert_eq!(db_files(&f), ["d.db"]);
+    let mut s = f.serve().started();
+    let rows = crate::sqlite::read_json(&mut s, "sqlite://d/tables/t")["rows"].clone();
+    assert_eq!(rows, json!([{"x": 1}, {"x": 2}]));
+    crate::sqlite::read_json(&mut s, "sqlite://d/queries/big?min=2");
+    crate::sqlite::read_json(&mut s, "row://1");
+    s.ok("resources/read", json!({"uri": "sqlite://d/schema"}));
+    assert_eq!(
+        db_files(&f),
+        ["d.db"],
+        "files were created beside the database"
+    );
+    drop(s);
+    assert_eq!(db_files(&f), ["d.db"], "files were left behind");
+}
+
+#[test]
+fn a_wal_database_with_a_live_writer_is_read_through_its_wal_and_left_to_the_writer() {
+    use sqlx::{ConnectOptions as _, Connection as _, Executor as _};
+    let f = wal_fixture();
+    let rt = crate::support::runtime();
+    let mut writer = rt.block_on(async {
+        let mut w = sqlx::sqlite::SqliteConnectOptions::new()
+            .filename(f.path("d.db"))
+            .connect()
+            .await
+            .expect("a writer");
+        w.execute("PRAGMA wal_autocheckpoint = 0; INSERT INTO t VALUES (3);")
+            .await
+            .expect("write into the WAL");
+        w
+    });
+    assert_eq!(db_files(&f), ["d.db", "d.db-shm", "d.db-wal"]);
+    let mut s = f.serve().started();
+    // The row that only the WAL holds is read.
+    let rows = crate::sqlite::read_json(&mut s, "sqlite://d/tables/t")["rows"].clone();
+    assert_eq!(rows, json!([{"x": 1}, {"x": 2}, {"x": 3}]));
+    rt.block_on(async {
+        writer
+            .execute("INSERT INTO t VALUES (4);")
+            .await
+            .expect("write again");
+    });
+    let rows = crate::sqlite::read_json(&mut s, "sqlite://d/tables/t")["rows"].clone();
+    assert_eq!(rows, json!([{"x": 1}, {"x": 2}, {"x": 3}, {"x": 4}]));
+    // The writer closes while the server still runs: as the last connection it checkpoints and
+    // removes its files (no idle connection of ours keeps them).
+    rt.block_on(async { writer.close().await.expect("close the writer") });
+    assert_eq!(db_files(&f), ["d.db"]);
+    // Its content is now in the main file, read without a WAL.
+    let rows = crate::sqlite::read_json(&mut s, "sqlite://d/tables/t")["rows"].clone();
+    assert_eq!(rows.as_array().map(Vec::len), Some(4));
+    drop(s);
+    assert_eq!(db_files(&f), ["d.db"]);
+}

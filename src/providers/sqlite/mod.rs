@@ -349,7 +349,7 @@ impl SqliteSource {
         )
         .fetch_all(lease.conn())
         .await;
-        lease.release();
+        lease.release().await;
         let statements = result.map_err(|e| self.failed(&e))?;
         Ok(statements.iter().map(|s| format!("{s};\n")).collect())
     }
@@ -364,7 +364,7 @@ impl SqliteSource {
         )
         .fetch_all(lease.conn())
         .await;
-        lease.release();
+        lease.release().await;
         result.map_err(|e| self.failed(&e))
     }
 
@@ -387,7 +387,7 @@ impl SqliteSource {
         let result = collect(lease.conn(), &sql, &args, self.limit()).await;
         let timed_out = lease.timed_out();
         if matches!(&result, Ok(rows) if !rows.rows.is_empty()) {
-            lease.release();
+            lease.release().await;
             return result
                 .map(Some)
                 .map_err(|e| self.query_failed(&e, timed_out));
@@ -396,7 +396,7 @@ impl SqliteSource {
             .bind(name)
             .fetch_one(lease.conn())
             .await;
-        lease.release();
+        lease.release().await;
         match listed {
             Ok(0) => Ok(None),
             Ok(_) => result
@@ -412,7 +412,7 @@ impl SqliteSource {
         let mut lease = self.pool.lease().await?;
         let result = collect(lease.conn(), sql, args, self.limit()).await;
         let timed_out = lease.timed_out();
-        lease.release();
+        lease.release().await;
         result.map_err(|e| self.query_failed(&e, timed_out))
     }
 
@@ -579,9 +579,9 @@ async fn open_checked(
     path: &Path,
     timeout: std::time::Duration,
 ) -> Result<SqliteConnection, sqlx::Error> {
-    pool::check_regular(path, None).map_err(sqlx::Error::Io)?;
+    let found = pool::check_regular(path, None).map_err(sqlx::Error::Io)?;
     let open = async {
-        let mut conn = options(path).connect().await?;
+        let mut conn = found.options(options(path)).connect().await?;
         sqlx::query_scalar::<_, i64>("SELECT count(*) FROM sqlite_schema")
             .fetch_one(&mut conn)
             .await?;

@@ -6,6 +6,19 @@
 //! database would otherwise block SQLite's own `open` for good), and a connection that still does
 //! not open in time (a swap between the check and SQLite's open) is given up, its thread woken if
 //! the path is still a FIFO, so the source answers again once the real file is back.
+//!
+//! # WAL databases are left as they were found
+//!
+//! A read-only SQLite connection to a WAL-mode database creates `-wal` and `-shm` next to it and,
+//! unable to checkpoint, leaves them there when it closes. So: a WAL database without a `-wal`
+//! file holds all its content in the main file and is opened `immutable` (SQLite then creates
+//! nothing); one with a `-wal` (a writer is at work, or was) is opened normally, reading the WAL
+//! through its `-shm`, which the writer made. Connections to a WAL database are never kept idle:
+//! each read opens its own and closes it, so the state is judged afresh (a writer may have
+//! started or finished) and we are never the last connection holding a writer's files open when
+//! it closes (the last one out deletes them; a read-only one cannot). What this cannot avoid: a
+//! `-wal` without a `-shm` (a copied database, a writer killed mid-write) makes SQLite create the
+//! `-shm` it needs to read that WAL.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -13,7 +26,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use sqlx::sqlite::SqliteConnectOptions;
-use sqlx::{ConnectOptions as _, SqliteConnection};
+use sqlx::{ConnectOptions as _, Connection as _, SqliteConnection};
 
 use super::db_message;
 use crate::providers::RequestError;
@@ -63,6 +76,8 @@ struct Conn {
     deadline: Arc<AtomicU64>,
     /// The database file this connection opened: when the file is replaced, it is reopened.
     file: FileId,
+    /// Whether it may wait idle for the next read (not for a WAL database; see the module doc).
+    reuse: bool,
 }
 
 /// Device and inode of the database file (a file replaced by a rename gets a new one).
@@ -144,8 +159,8 @@ impl Pool {
     }
 
     async fn open(&self, file: FileId) -> Result<Conn, sqlx::Error> {
-        check_regular(&self.path, Some(file)).map_err(sqlx::Error::Io)?;
-        let mut conn = self.options.connect().await?;
+        let found = check_regular(&self.path, Some(file)).map_err(sqlx::Error::Io)?;
+        let mut conn = found.options(self.options.clone()).connect().await?;
         let deadline = Arc::new(AtomicU64::new(u64::MAX));
         let (cell, epoch) = (deadline.clone(), self.epoch);
         conn.lock_handle()
@@ -157,6 +172,7 @@ impl Pool {
             conn,
             deadline,
             file,
+            reuse: !found.wal,
         })
     }
 }
@@ -178,9 +194,26 @@ fn not_regular() -> std::io::Error {
     std::io::Error::other("it is not a regular file (a FIFO, a device or a folder)")
 }
 
+/// What `check_regular` found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Found {
+    /// The header says WAL mode (file format versions 2 at offsets 18 and 19).
+    pub wal: bool,
+    /// ... and there is no `-wal` file: the main file holds everything.
+    pub no_wal_file: bool,
+}
+
+impl Found {
+    /// `base` for this file: `immutable` for a WAL database without a `-wal` (see the module doc).
+    pub fn options(self, base: SqliteConnectOptions) -> SqliteConnectOptions {
+        base.immutable(self.wal && self.no_wal_file)
+    }
+}
+
 /// Opens `path` non-blocking (a FIFO or a device never blocks this) and checks on that descriptor
-/// that it is a regular file, and the file `expected` when given. Done in place, like `file_id`.
-pub(super) fn check_regular(path: &Path, expected: Option<FileId>) -> std::io::Result<()> {
+/// that it is a regular file, and the file `expected` when given; reads its header for the
+/// journal mode. Done in place, like `file_id`.
+pub(super) fn check_regular(path: &Path, expected: Option<FileId>) -> std::io::Result<Found> {
     use rustix::fs::{FileType, Mode, OFlags};
     let fd = rustix::fs::open(
         path,
@@ -196,7 +229,13 @@ pub(super) fn check_regular(path: &Path, expected: Option<FileId>) -> std::io::R
     if expected.is_some_and(|e| e != id) {
         return Err(std::io::Error::other("it was replaced while being opened"));
     }
-    Ok(())
+    let mut header = [0u8; 20];
+    let n = rustix::io::pread(&fd, &mut header, 0)?;
+    let wal = n == header.len() && header[18] == 2 && header[19] == 2;
+    let mut wal_file = path.as_os_str().to_owned();
+    wal_file.push("-wal");
+    let no_wal_file = !Path::new(&wal_file).exists();
+    Ok(Found { wal, no_wal_file })
 }
 
 /// When a connection did not open in time because the path became a FIFO after it was checked,
@@ -245,7 +284,13 @@ impl Lease<'_> {
             .is_some_and(|c| Pool::now_ms(self.pool.epoch) >= c.deadline.load(Ordering::Relaxed))
     }
 
-    pub(super) fn release(mut self) {
+    /// Gives the connection back; one that is not reused (a WAL database's) is closed before
+    /// this returns, so no connection of ours outlives the read it served.
+    pub(super) async fn release(mut self) {
+        if let Some(c) = self.conn.take_if(|c| !c.reuse) {
+            let _ = c.conn.close().await;
+            return;
+        }
         self.released = true;
     }
 }
@@ -253,7 +298,7 @@ impl Lease<'_> {
 impl Drop for Lease<'_> {
     fn drop(&mut self) {
         let Some(conn) = self.conn.take() else { return };
-        if self.released {
+        if self.released && conn.reuse {
             conn.deadline.store(u64::MAX, Ordering::Relaxed);
             if let Ok(mut idle) = self.pool.idle.lock() {
                 idle.push(conn);
