@@ -130,6 +130,72 @@ pub fn with_nul(values: &HashMap<String, Value>) -> Option<&str> {
         })
 }
 
+/// Linux refuses one argv or environment string longer than this (`MAX_ARG_STRLEN`, with its NUL).
+#[cfg(target_os = "linux")]
+const MAX_ARG_STRLEN: usize = 32 * 4096;
+
+/// Whether the system would refuse to start `program` with `args` and the inherited environment
+/// plus `env` because they are too large (`E2BIG`): a message saying which limit, else `None`.
+/// Checked before spawning, so a value that cannot be passed is the caller's invalid input, not a
+/// failure to start.
+pub fn too_large(program: &str, args: &[String], env: &[(String, String)]) -> Option<String> {
+    #[cfg(target_os = "linux")]
+    if let Some((i, a)) = args
+        .iter()
+        .enumerate()
+        .find(|(_, a)| a.len() >= MAX_ARG_STRLEN)
+    {
+        return Some(format!(
+            "argument {} would be {} bytes, more than the {} bytes the system passes in one argument",
+            i + 1,
+            a.len(),
+            MAX_ARG_STRLEN - 1
+        ));
+    }
+    #[cfg(target_os = "linux")]
+    if let Some((k, v)) = env
+        .iter()
+        .find(|(k, v)| k.len() + 1 + v.len() >= MAX_ARG_STRLEN)
+    {
+        return Some(format!(
+            "the environment variable `{k}` would be {} bytes, more than the {} bytes the system passes in one variable",
+            k.len() + 1 + v.len(),
+            MAX_ARG_STRLEN - 1
+        ));
+    }
+    let strings = |n: usize| n + 1 + std::mem::size_of::<usize>();
+    let argv: usize = std::iter::once(program.len())
+        .chain(args.iter().map(String::len))
+        .map(strings)
+        .sum();
+    let inherited: usize = std::env::vars_os()
+        .filter(|(k, _)| !env.iter().any(|(n, _)| k.as_os_str() == n.as_str()))
+        .map(|(k, v)| strings(k.len() + 1 + v.len()))
+        .sum();
+    let added: usize = env
+        .iter()
+        .map(|(k, v)| strings(k.len() + 1 + v.len()))
+        .sum();
+    let total = argv + inherited + added;
+    let limit = arg_max();
+    (total > limit).then(|| {
+        format!(
+            "the command line would be {total} bytes with the environment, more than the {limit} bytes the system allows"
+        )
+    })
+}
+
+/// The system's limit on argv plus environment (`ARG_MAX`), less a page of headroom.
+fn arg_max() -> usize {
+    // SAFETY: sysconf only reads a system constant.
+    let n = unsafe { libc::sysconf(libc::_SC_ARG_MAX) };
+    usize::try_from(n)
+        .ok()
+        .filter(|n| *n > 0)
+        .unwrap_or(256 * 1024)
+        .saturating_sub(4096)
+}
+
 /// Checks each placeholder of `pieces` against `declared`; returns an error message per problem.
 pub fn check_names(pieces: &[Piece], declared: &[(String, Kind)], what: &str) -> Vec<String> {
     let mut errors = Vec::new();
@@ -551,6 +617,26 @@ mod tests {
         );
         // A lone `-` (stdin for many programs) is a dash too.
         assert!(made.args(&one(&[("head", "-")]), &|_| false).is_err());
+    }
+
+    #[test]
+    fn sizes_the_system_cannot_pass_are_caught_before_spawning() {
+        assert_eq!(too_large("echo", &["hi".into()], &[]), None);
+        let big = "x".repeat(200 * 1024);
+        let msg = too_large("echo", &["a".into(), big.clone()], &[]).unwrap();
+        if cfg!(target_os = "linux") {
+            assert!(msg.starts_with("argument 2 would be 204800 bytes"), "{msg}");
+        }
+        let many: Vec<String> = (0..64).map(|_| "y".repeat(100 * 1024)).collect();
+        let msg = too_large("echo", &many, &[]).unwrap();
+        assert!(msg.starts_with("the command line would be"), "{msg}");
+        let env = vec![("BIG".to_owned(), "z".repeat(100 * 1024))];
+        assert!(too_large("echo", &[], &env).is_none());
+        let env = vec![("BIG".to_owned(), "z".repeat(200 * 1024))];
+        if cfg!(target_os = "linux") {
+            let msg = too_large("sh", &[], &env).unwrap();
+            assert!(msg.starts_with("the environment variable `BIG`"), "{msg}");
+        }
     }
 
     #[test]

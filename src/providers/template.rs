@@ -421,6 +421,12 @@ impl TemplateSource {
                         dash.message("variable")
                     ))
                 })?;
+                if let Some(why) = argv::too_large(&spec.program, &spec.args, &spec.env) {
+                    return Err(RequestError::InvalidParams(format!(
+                        "[templates.{}] the variables are too large to pass to a program: {why}",
+                        self.name
+                    )));
+                }
                 self.run(uri, spec).await
             }
         }

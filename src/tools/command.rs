@@ -161,6 +161,11 @@ impl ShellTool {
                 ));
             }
         };
+        if let Some(why) = argv::too_large(&spec.program, &spec.args, &spec.env) {
+            return ToolResult::error(format!(
+                "invalid arguments:\nthe arguments are too large to pass to a program: {why}"
+            ));
+        }
         match process::run(spec, cx.cancel, cx.progress).await {
             Ok(outcome) => self.result(outcome),
             Err(e) => ToolResult::error(format!("tool `{}` could not start: {e}", self.def.name)),

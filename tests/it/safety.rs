@@ -448,3 +448,50 @@ fn a_wal_database_with_a_live_writer_is_read_through_its_wal_and_left_to_the_wri
     drop(s);
     assert_eq!(db_files(&f), ["d.db"]);
 }
+
+#[test]
+fn values_too_large_to_pass_to_a_program_are_invalid_params() {
+    let f = Fixture::new();
+    f.manifest(
+        r#"
+[templates.echo]
+uri = "echo://{x}"
+command = ["echo", "{x}"]
+
+[tools.echo]
+command = ["echo", "{x}"]
+params.x = { type = "string" }
+
+[tools.script]
+run = 'printf %s "$x" | wc -c'
+params.x = { type = "string" }
+"#,
+    );
+    let mut s = f.serve().started();
+    let big = "a".repeat(200 * 1024);
+    let e = s.err("resources/read", json!({"uri": format!("echo://{big}")}));
+    assert_eq!(e["code"], -32602, "{e}");
+    assert!(
+        e["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("[templates.echo] the variables are too large")),
+        "{e}"
+    );
+    // A value with a NUL: the same error class.
+    let e = s.err("resources/read", json!({"uri": "echo://a%00b"}));
+    assert_eq!(e["code"], -32602, "{e}");
+    for tool in ["echo", "script"] {
+        let r = call(&mut s, tool, json!({"x": big}));
+        assert_eq!(r["isError"], true, "{r}");
+        assert!(text(&r).starts_with("invalid arguments:\n"), "{r}");
+    }
+    // Large but passable values still run.
+    let fine = "b".repeat(100 * 1024);
+    let r = call(&mut s, "script", json!({"x": fine}));
+    assert_eq!(text(&r).trim(), "102400", "{r}");
+    let r = s.ok("resources/read", json!({"uri": format!("echo://{fine}")}));
+    assert_eq!(
+        r["contents"][0]["text"].as_str().map(str::len),
+        Some(102401)
+    );
+}
