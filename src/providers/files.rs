@@ -164,10 +164,14 @@ impl FilesSource {
 
     /// Whether a file opened below the root (by `paths::open_beneath`) as the plain relative path
     /// `rel`, whose real path below the root is `real_rel`, is one this source shows: both paths
-    /// pass every rule. Blocking.
+    /// pass every rule. Call `fresh` first (once for a batch of checks). Blocking.
     pub(crate) fn shows(&self, rel: &str, real_rel: &str) -> bool {
-        self.forget_rules_unless_watched();
         self.visible(rel) && (real_rel == rel || self.visible(real_rel))
+    }
+
+    /// Without a watcher, ignore files are read again by the next check.
+    pub(crate) fn fresh(&self) {
+        self.forget_rules_unless_watched();
     }
 
     /// Every visible file, sorted by name. Walks the tree (blocking: call from a blocking thread).

@@ -607,6 +607,7 @@ fn read_file(
     };
     // What a files source hides, judged on the path asked for and the one opened; the manifest
     // by identity (a hard link or a symlink to it is the manifest too).
+    rules.fresh();
     if !rules.shows(rel, &opened.real_rel)
         || manifest.is_some_and(|m| is_file(opened.file.metadata().ok().as_ref(), m))
     {
@@ -710,6 +711,7 @@ fn list_folder(
     let Ok(entries) = std::fs::read_dir(&folder) else {
         return Vec::new();
     };
+    rules.fresh();
     entries
         .flatten()
         .filter_map(|e| {
