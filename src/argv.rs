@@ -12,6 +12,14 @@
 //! never pass through a shell or a splitter. An element (or a group of elements, written as a
 //! nested array) that names a parameter without a value is dropped as a whole. An array value
 //! repeats the element (or group) once per item, and drops it when the array is empty.
+//!
+//! # A value cannot become an option
+//!
+//! A value whose text would be the first character of an argv element and begins with `-` is
+//! refused (`--output=FILE` given as a branch name would be read by `git` as an option), unless a
+//! literal `--` element (one with no placeholder) comes earlier in the argv actually built, or
+//! the name is allowed to (`allow_dash = true`). A `-` later in an element (`{base}...{head}`
+//! with `head = "-x"`, `--name={x}`) is only data and is always fine.
 
 use std::collections::HashMap;
 
@@ -120,6 +128,72 @@ pub fn with_nul(values: &HashMap<String, Value>) -> Option<&str> {
             Value::One(s) => s.contains('\0'),
             Value::Many(items) => items.iter().any(|s| s.contains('\0')),
         })
+}
+
+/// Linux refuses one argv or environment string longer than this (`MAX_ARG_STRLEN`, with its NUL).
+#[cfg(target_os = "linux")]
+const MAX_ARG_STRLEN: usize = 32 * 4096;
+
+/// Whether the system would refuse to start `program` with `args` and the inherited environment
+/// plus `env` because they are too large (`E2BIG`): a message saying which limit, else `None`.
+/// Checked before spawning, so a value that cannot be passed is the caller's invalid input, not a
+/// failure to start.
+pub fn too_large(program: &str, args: &[String], env: &[(String, String)]) -> Option<String> {
+    #[cfg(target_os = "linux")]
+    if let Some((i, a)) = args
+        .iter()
+        .enumerate()
+        .find(|(_, a)| a.len() >= MAX_ARG_STRLEN)
+    {
+        return Some(format!(
+            "argument {} would be {} bytes, more than the {} bytes the system passes in one argument",
+            i + 1,
+            a.len(),
+            MAX_ARG_STRLEN - 1
+        ));
+    }
+    #[cfg(target_os = "linux")]
+    if let Some((k, v)) = env
+        .iter()
+        .find(|(k, v)| k.len() + 1 + v.len() >= MAX_ARG_STRLEN)
+    {
+        return Some(format!(
+            "the environment variable `{k}` would be {} bytes, more than the {} bytes the system passes in one variable",
+            k.len() + 1 + v.len(),
+            MAX_ARG_STRLEN - 1
+        ));
+    }
+    let strings = |n: usize| n + 1 + std::mem::size_of::<usize>();
+    let argv: usize = std::iter::once(program.len())
+        .chain(args.iter().map(String::len))
+        .map(strings)
+        .sum();
+    let inherited: usize = std::env::vars_os()
+        .filter(|(k, _)| !env.iter().any(|(n, _)| k.as_os_str() == n.as_str()))
+        .map(|(k, v)| strings(k.len() + 1 + v.len()))
+        .sum();
+    let added: usize = env
+        .iter()
+        .map(|(k, v)| strings(k.len() + 1 + v.len()))
+        .sum();
+    let total = argv + inherited + added;
+    let limit = arg_max();
+    (total > limit).then(|| {
+        format!(
+            "the command line would be {total} bytes with the environment, more than the {limit} bytes the system allows"
+        )
+    })
+}
+
+/// The system's limit on argv plus environment (`ARG_MAX`), less a page of headroom.
+fn arg_max() -> usize {
+    // SAFETY: sysconf only reads a system constant.
+    let n = unsafe { libc::sysconf(libc::_SC_ARG_MAX) };
+    usize::try_from(n)
+        .ok()
+        .filter(|n| *n > 0)
+        .unwrap_or(256 * 1024)
+        .saturating_sub(4096)
 }
 
 /// Checks each placeholder of `pieces` against `declared`; returns an error message per problem.
@@ -238,8 +312,15 @@ impl Argv {
     }
 
     /// The arguments (after the program) for `values`; a name missing from `values` has no value.
-    pub fn args(&self, values: &HashMap<String, Value>) -> Vec<String> {
+    /// A value that would begin an element with `-` (see the module doc) is refused with its
+    /// name, unless `allow_dash(name)` or a literal `--` element came earlier.
+    pub fn args(
+        &self,
+        values: &HashMap<String, Value>,
+        allow_dash: &dyn Fn(&str) -> bool,
+    ) -> Result<Vec<String>, DashValue> {
         let mut out = Vec::new();
+        let mut after_dashdash = false;
         for members in &self.items {
             let names: Vec<&str> = members.iter().flat_map(|p| vars(p)).collect();
             if names.iter().any(|n| !values.contains_key(*n)) {
@@ -255,12 +336,69 @@ impl Argv {
                 .min();
             for index in 0..repeat.unwrap_or(1) {
                 for pieces in members {
-                    out.push(render(pieces, values, index));
+                    if !after_dashdash
+                        && let Some((name, value)) = leading_value(pieces, values, index)
+                        && value.starts_with('-')
+                        && !allow_dash(name)
+                    {
+                        return Err(DashValue {
+                            name: name.to_owned(),
+                            value: value.to_owned(),
+                        });
+                    }
+                    let arg = render(pieces, values, index);
+                    after_dashdash |= arg == "--" && vars(pieces).next().is_none();
+                    out.push(arg);
                 }
             }
         }
-        out
+        Ok(out)
     }
+}
+
+/// A value refused because it would begin an argv element with `-`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DashValue {
+    pub name: String,
+    pub value: String,
+}
+
+impl DashValue {
+    /// The rule it breaks, in the wording of `params` ("`x` must …"); `noun` is what the user
+    /// calls it ("argument", "variable").
+    pub fn message(&self, noun: &str) -> String {
+        format!(
+            "{noun} `{}` must not begin with `-` where it starts a command-line argument (it would be read as an option), got {}; put a literal \"--\" before it in `command` or set `allow_dash = true`",
+            self.name,
+            crate::params::show_text(&self.value)
+        )
+    }
+}
+
+/// The placeholder whose value supplies the first character of the element `pieces` renders to,
+/// with that value; `None` when the element starts with literal text or is empty.
+fn leading_value<'a>(
+    pieces: &'a [Piece],
+    values: &'a HashMap<String, Value>,
+    index: usize,
+) -> Option<(&'a str, &'a str)> {
+    for p in pieces {
+        match p {
+            Piece::Lit(l) if l.is_empty() => {}
+            Piece::Lit(_) => return None,
+            Piece::Var(v) => {
+                let text = match values.get(v) {
+                    Some(Value::One(x)) => x.as_str(),
+                    Some(Value::Many(items)) => items.get(index).map_or("", String::as_str),
+                    None => "",
+                };
+                if !text.is_empty() {
+                    return Some((v.as_str(), text));
+                }
+            }
+        }
+    }
+    None
 }
 
 /// Renders `pieces`; a list value contributes its item `index`. Every name must have a value.
@@ -368,14 +506,17 @@ mod tests {
         assert_eq!(argv.program(), "rg");
         let mut values = HashMap::new();
         values.insert("pattern".to_owned(), Value::One("a b; $(id)".into()));
-        assert_eq!(argv.args(&values), ["--", "a b; $(id)"]);
+        assert_eq!(
+            argv.args(&values, &|_| false).unwrap(),
+            ["--", "a b; $(id)"]
+        );
         values.insert("max".to_owned(), Value::One("3".into()));
         values.insert(
             "globs".to_owned(),
             Value::Many(vec!["*.rs".into(), "*.md".into()]),
         );
         assert_eq!(
-            argv.args(&values),
+            argv.args(&values, &|_| false).unwrap(),
             [
                 "--max-count",
                 "3",
@@ -390,7 +531,112 @@ mod tests {
             ]
         );
         values.insert("globs".to_owned(), Value::Many(vec![]));
-        assert_eq!(argv.args(&values), ["--max-count", "3", "--", "a b; $(id)"]);
+        assert_eq!(
+            argv.args(&values, &|_| false).unwrap(),
+            ["--max-count", "3", "--", "a b; $(id)"]
+        );
+    }
+
+    fn one(pairs: &[(&str, &str)]) -> HashMap<String, Value> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), Value::One(v.to_string())))
+            .collect()
+    }
+
+    #[test]
+    fn a_value_cannot_begin_an_element_with_a_dash() {
+        let declared = vec![
+            ("base".to_owned(), Kind::One),
+            ("head".to_owned(), Kind::One),
+            ("x".to_owned(), Kind::One),
+            ("list".to_owned(), Kind::Many),
+        ];
+        let compile = |items: &[ArgvItem]| Argv::compile(items, &declared, "variable").unwrap();
+        let diff = compile(&[item("git"), item("diff"), item("{base}...{head}")]);
+        let refused = diff
+            .args(
+                &one(&[("base", "--output=pwned.txt"), ("head", "HEAD")]),
+                &|_| false,
+            )
+            .unwrap_err();
+        assert_eq!(refused.name, "base");
+        assert_eq!(refused.value, "--output=pwned.txt");
+        assert!(
+            refused
+                .message("variable")
+                .starts_with("variable `base` must not begin with `-`"),
+            "{}",
+            refused.message("variable")
+        );
+        // A dash later in the element is data.
+        assert_eq!(
+            diff.args(&one(&[("base", "main"), ("head", "--x")]), &|_| false)
+                .unwrap(),
+            ["diff", "main...--x"]
+        );
+        // An empty value before it does not hide the next one's dash.
+        let glued = compile(&[item("sort"), item("{x}{head}")]);
+        assert_eq!(
+            glued
+                .args(&one(&[("x", ""), ("head", "-o/tmp/f")]), &|_| false)
+                .unwrap_err()
+                .name,
+            "head"
+        );
+        assert!(
+            glued
+                .args(&one(&[("x", ""), ("head", "-o/tmp/f")]), &|n| n == "head")
+                .is_ok()
+        );
+        // `--` as a literal element before it: fine; `--` after it, or a `--` made by a value:
+        // refused.
+        let after = compile(&[item("git"), item("grep"), item("--"), item("{x}")]);
+        assert_eq!(
+            after.args(&one(&[("x", "-Oevil")]), &|_| false).unwrap(),
+            ["grep", "--", "-Oevil"]
+        );
+        let before = compile(&[item("git"), item("grep"), item("{x}"), item("--")]);
+        assert!(before.args(&one(&[("x", "-Oevil")]), &|_| false).is_err());
+        let made = compile(&[item("prog"), item("{head}"), item("{x}")]);
+        assert!(
+            made.args(&one(&[("head", "--"), ("x", "-v")]), &|n| n == "head")
+                .is_err_and(|d| d.name == "x")
+        );
+        // Each item of a list is checked where it begins an element; `--name={x}` is fine.
+        let lists = compile(&[item("prog"), item("--glob={list}"), item("{list}")]);
+        let mut values = HashMap::new();
+        values.insert(
+            "list".to_owned(),
+            Value::Many(vec!["a".into(), "-b".into()]),
+        );
+        let refused = lists.args(&values, &|_| false).unwrap_err();
+        assert_eq!(
+            (refused.name.as_str(), refused.value.as_str()),
+            ("list", "-b")
+        );
+        // A lone `-` (stdin for many programs) is a dash too.
+        assert!(made.args(&one(&[("head", "-")]), &|_| false).is_err());
+    }
+
+    #[test]
+    fn sizes_the_system_cannot_pass_are_caught_before_spawning() {
+        assert_eq!(too_large("echo", &["hi".into()], &[]), None);
+        let big = "x".repeat(200 * 1024);
+        let msg = too_large("echo", &["a".into(), big.clone()], &[]).unwrap();
+        if cfg!(target_os = "linux") {
+            assert!(msg.starts_with("argument 2 would be 204800 bytes"), "{msg}");
+        }
+        let many: Vec<String> = (0..64).map(|_| "y".repeat(100 * 1024)).collect();
+        let msg = too_large("echo", &many, &[]).unwrap();
+        assert!(msg.starts_with("the command line would be"), "{msg}");
+        let env = vec![("BIG".to_owned(), "z".repeat(100 * 1024))];
+        assert!(too_large("echo", &[], &env).is_none());
+        let env = vec![("BIG".to_owned(), "z".repeat(200 * 1024))];
+        if cfg!(target_os = "linux") {
+            let msg = too_large("sh", &[], &env).unwrap();
+            assert!(msg.starts_with("the environment variable `BIG`"), "{msg}");
+        }
     }
 
     #[test]

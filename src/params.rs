@@ -135,6 +135,11 @@ impl Params {
         self.list.iter().find(|r| r.def.name == name)
     }
 
+    /// Whether `name`'s value may begin a command-line argument with `-` (`allow_dash = true`).
+    pub fn allows_dash(&self, name: &str) -> bool {
+        self.get(name).is_some_and(|r| r.def.allow_dash)
+    }
+
     /// Whether every parameter can be left out.
     pub fn all_optional(&self) -> bool {
         self.list.iter().all(|r| r.def.default.is_some())
@@ -473,6 +478,11 @@ fn number(x: f64) -> Json {
 }
 
 /// A value as JSON text, at most 80 characters.
+/// A text value as messages quote it (JSON string, long ones cut).
+pub(crate) fn show_text(s: &str) -> String {
+    show(&Json::String(s.to_owned()))
+}
+
 fn show(v: &Json) -> String {
     let s = v.to_string();
     if s.chars().count() > 80 {
@@ -502,6 +512,7 @@ mod tests {
             minimum: None,
             maximum: None,
             pattern: None,
+            allow_dash: false,
         }
     }
 

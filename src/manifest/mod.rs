@@ -30,6 +30,9 @@ use raw::{Key, RawArg, RawManifest, RawParam, SizeValue, Sp};
 
 /// Default cap on a file read (`max_size`).
 pub const DEFAULT_MAX_SIZE: u64 = 10 * 1024 * 1024;
+/// The largest `max_size` a manifest may set: a read is held in memory whole (and base64 makes
+/// it a third larger on the wire).
+pub const MAX_MAX_SIZE: u64 = 256 * 1024 * 1024;
 /// Default process timeout for tools and command templates.
 /// `[server] max_processes` when not written.
 pub const DEFAULT_MAX_PROCESSES: usize = 16;
@@ -156,6 +159,8 @@ pub struct Param {
     pub minimum: Option<f64>,
     pub maximum: Option<f64>,
     pub pattern: Option<String>,
+    /// A value may begin an argv element with `-` (tool `command` parameters).
+    pub allow_dash: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -190,6 +195,12 @@ pub enum TemplateBackend {
         path: String,
         path_loc: Loc,
         root: PathBuf,
+        /// Dotfiles, dot-folders and the manifest are served (`.git` never is).
+        hidden: bool,
+        /// `.gitignore` / `.ignore` rules hide what they ignore.
+        gitignore: bool,
+        /// The manifest file, never served unless `hidden`.
+        manifest: PathBuf,
     },
     /// `sqlite = "shop"` (or `postgres = "crm"`) + `sql`: variables bind to `:var`.
     Sql {
@@ -460,6 +471,7 @@ pub fn check_str(
         map: &map,
         diags: &mut diags,
         dir,
+        path,
         env,
     };
     let manifest = cx.manifest(raw, display, path, &declared);
@@ -654,6 +666,8 @@ struct Checker<'a> {
     map: &'a SourceMap,
     diags: &'a mut Diagnostics,
     dir: &'a Path,
+    /// The manifest file itself.
+    path: &'a Path,
     env: &'a dyn Fn(&str) -> Option<String>,
 }
 
@@ -698,6 +712,28 @@ impl Checker<'_> {
                 },
             },
         }
+    }
+
+    /// A `max_size`: a size, at most `MAX_MAX_SIZE` (a larger one is an error and the cap).
+    fn max_size(&mut self, v: &Option<Sp<SizeValue>>) -> u64 {
+        let n = self.size(v, DEFAULT_MAX_SIZE);
+        if n > MAX_MAX_SIZE
+            && let Some(sp) = v
+        {
+            let got = match expand::format_size(n) {
+                rounded if rounded.contains('.') => format!("{n} bytes"),
+                exact => exact,
+            };
+            self.err(
+                sp,
+                format!(
+                    "`max_size` must be at most {} (a file is read into memory whole), got {got}",
+                    expand::format_size(MAX_MAX_SIZE)
+                ),
+            );
+            return MAX_MAX_SIZE;
+        }
+        n
     }
 
     fn duration(&mut self, v: &Option<Sp<raw::DurationStr>>, default: Duration) -> Duration {
@@ -862,7 +898,7 @@ impl Checker<'_> {
             exclude,
             gitignore: f.gitignore.unwrap_or(true),
             hidden: f.hidden.unwrap_or(false),
-            max_size: self.size(&f.max_size, DEFAULT_MAX_SIZE),
+            max_size: self.max_size(&f.max_size),
             watch: f.watch.unwrap_or(true),
             description: Self::text(&f.description),
         }
@@ -892,7 +928,15 @@ impl Checker<'_> {
                 description: Self::text(&q.description),
                 sql: q.sql.get().clone(),
                 sql_loc: self.loc(&q.sql),
-                params: self.params(&q.params),
+                params: {
+                    for a in q.params.values().filter_map(|p| p.allow_dash.as_ref()) {
+                        self.err(
+                            a,
+                            "`allow_dash` is for values passed to a program; query parameters are bound to SQL, never passed as arguments",
+                        );
+                    }
+                    self.params(&q.params)
+                },
             })
             .collect()
     }
@@ -1079,6 +1123,7 @@ impl Checker<'_> {
             minimum: p.minimum.as_ref().map(|v| *v.get()),
             maximum: p.maximum.as_ref().map(|v| *v.get()),
             pattern: p.pattern.as_ref().map(|v| v.get().clone()),
+            allow_dash: p.allow_dash.as_ref().is_some_and(|v| *v.get()),
         }
     }
 
@@ -1201,6 +1246,8 @@ impl Checker<'_> {
         };
         if t.file.is_none() {
             not_with(self, "root", t.root.is_some(), "file");
+            not_with(self, "hidden", t.hidden.is_some(), "file");
+            not_with(self, "gitignore", t.gitignore.is_some(), "file");
         }
         if t.command.is_none() {
             not_with(self, "cwd", t.cwd.is_some(), "command");
@@ -1216,6 +1263,9 @@ impl Checker<'_> {
                     .root
                     .as_ref()
                     .map_or_else(|| self.dir.to_path_buf(), |r| self.path(r.get())),
+                hidden: t.hidden.unwrap_or(false),
+                gitignore: t.gitignore.unwrap_or(true),
+                manifest: self.path.to_path_buf(),
             }
         } else if let Some(argv) = &t.command {
             TemplateBackend::Command(self.command(
@@ -1236,6 +1286,9 @@ impl Checker<'_> {
                 path: String::new(),
                 path_loc: Loc::default(),
                 root: self.dir.to_path_buf(),
+                hidden: false,
+                gitignore: true,
+                manifest: self.path.to_path_buf(),
             };
             match (db, &t.sql) {
                 (Some((engine, src)), Some(sql)) => {

@@ -314,7 +314,7 @@ pub struct RawFiles {
     pub gitignore: Option<bool>,
     /// Serve dotfiles and dot-folders (default false; `.git` is never served).
     pub hidden: Option<bool>,
-    /// Larger files are listed; reading one is a clear error (default 10MiB).
+    /// Larger files are listed; reading one is a clear error (default 10MiB, at most 256MiB).
     pub max_size: Option<Sp<SizeValue>>,
     /// Subscriptions and list_changed notifications (default true).
     pub watch: Option<bool>,
@@ -426,6 +426,9 @@ pub struct RawParam {
     pub maximum: Option<Sp<f64>>,
     /// Regular expression a string must match.
     pub pattern: Option<Sp<String>>,
+    /// Whether a value may begin a command-line argument with `-` (default false: refused,
+    /// unless a literal `--` comes earlier in `command`).
+    pub allow_dash: Option<Sp<bool>>,
 }
 
 /// `[git.NAME]`: a git repository.
@@ -457,6 +460,11 @@ pub struct RawTemplate {
     pub file: Option<Sp<String>>,
     /// With `file`: the folder the expanded path must stay inside (default: the manifest folder).
     pub root: Option<Sp<String>>,
+    /// With `file`: serve dotfiles and dot-folders, and the manifest itself (default false; `.git`
+    /// is never served).
+    pub hidden: Option<bool>,
+    /// With `file`: honour .gitignore / .ignore files (default true).
+    pub gitignore: Option<bool>,
     /// Backend `sql`: the `[sqlite.NAME]` source to query.
     pub sqlite: Option<Sp<String>>,
     /// Backend `sql`: the `[postgres.NAME]` source to query.

@@ -128,6 +128,52 @@ impl FilesSource {
         })
     }
 
+    /// Only the hiding rules of a files source (dot names unless `hidden`, `.git` always, ignore
+    /// files unless `gitignore` is off), for a folder something else serves: a `file` template.
+    /// Every name matches `include`, nothing is watched (ignore files are read afresh per check).
+    /// `root` is canonical.
+    pub(crate) fn hiding_rules(root: &Path, hidden: bool, gitignore: bool) -> FilesSource {
+        let mut all = GlobSetBuilder::new();
+        if let Ok(glob) = globset::GlobBuilder::new("**/*")
+            .literal_separator(true)
+            .build()
+        {
+            all.add(glob);
+        }
+        FilesSource {
+            name: String::new(),
+            root: root.to_path_buf(),
+            root_is_file: false,
+            root_uri: String::new(),
+            include: all.build().unwrap_or_else(|_| GlobSet::empty()),
+            exclude: GlobSet::empty(),
+            gitignore,
+            hidden,
+            max_size: manifest::DEFAULT_MAX_SIZE,
+            watch: false,
+            description: None,
+            ignores: Mutex::new(HashMap::new()),
+            listing: Mutex::new(None),
+            parents: if gitignore {
+                ignore_parents(root)
+            } else {
+                Vec::new()
+            },
+        }
+    }
+
+    /// Whether a file opened below the root (by `paths::open_beneath`) as the plain relative path
+    /// `rel`, whose real path below the root is `real_rel`, is one this source shows: both paths
+    /// pass every rule. Call `fresh` first (once for a batch of checks). Blocking.
+    pub(crate) fn shows(&self, rel: &str, real_rel: &str) -> bool {
+        self.visible(rel) && (real_rel == rel || self.visible(real_rel))
+    }
+
+    /// Without a watcher, ignore files are read again by the next check.
+    pub(crate) fn fresh(&self) {
+        self.forget_rules_unless_watched();
+    }
+
     /// Every visible file, sorted by name. Walks the tree (blocking: call from a blocking thread).
     fn list_blocking(&self) -> Vec<ResourceInfo> {
         self.entries()

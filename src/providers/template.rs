@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use indexmap::IndexMap;
 
+use super::files::FilesSource;
 use super::paths::{self, OpenError, ReadError, is_plain_relative, mime_for};
 use super::{
     Body, BoxFut, ChangeEffect, Completion, CompletionRequest, Contents, Database, RequestError,
@@ -48,6 +49,10 @@ enum Backend {
         parts: Vec<Piece>,
         /// Canonical folder every served path must stay inside.
         root: PathBuf,
+        /// What a files source would hide below `root` (dot names, `.git`, ignored files).
+        rules: Arc<FilesSource>,
+        /// The manifest file, not served (`None` with `hidden = true`).
+        manifest: Option<PathBuf>,
     },
     Sql {
         db: Arc<dyn Database>,
@@ -113,6 +118,9 @@ impl TemplateSource {
                 path,
                 path_loc,
                 root,
+                hidden,
+                gitignore,
+                manifest,
             } => {
                 let parts = parse_path_template(path);
                 let used: Vec<&str> = parts
@@ -182,7 +190,12 @@ impl TemplateSource {
                         return None;
                     }
                 };
-                Backend::File { parts, root }
+                Backend::File {
+                    rules: Arc::new(FilesSource::hiding_rules(&root, *hidden, *gitignore)),
+                    manifest: (!hidden).then(|| manifest.clone()),
+                    parts,
+                    root,
+                }
             }
             TemplateBackend::Sql {
                 engine,
@@ -342,7 +355,12 @@ impl TemplateSource {
             }
         };
         match &self.backend {
-            Backend::File { parts, root } => {
+            Backend::File {
+                parts,
+                root,
+                rules,
+                manifest,
+            } => {
                 let lower = uri.to_ascii_lowercase();
                 if lower.contains("%2f") || lower.contains("%5c") || lower.contains("%00") {
                     return Err(not_found());
@@ -355,8 +373,10 @@ impl TemplateSource {
                     }
                 }
                 let (root, mime) = (root.clone(), self.mime_type.clone());
+                let (rules, manifest) = (rules.clone(), manifest.clone());
                 let uri = uri.to_owned();
-                blocking(move || read_file(&root, &rel, &uri, mime)).await?
+                blocking(move || read_file(&root, &rules, manifest.as_deref(), &rel, &uri, mime))
+                    .await?
             }
             Backend::Sql {
                 db,
@@ -393,7 +413,20 @@ impl TemplateSource {
                     )));
                 }
                 let mut spec = spec.clone();
-                spec.args = argv.args(&values);
+                // Template variables have no `allow_dash` (yet): a value never becomes an option.
+                spec.args = argv.args(&values, &|_| false).map_err(|dash| {
+                    RequestError::InvalidParams(format!(
+                        "[templates.{}] {}",
+                        self.name,
+                        dash.message("variable")
+                    ))
+                })?;
+                if let Some(why) = argv::too_large(&spec.program, &spec.args, &spec.env) {
+                    return Err(RequestError::InvalidParams(format!(
+                        "[templates.{}] the variables are too large to pass to a program: {why}",
+                        self.name
+                    )));
+                }
                 self.run(uri, spec).await
             }
         }
@@ -474,15 +507,22 @@ impl TemplateSource {
         if let Some(values) = self.completions.get(var) {
             return Ok(Completion::from_candidates(values, prefix));
         }
-        let Backend::File { parts, root } = &self.backend else {
+        let Backend::File {
+            parts,
+            root,
+            rules,
+            manifest,
+        } = &self.backend
+        else {
             return Ok(Completion::default());
         };
         let Some((dir, before, after)) = folder_of_last_segment(parts, var, context) else {
             return Ok(Completion::default());
         };
         let (root, prefix) = (root.clone(), prefix.to_owned());
+        let (rules, manifest) = (rules.clone(), manifest.clone());
         blocking(move || {
-            let names = list_folder(&root, &dir, &before, &after);
+            let names = list_folder(&root, &rules, manifest.as_deref(), &dir, &before, &after);
             Completion::from_candidates(names, &prefix)
         })
         .await
@@ -551,6 +591,8 @@ fn parse_path_template(text: &str) -> Vec<Piece> {
 /// The file `rel` under `root`, if it is one a `file` template may serve (blocking).
 fn read_file(
     root: &Path,
+    rules: &FilesSource,
+    manifest: Option<&Path>,
     rel: &str,
     uri: &str,
     mime_type: Option<String>,
@@ -563,6 +605,14 @@ fn read_file(
         Ok(o) => o,
         Err(OpenError::NotFound | OpenError::Io(_)) => return Err(not_found()),
     };
+    // What a files source hides, judged on the path asked for and the one opened; the manifest
+    // by identity (a hard link or a symlink to it is the manifest too).
+    rules.fresh();
+    if !rules.shows(rel, &opened.real_rel)
+        || manifest.is_some_and(|m| is_file(opened.file.metadata().ok().as_ref(), m))
+    {
+        return Err(not_found());
+    }
     let cap = manifest::DEFAULT_MAX_SIZE;
     let bytes = match paths::read_capped(&mut opened.file, cap, opened.size) {
         Ok(b) => b,
@@ -629,7 +679,23 @@ fn folder_of_last_segment(
 
 /// Values of the completed variable: names of files in `root/dir` (inside the root) that start
 /// with `before` and end with `after`, with those cut off. Dotfiles only when `before` asks.
-fn list_folder(root: &Path, dir: &str, before: &str, after: &str) -> Vec<String> {
+/// Whether `meta` (of an open file) is the file at `path`: same device and inode.
+fn is_file(meta: Option<&std::fs::Metadata>, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    match (meta, std::fs::metadata(path)) {
+        (Some(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+fn list_folder(
+    root: &Path,
+    rules: &FilesSource,
+    manifest: Option<&Path>,
+    dir: &str,
+    before: &str,
+    after: &str,
+) -> Vec<String> {
     let folder = if dir.is_empty() {
         Some(root.to_path_buf())
     } else if !is_plain_relative(dir) {
@@ -645,6 +711,7 @@ fn list_folder(root: &Path, dir: &str, before: &str, after: &str) -> Vec<String>
     let Ok(entries) = std::fs::read_dir(&folder) else {
         return Vec::new();
     };
+    rules.fresh();
     entries
         .flatten()
         .filter_map(|e| {
@@ -654,8 +721,15 @@ fn list_folder(root: &Path, dir: &str, before: &str, after: &str) -> Vec<String>
             }
             let value = name.strip_prefix(before)?.strip_suffix(after)?;
             let real = std::fs::canonicalize(e.path()).ok()?;
-            (!value.is_empty() && real.starts_with(root) && real.is_file())
-                .then(|| value.to_owned())
+            let rel = if dir.is_empty() {
+                name.clone()
+            } else {
+                format!("{dir}/{name}")
+            };
+            let real_rel = real.strip_prefix(root).ok()?.to_str()?;
+            let shown = rules.shows(&rel, real_rel)
+                && !manifest.is_some_and(|m| is_file(std::fs::metadata(&real).ok().as_ref(), m));
+            (!value.is_empty() && shown && real.is_file()).then(|| value.to_owned())
         })
         .collect()
 }
@@ -694,7 +768,8 @@ mod tests {
         std::fs::create_dir(root.join("notes")).unwrap();
         std::fs::write(root.join("notes/a.md"), "a").unwrap();
         std::fs::write(dir.path().join("secret"), "s").unwrap();
-        let read = |rel: &str| read_file(&root, rel, "x://", None).ok();
+        let rules = FilesSource::hiding_rules(&root, false, true);
+        let read = |rel: &str| read_file(&root, &rules, None, rel, "x://", None).ok();
         assert!(read("notes/a.md").is_some());
         for bad in [
             "",

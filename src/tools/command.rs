@@ -152,16 +152,34 @@ impl ShellTool {
                 "invalid arguments:\nargument `{name}` holds a NUL character, which cannot be passed to a program"
             ));
         }
-        match process::run(self.spec(&values), cx.cancel, cx.progress).await {
+        let spec = match self.spec(&values) {
+            Ok(spec) => spec,
+            Err(dash) => {
+                return ToolResult::error(format!(
+                    "invalid arguments:\n{}",
+                    dash.message("argument")
+                ));
+            }
+        };
+        if let Some(why) = argv::too_large(&spec.program, &spec.args, &spec.env) {
+            return ToolResult::error(format!(
+                "invalid arguments:\nthe arguments are too large to pass to a program: {why}"
+            ));
+        }
+        match process::run(spec, cx.cancel, cx.progress).await {
             Ok(outcome) => self.result(outcome),
             Err(e) => ToolResult::error(format!("tool `{}` could not start: {e}", self.def.name)),
         }
     }
 
-    fn spec(&self, values: &HashMap<String, argv::Value>) -> ProcessSpec {
+    /// What to run for `values`; a value that would become an option is refused.
+    fn spec(&self, values: &HashMap<String, argv::Value>) -> Result<ProcessSpec, argv::DashValue> {
         let mut env = self.def.env.clone();
         let (program, args) = match &self.exec {
-            Compiled::Argv(a) => (a.program().to_owned(), a.args(values)),
+            Compiled::Argv(a) => (
+                a.program().to_owned(),
+                a.args(values, &|name| self.params.allows_dash(name))?,
+            ),
             Compiled::Script(script) => {
                 // Parameters reach the script only as environment variables, never as text.
                 for (name, _) in self.params.declared() {
@@ -177,7 +195,7 @@ impl ShellTool {
                 )
             }
         };
-        ProcessSpec {
+        Ok(ProcessSpec {
             program,
             args,
             cwd: self.def.cwd.clone(),
@@ -185,7 +203,7 @@ impl ShellTool {
             timeout: self.def.timeout,
             max_output: self.def.max_output,
             children: self.children.clone(),
-        }
+        })
     }
 
     fn result(&self, o: ProcessOutcome) -> ToolResult {

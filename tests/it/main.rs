@@ -18,6 +18,7 @@ mod procs;
 mod prompts;
 mod protocol;
 mod robustness;
+mod safety;
 mod setup;
 mod sqlite;
 mod templates;

@@ -102,7 +102,7 @@ fn hostile_values_reach_the_program_as_one_literal_argv_element() {
         r#"
 [tools.argv]
 command = ["sh", "dump.sh", "{v}", "pre-{v}-post"]
-params.v = { type = "string" }
+params.v = { type = "string", allow_dash = true }
 "#,
     );
     let mut s = f.serve().started();
@@ -233,7 +233,7 @@ command = ["sh", "dump.sh", ["--max-count", "{max}"], "--color={color}", ["-g", 
 params.pattern = { type = "string" }
 params.max = { type = "integer", required = false }
 params.color = { type = "string", default = "never" }
-params.globs = { type = "array", required = false }
+params.globs = { type = "array", required = false, allow_dash = true }
 "#,
     );
     let mut s = f.serve().started();

@@ -107,7 +107,7 @@ impl SqliteSource {
             );
             return None;
         }
-        let mut check = match open_checked(&path).await {
+        let mut check = match open_checked(&path, def.timeout).await {
             Ok(c) => c,
             Err(e) => {
                 diags.push(
@@ -349,7 +349,7 @@ impl SqliteSource {
         )
         .fetch_all(lease.conn())
         .await;
-        lease.release();
+        lease.release().await;
         let statements = result.map_err(|e| self.failed(&e))?;
         Ok(statements.iter().map(|s| format!("{s};\n")).collect())
     }
@@ -364,7 +364,7 @@ impl SqliteSource {
         )
         .fetch_all(lease.conn())
         .await;
-        lease.release();
+        lease.release().await;
         result.map_err(|e| self.failed(&e))
     }
 
@@ -387,7 +387,7 @@ impl SqliteSource {
         let result = collect(lease.conn(), &sql, &args, self.limit()).await;
         let timed_out = lease.timed_out();
         if matches!(&result, Ok(rows) if !rows.rows.is_empty()) {
-            lease.release();
+            lease.release().await;
             return result
                 .map(Some)
                 .map_err(|e| self.query_failed(&e, timed_out));
@@ -396,7 +396,7 @@ impl SqliteSource {
             .bind(name)
             .fetch_one(lease.conn())
             .await;
-        lease.release();
+        lease.release().await;
         match listed {
             Ok(0) => Ok(None),
             Ok(_) => result
@@ -412,7 +412,7 @@ impl SqliteSource {
         let mut lease = self.pool.lease().await?;
         let result = collect(lease.conn(), sql, args, self.limit()).await;
         let timed_out = lease.timed_out();
-        lease.release();
+        lease.release().await;
         result.map_err(|e| self.query_failed(&e, timed_out))
     }
 
@@ -573,13 +573,30 @@ fn db_message(e: &sqlx::Error) -> String {
     }
 }
 
-/// Opens a connection for build-time checks and makes sure the file is a database.
-async fn open_checked(path: &Path) -> Result<SqliteConnection, sqlx::Error> {
-    let mut conn = options(path).connect().await?;
-    sqlx::query_scalar::<_, i64>("SELECT count(*) FROM sqlite_schema")
-        .fetch_one(&mut conn)
-        .await?;
-    Ok(conn)
+/// Opens a connection for build-time checks and makes sure the file is a database: a regular
+/// file (checked on a descriptor opened non-blocking), opened within `timeout`.
+async fn open_checked(
+    path: &Path,
+    timeout: std::time::Duration,
+) -> Result<SqliteConnection, sqlx::Error> {
+    let found = pool::check_regular(path, None).map_err(sqlx::Error::Io)?;
+    let open = async {
+        let mut conn = found.options(options(path)).connect().await?;
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM sqlite_schema")
+            .fetch_one(&mut conn)
+            .await?;
+        Ok(conn)
+    };
+    match tokio::time::timeout(timeout, open).await {
+        Ok(result) => result,
+        Err(_) => {
+            pool::wake_fifo_reader(path);
+            Err(sqlx::Error::Io(std::io::Error::other(format!(
+                "it did not open within {} (`timeout`)",
+                format_duration(timeout)
+            ))))
+        }
+    }
 }
 
 impl Source for SqliteSource {
@@ -670,7 +687,7 @@ impl Database for SqliteSource {
         diags: &'a mut Diagnostics,
     ) -> std::pin::Pin<Box<dyn Future<Output = Option<NamedSql>> + Send + 'a>> {
         Box::pin(async move {
-            let mut conn = match open_checked(&self.path).await {
+            let mut conn = match open_checked(&self.path, self.pool.timeout).await {
                 Ok(c) => c,
                 Err(e) => {
                     diags.push(

@@ -1,0 +1,497 @@
+//! Issue 9's attacks as regression tests: a value that would become an option, a `file` template
+//! serving what a files source hides, a FIFO or a too-large `max_size` where a file belongs, a
+//! WAL database read without leaving files behind, a value no program can receive.
+
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+use crate::support::{Fixture, Server};
+
+fn git(dir: &std::path::Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "Ada")
+        .env("GIT_AUTHOR_EMAIL", "ada@example.com")
+        .env("GIT_COMMITTER_NAME", "Ada")
+        .env("GIT_COMMITTER_EMAIL", "ada@example.com")
+        .output()
+        .expect("run git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A repository with two commits on `main`, in the fixture's root.
+fn repo() -> Fixture {
+    let f = Fixture::new();
+    git(&f.root(), &["init", "-q", "-b", "main"]);
+    f.write("a.txt", "one\n");
+    git(&f.root(), &["add", "a.txt"]);
+    git(&f.root(), &["commit", "-q", "-m", "one"]);
+    f.write("a.txt", "one\ntwo\n");
+    git(&f.root(), &["commit", "-q", "-am", "two"]);
+    f
+}
+
+fn call(s: &mut Server, name: &str, args: Value) -> Value {
+    s.ok("tools/call", json!({"name": name, "arguments": args}))
+}
+
+fn text(result: &Value) -> &str {
+    result["content"][0]["text"].as_str().unwrap_or_default()
+}
+
+#[test]
+fn a_value_cannot_become_an_option() {
+    let f = repo();
+    f.write("words.txt", "b\na\n-v\n");
+    f.manifest(
+        r#"
+[templates.compare]
+uri = "compare://{base}/{head}"
+command = ["git", "diff", "{base}...{head}"]
+
+[templates.show]
+uri = "show://{x}"
+command = ["printf", "%s|", "{x}", "--", "x{x}"]
+
+[tools.sort]
+command = ["sort", "{x}"]
+params.x = { type = "string" }
+
+[tools.grep]
+command = ["git", "grep", "{x}"]
+params.x = { type = "string" }
+
+[tools.find]
+command = ["grep", "-c", "--", "{x}", "words.txt"]
+params.x = { type = "string" }
+
+[tools.say]
+command = ["printf", "%s|", "{x}", "{y}"]
+params.x = { type = "string", allow_dash = true }
+params.y = { type = "string", default = "end" }
+"#,
+    );
+    let mut s = f.serve().started();
+
+    // `git diff {base}...{head}` read as compare://--output%3Dpwned.txt/HEAD wrote a file.
+    let e = s.err(
+        "resources/read",
+        json!({"uri": "compare://--output%3Dpwned.txt/HEAD"}),
+    );
+    assert_eq!(e["code"], -32602, "{e}");
+    assert_eq!(
+        e["message"],
+        "[templates.compare] variable `base` must not begin with `-` where it starts a command-line argument (it would be read as an option), got \"--output=pwned.txt\"; put a literal \"--\" before it in `command` or set `allow_dash = true`"
+    );
+    assert!(!f.path("pwned.txt").exists());
+    // The same template still works, and a dash that does not start the element is data.
+    let r = s.ok("resources/read", json!({"uri": "compare://HEAD~1/HEAD"}));
+    assert!(
+        r["contents"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("+two")),
+        "{r}"
+    );
+    let e = s.err("resources/read", json!({"uri": "compare://HEAD/-x"}));
+    assert!(
+        e["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("exit code")),
+        "the value reached git as data: {e}"
+    );
+
+    // After a literal `--` the value is data; before it, it is refused.
+    let e = s.err("resources/read", json!({"uri": "show://-n"}));
+    assert_eq!(e["code"], -32602);
+    let r = s.ok("resources/read", json!({"uri": "show://n-"}));
+    assert_eq!(r["contents"][0]["text"], "n-|--|xn-|");
+
+    // `sort {x}` ran --output=FILE; `git grep {x}` ran --open-files-in-pager=CMD.
+    let r = call(&mut s, "sort", json!({"x": "--output=pwned.txt"}));
+    assert_eq!(r["isError"], true, "{r}");
+    assert_eq!(
+        text(&r),
+        "invalid arguments:\nargument `x` must not begin with `-` where it starts a command-line argument (it would be read as an option), got \"--output=pwned.txt\"; put a literal \"--\" before it in `command` or set `allow_dash = true`"
+    );
+    let r = call(
+        &mut s,
+        "grep",
+        json!({"x": "--open-files-in-pager=touch pwned2.txt"}),
+    );
+    assert_eq!(r["isError"], true, "{r}");
+    for made in ["pwned.txt", "pwned2.txt"] {
+        assert!(!f.path(made).exists(), "{made}");
+    }
+    let r = call(&mut s, "grep", json!({"x": "two"}));
+    assert_eq!(text(&r), "a.txt:two\n");
+
+    // `--` earlier in `command`: the value is a pattern, not an option.
+    let r = call(&mut s, "find", json!({"x": "-v"}));
+    assert_ne!(r["isError"], true, "{r}");
+    assert_eq!(text(&r), "1\n");
+
+    // `allow_dash = true` lets that parameter through, and only that one.
+    let r = call(&mut s, "say", json!({"x": "-n"}));
+    assert_eq!(text(&r), "-n|end|");
+    let r = call(&mut s, "say", json!({"x": "a", "y": "-n"}));
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(
+        text(&r).contains("argument `y` must not begin with `-`"),
+        "{r}"
+    );
+}
+
+#[test]
+fn allow_dash_is_a_manifest_key_only_where_values_reach_a_program() {
+    let f = Fixture::new();
+    let errors = f.diagnose(
+        r#"
+[tools.t]
+command = ["echo", "{x}"]
+params.x = { type = "string", allow_dash = "yes" }
+"#,
+    );
+    assert!(
+        errors.iter().any(|e| e.contains("allow_dash")),
+        "{errors:?}"
+    );
+    crate::sqlite::make_db(&f.path("d.db"), "CREATE TABLE t(x);");
+    let errors = f.diagnose(
+        r#"
+[sqlite.d]
+path = "d.db"
+
+[sqlite.d.queries.q]
+sql = "SELECT * FROM t WHERE x = :x"
+params.x = { type = "string", allow_dash = true }
+"#,
+    );
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0].starts_with("bad.toml:7:")
+            && errors[0].ends_with(": `allow_dash` is for values passed to a program; query parameters are bound to SQL, never passed as arguments"),
+        "{errors:?}"
+    );
+}
+
+#[test]
+fn max_size_above_256_mib_is_a_manifest_error() {
+    let f = Fixture::new();
+    f.mkdir("docs");
+    let errors = f.diagnose(
+        "[files.docs]\nroot = \"docs\"\nmax_size = \"20GiB\"\n\n[files.more]\nroot = \"docs\"\nmax_size = 268435457\n",
+    );
+    assert_eq!(
+        errors,
+        [
+            "bad.toml:3:12: `max_size` must be at most 256 MiB (a file is read into memory whole), got 20 GiB",
+            "bad.toml:7:12: `max_size` must be at most 256 MiB (a file is read into memory whole), got 268435457 bytes"
+        ]
+    );
+    // 256 MiB itself is allowed.
+    f.manifest("[files.docs]\nroot = \"docs\"\nmax_size = \"256MiB\"\n");
+    let out = f.run(&["check"]);
+    assert!(out.status.success(), "{}", crate::support::stderr(&out));
+}
+
+#[test]
+fn a_file_template_hides_what_a_files_source_hides() {
+    let f = Fixture::new();
+    f.write(".env", "TOKEN=secret");
+    f.write(".git/config", "[core]");
+    f.write(".gitignore", "*.log\n");
+    f.write("build.log", "ignored");
+    f.write("sub/.secret", "dot");
+    f.write("sub/ok.md", "fine");
+    f.write("ok.txt", "fine");
+    std::os::unix::fs::symlink(".env", f.path("env-link.txt")).expect("symlink");
+    let manifest = f.manifest(
+        r#"
+[templates.any]
+uri = "any://{+path}"
+file = "{path}"
+
+[templates.all]
+uri = "all://{+path}"
+file = "{path}"
+hidden = true
+gitignore = false
+"#,
+    );
+    std::fs::hard_link(&manifest, f.path("copy.toml")).expect("hard link");
+    let mut s = f.serve().started();
+    for uri in ["any://ok.txt", "any://sub/ok.md", "all://ok.txt"] {
+        let r = s.ok("resources/read", json!({"uri": uri}));
+        assert_eq!(r["contents"][0]["text"], "fine", "{uri}");
+    }
+    for hidden in [
+        "any://.env",
+        "any://.git/config",
+        "any://build.log",
+        "any://sub/.secret",
+        "any://mcp-server.toml",
+        "any://env-link.txt",
+        "any://copy.toml",
+        "all://.git/config",
+    ] {
+        let e = s.err("resources/read", json!({"uri": hidden}));
+        assert_eq!(e["code"], -32002, "{hidden}: {e}");
+    }
+    for shown in [
+        "all://.env",
+        "all://build.log",
+        "all://sub/.secret",
+        "all://mcp-server.toml",
+        "all://env-link.txt",
+    ] {
+        s.ok("resources/read", json!({"uri": shown}));
+    }
+    let values = |s: &mut Server, uri: &str| -> Vec<String> {
+        let r = s.ok(
+            "completion/complete",
+            json!({"ref": {"type": "ref/resource", "uri": uri},
+                   "argument": {"name": "path", "value": ""}}),
+        );
+        let mut v: Vec<String> = r["completion"]["values"]
+            .as_array()
+            .expect("values")
+            .iter()
+            .filter_map(|x| x.as_str().map(str::to_owned))
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(values(&mut s, "any://{+path}"), ["ok.txt"]);
+    assert_eq!(
+        values(&mut s, "all://{+path}"),
+        [
+            "build.log",
+            "copy.toml",
+            "env-link.txt",
+            "mcp-server.toml",
+            "ok.txt"
+        ]
+    );
+
+    let errors = f.diagnose(
+        "[templates.t]\nuri = \"t://{x}\"\ncommand = [\"echo\", \"{x}\"]\nhidden = true\ngitignore = false\n",
+    );
+    assert_eq!(
+        errors,
+        [
+            "bad.toml:1:12: `gitignore` only applies to the `file` backend",
+            "bad.toml:1:12: `hidden` only applies to the `file` backend"
+        ]
+    );
+}
+
+fn mkfifo(path: &std::path::Path) {
+    let out = Command::new("mkfifo")
+        .arg(path)
+        .output()
+        .expect("run mkfifo");
+    assert!(out.status.success(), "mkfifo failed");
+}
+
+#[test]
+fn a_sqlite_file_swapped_for_a_fifo_is_refused_and_the_source_recovers() {
+    let f = Fixture::new();
+    crate::sqlite::make_db(
+        &f.path("d.db"),
+        "CREATE TABLE t(x); INSERT INTO t VALUES (1), (2);",
+    );
+    f.manifest("[sqlite.d]\npath = \"d.db\"\ntimeout = \"2s\"\nwatch = false\n");
+    let mut s = f.serve().started();
+    let rows = |s: &mut Server| crate::sqlite::read_json(s, "sqlite://d/tables/t")["rows"].clone();
+    assert_eq!(rows(&mut s), json!([{"x": 1}, {"x": 2}]));
+
+    // Swapped for a FIFO: every read is answered (none waits for a writer that never comes).
+    std::fs::rename(f.path("d.db"), f.path("d.db.real")).expect("move the database away");
+    mkfifo(&f.path("d.db"));
+    let started = std::time::Instant::now();
+    let ids: Vec<Value> = (0..16).map(|i| json!(format!("fifo-{i}"))).collect();
+    for id in &ids {
+        s.send(
+            &json!({"jsonrpc": "2.0", "id": id, "method": "resources/read",
+                       "params": {"uri": "sqlite://d/tables/t"}}),
+        );
+    }
+    for id in &ids {
+        let r = s.response(id);
+        let message = r["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("not a regular file"), "{r}");
+    }
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+
+    // The real database back: it answers again.
+    std::fs::remove_file(f.path("d.db")).expect("remove the FIFO");
+    std::fs::rename(f.path("d.db.real"), f.path("d.db")).expect("restore the database");
+    assert_eq!(rows(&mut s), json!([{"x": 1}, {"x": 2}]));
+}
+
+#[test]
+fn a_sqlite_path_that_is_a_fifo_is_a_clear_error_at_startup() {
+    let f = Fixture::new();
+    mkfifo(&f.path("d.db"));
+    let errors = f.diagnose("[sqlite.d]\npath = \"d.db\"\n");
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0].starts_with("bad.toml:2:8: ") && errors[0].contains("not a file"),
+        "{errors:?}"
+    );
+}
+
+/// The names in the fixture's root that start with `d.db`, sorted.
+fn db_files(f: &Fixture) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(f.root())
+        .expect("read the fixture")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("d.db"))
+        .collect();
+    names.sort();
+    names
+}
+
+fn wal_fixture() -> Fixture {
+    let f = Fixture::new();
+    crate::sqlite::make_db(
+        &f.path("d.db"),
+        "PRAGMA journal_mode = WAL; CREATE TABLE t(x); INSERT INTO t VALUES (1), (2);",
+    );
+    f.manifest(
+        r#"
+[sqlite.d]
+path = "d.db"
+watch = false
+
+[sqlite.d.queries.big]
+sql = "SELECT x FROM t WHERE x >= :min"
+params.min = { type = "integer", default = 0 }
+
+[templates.row]
+uri = "row://{x}"
+sqlite = "d"
+sql = "SELECT x FROM t WHERE x = :x"
+"#,
+    );
+    f
+}
+
+#[test]
+fn a_wal_database_without_its_wal_file_is_read_without_creating_one() {
+    let f = wal_fixture();
+    // A cleanly closed WAL database: the main file holds everything, nothing beside it.
+    assert_eq!(db_files(&f), ["d.db"]);
+    let mut s = f.serve().started();
+    let rows = crate::sqlite::read_json(&mut s, "sqlite://d/tables/t")["rows"].clone();
+    assert_eq!(rows, json!([{"x": 1}, {"x": 2}]));
+    crate::sqlite::read_json(&mut s, "sqlite://d/queries/big?min=2");
+    crate::sqlite::read_json(&mut s, "row://1");
+    s.ok("resources/read", json!({"uri": "sqlite://d/schema"}));
+    assert_eq!(
+        db_files(&f),
+        ["d.db"],
+        "files were created beside the database"
+    );
+    drop(s);
+    assert_eq!(db_files(&f), ["d.db"], "files were left behind");
+}
+
+#[test]
+fn a_wal_database_with_a_live_writer_is_read_through_its_wal_and_left_to_the_writer() {
+    use sqlx::{ConnectOptions as _, Connection as _, Executor as _};
+    let f = wal_fixture();
+    let rt = crate::support::runtime();
+    let mut writer = rt.block_on(async {
+        let mut w = sqlx::sqlite::SqliteConnectOptions::new()
+            .filename(f.path("d.db"))
+            .connect()
+            .await
+            .expect("a writer");
+        w.execute("PRAGMA wal_autocheckpoint = 0; INSERT INTO t VALUES (3);")
+            .await
+            .expect("write into the WAL");
+        w
+    });
+    assert_eq!(db_files(&f), ["d.db", "d.db-shm", "d.db-wal"]);
+    let mut s = f.serve().started();
+    // The row that only the WAL holds is read.
+    let rows = crate::sqlite::read_json(&mut s, "sqlite://d/tables/t")["rows"].clone();
+    assert_eq!(rows, json!([{"x": 1}, {"x": 2}, {"x": 3}]));
+    rt.block_on(async {
+        writer
+            .execute("INSERT INTO t VALUES (4);")
+            .await
+            .expect("write again");
+    });
+    let rows = crate::sqlite::read_json(&mut s, "sqlite://d/tables/t")["rows"].clone();
+    assert_eq!(rows, json!([{"x": 1}, {"x": 2}, {"x": 3}, {"x": 4}]));
+    // The writer closes while the server still runs: as the last connection it checkpoints and
+    // removes its files (no idle connection of ours keeps them).
+    rt.block_on(async { writer.close().await.expect("close the writer") });
+    assert_eq!(db_files(&f), ["d.db"]);
+    // Its content is now in the main file, read without a WAL.
+    let rows = crate::sqlite::read_json(&mut s, "sqlite://d/tables/t")["rows"].clone();
+    assert_eq!(rows.as_array().map(Vec::len), Some(4));
+    drop(s);
+    assert_eq!(db_files(&f), ["d.db"]);
+}
+
+#[test]
+fn values_too_large_to_pass_to_a_program_are_invalid_params() {
+    let f = Fixture::new();
+    f.manifest(
+        r#"
+[templates.echo]
+uri = "echo://{x}"
+command = ["echo", "{x}"]
+
+[tools.echo]
+command = ["echo", "{x}"]
+params.x = { type = "string" }
+
+[tools.script]
+run = 'printf %s "$x" | wc -c'
+params.x = { type = "string" }
+"#,
+    );
+    let mut s = f.serve().started();
+    let big = "a".repeat(200 * 1024);
+    let e = s.err("resources/read", json!({"uri": format!("echo://{big}")}));
+    assert_eq!(e["code"], -32602, "{e}");
+    assert!(
+        e["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("[templates.echo] the variables are too large")),
+        "{e}"
+    );
+    // A value with a NUL: the same error class.
+    let e = s.err("resources/read", json!({"uri": "echo://a%00b"}));
+    assert_eq!(e["code"], -32602, "{e}");
+    for tool in ["echo", "script"] {
+        let r = call(&mut s, tool, json!({"x": big}));
+        assert_eq!(r["isError"], true, "{r}");
+        assert!(text(&r).starts_with("invalid arguments:\n"), "{r}");
+    }
+    // Large but passable values still run.
+    let fine = "b".repeat(100 * 1024);
+    let r = call(&mut s, "script", json!({"x": fine}));
+    assert_eq!(text(&r).trim(), "102400", "{r}");
+    let r = s.ok("resources/read", json!({"uri": format!("echo://{fine}")}));
+    assert_eq!(
+        r["contents"][0]["text"].as_str().map(str::len),
+        Some(102401)
+    );
+}
