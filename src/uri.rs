@@ -180,6 +180,23 @@ impl UriTemplate {
         names
     }
 
+    /// Whether `name` stands only in named expressions (`{?x}`, `{&x}`, `{;x}`), where leaving
+    /// it out leaves no hole in the URI.
+    pub fn is_named(&self, name: &str) -> bool {
+        let mut seen = false;
+        for part in &self.parts {
+            if let Part::Expr(op, specs) = part
+                && specs.iter().any(|s| s.name == name)
+            {
+                if !matches!(op, Op::Query | Op::Cont | Op::Param) {
+                    return false;
+                }
+                seen = true;
+            }
+        }
+        seen
+    }
+
     /// RFC 6570 expansion; variables missing from `vars` are undefined and expand to nothing.
     pub fn expand(&self, vars: &Vars) -> String {
         let mut out = String::new();

@@ -63,6 +63,8 @@ pub struct Server {
     pub instructions: Option<String>,
     pub page_size: usize,
     pub resource_tools: bool,
+    /// Every resource template is also a typed tool (`template_tools`).
+    pub template_tools: bool,
     /// The change-notification window.
     pub debounce: Duration,
     /// `[server.http]`: serving over Streamable HTTP.
@@ -98,6 +100,8 @@ pub struct Sqlite {
     pub timeout: Duration,
     pub description: Option<String>,
     pub queries: Vec<Query>,
+    /// The table template's tool (`template_tools`); `None`: no tool.
+    pub table_tool: Option<String>,
 }
 
 /// Default `max_connections` of a postgres source.
@@ -124,11 +128,15 @@ pub struct Postgres {
     pub poll_interval: Duration,
     pub description: Option<String>,
     pub queries: Vec<Query>,
+    /// The table template's tool (`template_tools`); `None`: no tool.
+    pub table_tool: Option<String>,
 }
 
 #[derive(Debug, Clone)]
 pub struct Query {
     pub name: String,
+    /// The query's tool (`template_tools`); `None`: no tool.
+    pub tool: Option<String>,
     pub description: Option<String>,
     pub sql: String,
     pub sql_loc: Loc,
@@ -148,6 +156,10 @@ pub struct Param {
     pub minimum: Option<f64>,
     pub maximum: Option<f64>,
     pub pattern: Option<String>,
+    /// A value beginning with `-` may begin a program argument (read by the argv rule that
+    /// refuses option-like values).
+    #[allow(dead_code)]
+    pub allow_dash: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -159,6 +171,9 @@ pub struct Git {
     pub log_limit: u64,
     pub watch: bool,
     pub description: Option<String>,
+    /// The tools of `commit/{rev}` and `blob/{rev}/{+path}` (`template_tools`); `None`: none.
+    pub commit_tool: Option<String>,
+    pub file_tool: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -173,6 +188,11 @@ pub struct Template {
     /// Static completion values per variable, in file order.
     pub completions: IndexMap<String, Vec<String>>,
     pub completions_loc: IndexMap<String, Loc>,
+    /// Declared rules per variable (`vars.VAR`), in file order, each with its `required` as
+    /// written (the default depends on where the variable stands in the URI template).
+    pub vars: Vec<(Param, Option<bool>)>,
+    /// The template's tool (`template_tools`); `None`: no tool.
+    pub tool: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -608,8 +628,8 @@ impl Checker<'_> {
         out
     }
 
-    fn manifest(&mut self, raw: RawManifest, display: &str, path: &Path) -> Manifest {
-        let server = self.server(raw.server.unwrap_or_default());
+    fn manifest(&mut self, mut raw: RawManifest, display: &str, path: &Path) -> Manifest {
+        let server = self.server(raw.server.take().unwrap_or_default());
         let files = raw.files.iter().map(|(k, v)| self.files(k, v)).collect();
         let sqlite: Vec<Sqlite> = raw.sqlite.iter().map(|(k, v)| self.sqlite(k, v)).collect();
         let postgres: Vec<Postgres> = raw
@@ -633,7 +653,7 @@ impl Checker<'_> {
             .filter_map(|(k, v)| self.tool(k, v, server.resource_tools))
             .collect();
         let prompts = raw.prompts.iter().map(|(k, v)| self.prompt(k, v)).collect();
-        Manifest {
+        let mut m = Manifest {
             file: display.to_owned(),
             path: path.to_path_buf(),
             server,
@@ -644,7 +664,9 @@ impl Checker<'_> {
             templates,
             tools,
             prompts,
-        }
+        };
+        self.template_tools(&raw, &mut m);
+        m
     }
 
     fn server(&mut self, s: raw::RawServer) -> Server {
@@ -667,6 +689,7 @@ impl Checker<'_> {
             instructions: Self::text(&s.instructions),
             page_size,
             resource_tools: s.resource_tools.unwrap_or(true),
+            template_tools: s.template_tools.unwrap_or(true),
             debounce: self.duration(&s.debounce, DEFAULT_DEBOUNCE),
             http: self.http(s.http),
         }
@@ -716,6 +739,7 @@ impl Checker<'_> {
             timeout: self.duration(&s.timeout, DEFAULT_QUERY_TIMEOUT),
             description: Self::text(&s.description),
             queries,
+            table_tool: None,
         }
     }
 
@@ -724,6 +748,7 @@ impl Checker<'_> {
             .iter()
             .map(|(qk, q)| Query {
                 name: qk.get().clone(),
+                tool: None,
                 description: Self::text(&q.description),
                 sql: q.sql.get().clone(),
                 sql_loc: self.loc(&q.sql),
@@ -815,6 +840,7 @@ impl Checker<'_> {
             poll_interval,
             description: Self::text(&p.description),
             queries: self.queries(&p.queries),
+            table_tool: None,
             name,
         }
     }
@@ -908,6 +934,7 @@ impl Checker<'_> {
             minimum: p.minimum.as_ref().map(|v| *v.get()),
             maximum: p.maximum.as_ref().map(|v| *v.get()),
             pattern: p.pattern.as_ref().map(|v| v.get().clone()),
+            allow_dash: p.allow_dash.unwrap_or(false),
         }
     }
 
@@ -920,6 +947,8 @@ impl Checker<'_> {
             log_limit: g.log_limit.as_ref().map_or(50, |r| *r.get()),
             watch: g.watch.unwrap_or(true),
             description: Self::text(&g.description),
+            commit_tool: None,
+            file_tool: None,
         }
     }
 
@@ -1117,7 +1146,14 @@ impl Checker<'_> {
             );
             completions_loc.insert(var.get().clone(), self.loc(var));
         }
+        let vars = t
+            .vars
+            .iter()
+            .map(|(k, p)| (self.param(k, p), p.required))
+            .collect();
         Template {
+            vars,
+            tool: None,
             name,
             loc: self.loc(key),
             uri: t.uri.get().clone(),
@@ -1247,6 +1283,156 @@ impl Checker<'_> {
             args,
             messages,
             name,
+        }
+    }
+}
+
+impl Checker<'_> {
+    /// Names the tools `template_tools` makes (each entry's `tool` setting applied) and reports
+    /// two tools with one name, from any section, naming both entries.
+    fn template_tools(&mut self, raw: &RawManifest, m: &mut Manifest) {
+        // (name, where, which entry) of every tool so far, built-ins first.
+        let mut taken: Vec<(String, Option<Loc>, String)> = Vec::new();
+        if m.server.resource_tools {
+            for n in RESOURCE_TOOL_NAMES {
+                taken.push((n.to_owned(), None, "the built-in resource tool".into()));
+            }
+        }
+        for (k, _) in &raw.tools {
+            taken.push((
+                k.get().clone(),
+                Some(self.loc(k)),
+                format!("[tools.{}]", k.get()),
+            ));
+        }
+        let on = m.server.template_tools;
+        // Entries in file order, so the later of two clashing entries is the one reported.
+        let mut wanted: Vec<(Loc, Want)> = Vec::new();
+        for (i, (k, s)) in raw.sqlite.iter().enumerate() {
+            if s.tables.unwrap_or(true) {
+                let entry = format!("[sqlite.{}]", k.get());
+                let name = self.tool_name(on, &s.tool, format!("{}_table", k.get()), &entry);
+                wanted.push((self.loc(k), Want::SqliteTable(i, name, entry)));
+            }
+            for (j, (qk, q)) in s.queries.iter().enumerate() {
+                let entry = format!("[sqlite.{}.queries.{}]", k.get(), qk.get());
+                let name = self.tool_name(on, &q.tool, qk.get().clone(), &entry);
+                wanted.push((self.loc(qk), Want::SqliteQuery(i, j, name, entry)));
+            }
+        }
+        for (i, (k, s)) in raw.postgres.iter().enumerate() {
+            if s.tables.unwrap_or(true) {
+                let entry = format!("[postgres.{}]", k.get());
+                let name = self.tool_name(on, &s.tool, format!("{}_table", k.get()), &entry);
+                wanted.push((self.loc(k), Want::PostgresTable(i, name, entry)));
+            }
+            for (j, (qk, q)) in s.queries.iter().enumerate() {
+                let entry = format!("[postgres.{}.queries.{}]", k.get(), qk.get());
+                let name = self.tool_name(on, &q.tool, qk.get().clone(), &entry);
+                wanted.push((self.loc(qk), Want::PostgresQuery(i, j, name, entry)));
+            }
+        }
+        for (i, (k, g)) in raw.git.iter().enumerate() {
+            let entry = format!("[git.{}]", k.get());
+            let prefix = self.tool_name(on, &g.tool, k.get().clone(), &entry);
+            let commit = prefix.as_ref().map(|p| format!("{p}_commit"));
+            let file = prefix.as_ref().map(|p| format!("{p}_file"));
+            wanted.push((self.loc(k), Want::GitCommit(i, commit, entry.clone())));
+            wanted.push((self.loc(k), Want::GitFile(i, file, entry)));
+        }
+        for (i, (k, t)) in raw.templates.iter().enumerate() {
+            let entry = format!("[templates.{}]", k.get());
+            let name = self.tool_name(on, &t.tool, k.get().clone(), &entry);
+            wanted.push((self.loc(k), Want::Template(i, name, entry)));
+        }
+        wanted.sort_by_key(|(loc, _)| (loc.line, loc.col));
+        for (loc, want) in wanted {
+            let (name, entry) = want.name_and_entry();
+            let Some(name) = name else { continue };
+            if let Some((_, other_loc, other)) = taken.iter().find(|(n, _, _)| *n == name) {
+                let at = match other_loc {
+                    Some(l) => format!(" ({}:{}:{})", m.file, l.line, l.col),
+                    None => String::new(),
+                };
+                let hint = if other_loc.is_none() {
+                    format!(
+                        "set `tool = \"…\"` on {entry} (or `resource_tools = false` in [server])"
+                    )
+                } else {
+                    "set `tool = \"…\"` (or `tool = false`) on one of them".to_owned()
+                };
+                self.diags.push(
+                    loc,
+                    format!("tool `{name}` of {entry} has the same name as {other}{at}; {hint}"),
+                );
+                continue;
+            }
+            taken.push((name.clone(), Some(loc), entry.clone()));
+            let name = Some(name);
+            match want {
+                Want::SqliteTable(i, ..) => m.sqlite[i].table_tool = name,
+                Want::SqliteQuery(i, j, ..) => m.sqlite[i].queries[j].tool = name,
+                Want::PostgresTable(i, ..) => m.postgres[i].table_tool = name,
+                Want::PostgresQuery(i, j, ..) => m.postgres[i].queries[j].tool = name,
+                Want::GitCommit(i, ..) => m.git[i].commit_tool = name,
+                Want::GitFile(i, ..) => m.git[i].file_tool = name,
+                Want::Template(i, ..) => m.templates[i].tool = name,
+            }
+        }
+    }
+
+    /// The tool name an entry asks for: `None` when `template_tools` is off or `tool = false`.
+    fn tool_name(
+        &mut self,
+        on: bool,
+        setting: &Option<Sp<raw::RawToolSetting>>,
+        default: String,
+        entry: &str,
+    ) -> Option<String> {
+        match setting.as_ref().map(|s| (s, s.get())) {
+            _ if !on => None,
+            None | Some((_, raw::RawToolSetting::On(true))) => Some(default),
+            Some((_, raw::RawToolSetting::On(false))) => None,
+            Some((at, raw::RawToolSetting::Named(n))) => {
+                let ok = !n.is_empty()
+                    && n.len() <= 128
+                    && n.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b));
+                if !ok {
+                    self.err(
+                        at,
+                        format!("{entry} `tool = \"{}\"` is not a tool name: use 1 to 128 letters, digits, `_`, `-` or `.`", n.escape_debug()),
+                    );
+                    return None;
+                }
+                Some(n.clone())
+            }
+        }
+    }
+}
+
+/// One tool `template_tools` would make: indexes into the manifest's sections, its name (`None`:
+/// none) and the entry, for messages.
+enum Want {
+    SqliteTable(usize, Option<String>, String),
+    SqliteQuery(usize, usize, Option<String>, String),
+    PostgresTable(usize, Option<String>, String),
+    PostgresQuery(usize, usize, Option<String>, String),
+    GitCommit(usize, Option<String>, String),
+    GitFile(usize, Option<String>, String),
+    Template(usize, Option<String>, String),
+}
+
+impl Want {
+    fn name_and_entry(&self) -> (Option<String>, String) {
+        match self {
+            Want::SqliteTable(_, n, e)
+            | Want::SqliteQuery(_, _, n, e)
+            | Want::PostgresTable(_, n, e)
+            | Want::PostgresQuery(_, _, n, e)
+            | Want::GitCommit(_, n, e)
+            | Want::GitFile(_, n, e)
+            | Want::Template(_, n, e) => (n.clone(), e.clone()),
         }
     }
 }
