@@ -18,6 +18,7 @@ mod protocol;
 mod robustness;
 mod setup;
 mod sqlite;
+mod template_tools;
 mod templates;
 mod tools;
 mod watch;
