@@ -468,7 +468,7 @@ fn tool_false_renames_and_template_tools_off() {
     let (text_out, _) = call_text(&mut s, "all_customers", json!({}));
     assert!(text_out.contains("Ada"), "{text_out}");
     // The template without a tool is still a template.
-    assert_eq!(read_text(&mut s, "customer://1").contains("Ada"), true);
+    assert!(read_text(&mut s, "customer://1").contains("Ada"));
     drop(s);
 
     f.manifest(&format!("[server]\ntemplate_tools = false\n{MANIFEST}"));
