@@ -108,7 +108,7 @@ impl TemplateTool {
                 vars.insert(name.to_owned(), value);
             }
         }
-        Ok(self.spec.uri.expand(&vars))
+        Ok(self.spec.uri.expand_exact(&vars))
     }
 
     /// The result of a read of the expanded URI: text as text, JSON also as

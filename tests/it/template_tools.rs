@@ -83,6 +83,7 @@ fn fixture() -> Fixture {
     let repo = f.mkdir("repo");
     git(&repo, &["init", "-q", "-b", "main"]);
     f.write("repo/dir/f.txt", "version one\n");
+    f.write("repo/dir/odd #1?%41é.txt", "odd\n");
     git(&repo, &["add", "."]);
     git(&repo, &["commit", "-q", "-m", "first"]);
     f.write("repo/dir/f.txt", "version two\n");
@@ -274,6 +275,20 @@ fn calls_answer_the_same_bytes_as_resources_read() {
         json!({"rev": "HEAD~1", "path": "dir/f.txt"}),
     );
     assert_eq!(old, "version one\n");
+    // Characters a URI reserves or cannot hold raw reach the same file.
+    let (odd, _) = call_text(
+        &mut s,
+        "repo_file",
+        json!({"rev": "HEAD", "path": "dir/odd #1?%41é.txt"}),
+    );
+    assert_eq!(odd, "odd\n");
+    assert_eq!(
+        odd,
+        read_text(
+            &mut s,
+            "git://repo/blob/HEAD/dir/odd%20%231%3F%2541%C3%A9.txt"
+        )
+    );
 }
 
 #[test]
