@@ -649,3 +649,31 @@ fn list_names_the_tool_of_each_template() {
         .expect("commit template");
     assert_eq!(commit["tool"], "repo_commit");
 }
+
+#[test]
+fn a_cancelled_template_tool_call_kills_the_templates_process() {
+    use crate::tools::{alive, read_pid, wait_gone};
+    let f = Fixture::new();
+    f.manifest(
+        "[templates.slow]\nuri = \"slow://{n}\"\ncommand = [\"sh\", \"-c\", \"echo $$ > pid.txt; exec sleep 100\", \"{n}\"]\ntimeout = \"60s\"\n",
+    );
+    let mut s = f.serve().started();
+    s.send(&json!({"jsonrpc": "2.0", "id": "c", "method": "tools/call", "params": {"name": "slow", "arguments": {"n": "x"}}}));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::fs::read_to_string(f.path("pid.txt"))
+        .unwrap_or_default()
+        .trim()
+        .is_empty()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the command never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let pid = read_pid(&f, "pid.txt");
+    assert!(alive(pid));
+    s.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "c"}}));
+    wait_gone(pid, "the cancelled tool's template process");
+    assert_eq!(s.ok("ping", json!({})), json!({}));
+}
