@@ -298,9 +298,23 @@ pub async fn list(manifest: Option<PathBuf>, json: bool) -> i32 {
             r.size.map_or_else(|| "-".to_owned(), |s| format!("{s} B"))
         );
     }
+    // Overlapping sources: their shared URIs are listed once, by the first source.
+    for o in registry.overlaps().await.unwrap_or_default() {
+        eprintln!(
+            "note: {} URI(s) of the source at line {} are also served by the source at line {} and listed once (e.g. {})",
+            o.count, o.second.line, o.first.line, o.example
+        );
+    }
     let _ = writeln!(out, "templates ({})", templates.len());
     for t in &templates {
-        let _ = writeln!(out, "  {}  ({})", t.uri_template, t.name);
+        match registry.template_tool_for(&t.uri_template) {
+            Some(tool) => {
+                let _ = writeln!(out, "  {}  ({})  tool {tool}", t.uri_template, t.name);
+            }
+            None => {
+                let _ = writeln!(out, "  {}  ({})", t.uri_template, t.name);
+            }
+        }
     }
     let _ = writeln!(out, "tools ({})", tools.len());
     for t in &tools {
@@ -367,6 +381,11 @@ fn list_json(
                 t.description.clone().map(Value::from),
             );
             put(&mut m, "mimeType", t.mime_type.clone().map(Value::from));
+            put(
+                &mut m,
+                "tool",
+                registry.template_tool_for(&t.uri_template).map(Value::from),
+            );
             Value::Object(m)
         })
         .collect();

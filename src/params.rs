@@ -54,6 +54,8 @@ impl Typed {
 pub(crate) enum Noun {
     Argument,
     Parameter,
+    /// A `[templates]` URI variable (`vars.NAME`).
+    Variable,
 }
 
 impl Noun {
@@ -61,6 +63,7 @@ impl Noun {
         match self {
             Noun::Argument => "argument",
             Noun::Parameter => "parameter",
+            Noun::Variable => "variable",
         }
     }
 }
@@ -110,6 +113,26 @@ impl Params {
 
     pub fn is_empty(&self) -> bool {
         self.list.is_empty()
+    }
+
+    /// The same rules, named with another noun in messages (a query's parameters are its
+    /// tool's arguments).
+    pub fn with_noun(&self, noun: Noun) -> Params {
+        Params {
+            list: self.list.clone(),
+            noun,
+        }
+    }
+
+    /// A parameter's default as its type, if it has one that fits.
+    pub fn default_value(&self, name: &str) -> Option<Typed> {
+        let r = self.get(name)?;
+        r.typed_json(r.def.default.as_ref()?).ok()
+    }
+
+    /// A parameter's description, if it has one.
+    pub fn description(&self, name: &str) -> Option<&str> {
+        self.get(name)?.def.description.as_deref()
     }
 
     /// Names in declaration order.

@@ -21,6 +21,7 @@ use crate::providers::{
     Body, ChangeEffect, Completion, CompletionRequest, Contents, Database, RequestError,
     ResourceInfo, Source, TemplateInfo,
 };
+use crate::tools::templates::{TemplateSpec, TemplateTool};
 use crate::tools::{CallContext, Hints, ShellTool, ToolContent, ToolInfo, ToolResult};
 use crate::watch::Change;
 
@@ -32,6 +33,12 @@ pub(crate) struct Registry {
     pub manifest_path: PathBuf,
     /// Every source, in manifest order.
     sources: Vec<Arc<dyn Source>>,
+    /// Where each source is declared (same order as `sources`).
+    source_locs: Vec<Loc>,
+    /// Every source's resource templates with their typed variables, in source order.
+    specs: Vec<TemplateSpec>,
+    /// The templates served as tools (`template_tools`), in source order.
+    template_tools: Vec<TemplateTool>,
     /// The manifest's tools, in manifest order.
     tools: Vec<ShellTool>,
     /// The manifest's prompts, in manifest order.
@@ -110,7 +117,14 @@ impl Registry {
             }
         }
         placed.sort_by_key(|(loc, _)| (loc.line, loc.col));
-        let sources = placed.into_iter().map(|(_, s)| s).collect();
+        let source_locs = placed.iter().map(|(loc, _)| *loc).collect();
+        let sources: Vec<Arc<dyn Source>> = placed.into_iter().map(|(_, s)| s).collect();
+        let specs: Vec<TemplateSpec> = sources.iter().flat_map(|s| s.template_specs()).collect();
+        let template_tools = specs
+            .iter()
+            .cloned()
+            .filter_map(TemplateTool::new)
+            .collect();
         let tools = manifest
             .tools
             .iter()
@@ -127,6 +141,9 @@ impl Registry {
             manifest,
             manifest_path,
             sources,
+            source_locs,
+            specs,
+            template_tools,
             tools,
             prompts,
             children,
@@ -216,13 +233,46 @@ impl Registry {
         self.manifest.server.page_size
     }
 
-    /// Every resource, in manifest order (sources) and name order (within a source).
+    /// Every resource, in manifest order (sources) and name order (within a source). A URI
+    /// two sources serve (overlapping roots) is listed once, by the first source.
     pub async fn list_resources(&self) -> Result<Vec<ResourceInfo>, RequestError> {
         let mut out = Vec::new();
+        let mut seen = std::collections::HashSet::new();
         for source in &self.sources {
-            out.extend(source.clone().list().await?);
+            let list = source.clone().list().await?;
+            out.extend(list.into_iter().filter(|r| seen.insert(r.uri.clone())));
         }
         Ok(out)
+    }
+
+    /// Pairs of sources that list the same URIs (overlapping roots), in manifest order: where
+    /// each is declared, one such URI and how many there are. For `check`'s warning; listing
+    /// keeps the first source's entry.
+    pub async fn overlaps(&self) -> Result<Vec<Overlap>, RequestError> {
+        let mut owner: HashMap<String, usize> = HashMap::new();
+        let mut pairs: Vec<Overlap> = Vec::new();
+        for (i, source) in self.sources.iter().enumerate() {
+            for r in source.clone().list().await? {
+                match owner.get(&r.uri) {
+                    None => {
+                        owner.insert(r.uri, i);
+                    }
+                    Some(&first) => {
+                        let (a, b) = (self.source_locs[first], self.source_locs[i]);
+                        match pairs.iter_mut().find(|o| o.first == a && o.second == b) {
+                            Some(o) => o.count += 1,
+                            None => pairs.push(Overlap {
+                                first: a,
+                                second: b,
+                                example: r.uri,
+                                count: 1,
+                            }),
+                        }
+                    }
+                }
+            }
+        }
+        Ok(pairs)
     }
 
     pub fn templates(&self) -> Vec<TemplateInfo> {
@@ -346,19 +396,23 @@ impl Registry {
         })
     }
 
-    /// Every tool, in order: the resource tools (when on), then the manifest's tools.
+    /// Every tool, in order: the resource tools (when on), the manifest's tools, then the
+    /// template tools (when on) in source order.
     pub fn tools(&self) -> Vec<ToolInfo> {
         let mut out = Vec::new();
         if self.manifest.server.resource_tools {
             out.extend(resource_tool_infos());
         }
         out.extend(self.tools.iter().map(|t| t.info().clone()));
+        out.extend(self.template_tools.iter().map(|t| t.info().clone()));
         out
     }
 
     /// Whether any tool is served (without building the list).
     pub fn has_tools(&self) -> bool {
-        self.manifest.server.resource_tools || !self.tools.is_empty()
+        self.manifest.server.resource_tools
+            || !self.tools.is_empty()
+            || !self.template_tools.is_empty()
     }
 
     /// Runs one tool. An unknown tool is an error (`-32602`); everything else is a result.
@@ -377,11 +431,42 @@ impl Registry {
             }
             _ => match self.tools.iter().find(|t| t.name() == name) {
                 Some(tool) => Ok(tool.call(&args, cx).await),
-                None => Err(RequestError::InvalidParams(format!(
-                    "unknown tool `{name}`"
-                ))),
+                None => match self.template_tools.iter().find(|t| t.name() == name) {
+                    Some(tool) => Ok(self.call_template_tool(tool, &args, cx).await),
+                    None => Err(RequestError::InvalidParams(format!(
+                        "unknown tool `{name}`"
+                    ))),
+                },
             },
         }
+    }
+
+    /// A template tool: the arguments expanded into the template's URI, which is read exactly
+    /// as `resources/read` reads it. A cancelled call drops the read (a `command` template's
+    /// processes are killed with it).
+    async fn call_template_tool(
+        &self,
+        tool: &TemplateTool,
+        args: &serde_json::Map<String, Value>,
+        cx: CallContext,
+    ) -> ToolResult {
+        let uri = match tool.uri(args) {
+            Ok(u) => u,
+            Err(problems) => {
+                return ToolResult::error(format!(
+                    "invalid arguments for `{}`: {}",
+                    tool.name(),
+                    problems.join("; ")
+                ));
+            }
+        };
+        let read = tokio::select! {
+            r = self.read(&uri) => r,
+            () = cx.cancel.cancelled() => {
+                return ToolResult::error(format!("reading `{uri}` was cancelled"));
+            }
+        };
+        tool.result(&uri, read)
     }
 
     async fn list_resources_tool(&self, args: &serde_json::Map<String, Value>) -> ToolResult {
@@ -394,24 +479,35 @@ impl Registry {
             Ok(all) => all,
             Err(e) => return ToolResult::error(e.to_string()),
         };
-        let (page, next) = match paginate(&all, cursor, self.page_size()) {
+        // Resources, then templates, paged as one list.
+        let templates = self.templates();
+        let items: Vec<Listed> = all
+            .iter()
+            .map(Listed::Resource)
+            .chain(templates.iter().map(Listed::Template))
+            .collect();
+        let (page, next) = match paginate(&items, cursor, self.page_size()) {
             Ok(p) => p,
             Err(e) => return ToolResult::error(e.to_string()),
         };
-        let resources: Vec<Value> = page
-            .iter()
-            .map(|r| {
-                let mut o = json!({ "uri": r.uri, "name": r.name });
-                if let Some(d) = &r.description {
-                    o["description"] = json!(d);
+        let mut resources = Vec::new();
+        let mut resource_templates = Vec::new();
+        for item in page {
+            match item {
+                Listed::Resource(r) => {
+                    let mut o = json!({ "uri": r.uri, "name": r.name });
+                    if let Some(d) = &r.description {
+                        o["description"] = json!(d);
+                    }
+                    if let Some(m) = &r.mime_type {
+                        o["mimeType"] = json!(m);
+                    }
+                    resources.push(o);
                 }
-                if let Some(m) = &r.mime_type {
-                    o["mimeType"] = json!(m);
-                }
-                o
-            })
-            .collect();
-        let mut body = json!({ "resources": resources });
+                Listed::Template(t) => resource_templates.push(self.template_json(t)),
+            }
+        }
+        let mut body = json!({ "resources": resources, "resourceTemplates": resource_templates });
         if let Some(n) = next {
             body["nextCursor"] = json!(n);
         }
@@ -420,6 +516,36 @@ impl Registry {
             structured: Some(body),
             is_error: false,
         }
+    }
+
+    /// One template as `list_resources` answers it: URI template, name, description, MIME type,
+    /// its variables (with their descriptions) and the tool that reads it, if any.
+    fn template_json(&self, t: &TemplateInfo) -> Value {
+        let spec = self.template_spec(&t.uri_template);
+        let mut o = json!({ "uriTemplate": t.uri_template, "name": t.name });
+        if let Some(d) = &t.description {
+            o["description"] = json!(d);
+        }
+        if let Some(m) = &t.mime_type {
+            o["mimeType"] = json!(m);
+        }
+        o["variables"] = json!(crate::tools::templates::variables(&t.uri_template, spec));
+        if let Some(tool) = self.template_tool_for(&t.uri_template) {
+            o["tool"] = json!(tool);
+        }
+        o
+    }
+
+    fn template_spec(&self, uri_template: &str) -> Option<&TemplateSpec> {
+        self.specs.iter().find(|s| s.uri.as_str() == uri_template)
+    }
+
+    /// The tool that reads `uri_template`, if it is served as one.
+    pub fn template_tool_for(&self, uri_template: &str) -> Option<&str> {
+        self.template_tools
+            .iter()
+            .find(|t| t.spec().uri.as_str() == uri_template)
+            .map(TemplateTool::name)
     }
 
     async fn read_resource_tool(&self, args: &serde_json::Map<String, Value>) -> ToolResult {
@@ -443,6 +569,23 @@ impl Registry {
     }
 }
 
+/// One item of `list_resources`' pages.
+enum Listed<'a> {
+    Resource(&'a ResourceInfo),
+    Template(&'a TemplateInfo),
+}
+
+/// Two sources listing the same URIs (see `Registry::overlaps`).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Overlap {
+    /// The source whose entries are listed.
+    pub first: Loc,
+    /// The later source, whose entries for these URIs are left out.
+    pub second: Loc,
+    pub example: String,
+    pub count: usize,
+}
+
 fn resource_tool_infos() -> [ToolInfo; 2] {
     let object = |v: Value| match v {
         Value::Object(m) => m,
@@ -459,7 +602,8 @@ fn resource_tool_infos() -> [ToolInfo; 2] {
             name: "list_resources".into(),
             title: Some("List resources".into()),
             description: Some(
-                "List the resources this server serves (URI, name, description, MIME type). \
+                "List the resources this server serves (URI, name, description, MIME type) and \
+                 its resource templates (URI template, variables and the tool that reads each). \
                  Pass `cursor` from a previous answer's `nextCursor` for the next page."
                     .into(),
             ),

@@ -180,8 +180,46 @@ impl UriTemplate {
         names
     }
 
+    /// Whether `name` stands only in named expressions (`{?x}`, `{&x}`, `{;x}`), where leaving
+    /// it out leaves no hole in the URI.
+    pub fn is_named(&self, name: &str) -> bool {
+        let mut seen = false;
+        for part in &self.parts {
+            if let Part::Expr(op, specs) = part
+                && specs.iter().any(|s| s.name == name)
+            {
+                if !matches!(op, Op::Query | Op::Cont | Op::Param) {
+                    return false;
+                }
+                seen = true;
+            }
+        }
+        seen
+    }
+
     /// RFC 6570 expansion; variables missing from `vars` are undefined and expand to nothing.
     pub fn expand(&self, vars: &Vars) -> String {
+        self.expand_as(vars, false)
+    }
+
+    /// Expansion that `matches` gives the values back from: in `{+x}` and `{#x}`, where RFC 6570
+    /// keeps reserved characters and `%HH` as they are, a value's `%`, `#`, `?`, `[` and `]` are
+    /// percent-encoded first (raw, they would end the path or be decoded as something else).
+    pub fn expand_exact(&self, vars: &Vars) -> String {
+        self.expand_as(vars, true)
+    }
+
+    fn expand_as(&self, vars: &Vars, exact: bool) -> String {
+        let escape = |s: &str| -> String {
+            let mut out = String::with_capacity(s.len());
+            for c in s.chars() {
+                match c {
+                    '%' | '#' | '?' | '[' | ']' => out.push_str(&format!("%{:02X}", c as u32)),
+                    c => out.push(c),
+                }
+            }
+            out
+        };
         let mut out = String::new();
         for part in &self.parts {
             let (op, specs) = match part {
@@ -196,6 +234,21 @@ impl UriTemplate {
                 .iter()
                 .filter_map(|spec| {
                     let value = vars.get(&spec.name).filter(|v| v.is_defined())?;
+                    let escaped;
+                    let value = if exact && matches!(op, Op::Reserved | Op::Fragment) {
+                        escaped = match value {
+                            VarValue::String(s) => VarValue::String(escape(s)),
+                            VarValue::List(l) => {
+                                VarValue::List(l.iter().map(|s| escape(s)).collect())
+                            }
+                            VarValue::Map(m) => VarValue::Map(
+                                m.iter().map(|(k, v)| (escape(k), escape(v))).collect(),
+                            ),
+                        };
+                        &escaped
+                    } else {
+                        value
+                    };
                     let star = if spec.explode { "*" } else { "" };
                     let mut one =
                         uritemplate::UriTemplate::new(&format!("{{{written}{}{star}}}", spec.name));
@@ -888,5 +941,25 @@ mod tests {
             }
             roundtrip("x://d{.a*}", vars(&[("a", labels)]))?;
         }
+    }
+
+    #[test]
+    fn exact_expansion_gives_reserved_values_back() {
+        let t = UriTemplate::parse("git://r/blob/{rev}/{+path}{#frag}").unwrap();
+        let mut v = Vars::new();
+        v.insert("rev".into(), VarValue::String("a%b#c".into()));
+        v.insert(
+            "path".into(),
+            VarValue::String("d/odd #1?%41é[x].txt".into()),
+        );
+        v.insert("frag".into(), VarValue::String("f?%".into()));
+        let uri = t.expand_exact(&v);
+        assert_eq!(
+            uri,
+            "git://r/blob/a%25b%23c/d/odd%20%231%3F%2541%C3%A9%5Bx%5D.txt#f%3F%25"
+        );
+        assert_eq!(t.matches(&uri), Some(v.clone()));
+        // Plain expansion keeps them, as RFC 6570 says, and they do not come back.
+        assert_ne!(t.matches(&t.expand(&v)), Some(v));
     }
 }

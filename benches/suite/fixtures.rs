@@ -223,6 +223,22 @@ impl Fixtures {
         })
     }
 
+    /// `templates/`: `TEMPLATES` `[templates]` entries (file backend, a described and
+    /// patterned variable each), so `tools/list` holds as many template tools.
+    pub fn templates(&self) -> Result<PathBuf> {
+        self.group("templates", |dir| {
+            write(&dir.join("notes/a.md"), b"# A\n")?;
+            let mut text = String::from("[server]\npage_size = 1000\n");
+            for i in 0..TEMPLATES {
+                let _ = write!(
+                    text,
+                    "\n[templates.note_{i}]\nuri = \"note{i}://{{topic}}\"\ndescription = \"Note {i} by topic: the notes folder's markdown file of that name\"\nfile = \"notes/{{topic}}.md\"\nvars.topic = {{ pattern = \"^[a-z0-9-]+$\", description = \"The topic, lower-case\" }}\n"
+                );
+            }
+            write(&dir.join("mcp-server.toml"), text.as_bytes())
+        })
+    }
+
     /// `watch/`: one watched file, `data/watched.txt`.
     pub fn watched(&self) -> Result<PathBuf> {
         self.group("watch", |dir| {
@@ -234,6 +250,9 @@ impl Fixtures {
         })
     }
 }
+
+/// `[templates]` entries of the `templates/` fixture.
+pub const TEMPLATES: usize = 200;
 
 /// The named query of the SQLite fixture.
 pub const QUERY_SQL: &str = "SELECT id, name, price, qty FROM items WHERE id = :id";

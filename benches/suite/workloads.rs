@@ -523,6 +523,27 @@ pub fn catalog() -> Vec<Entry> {
         },
     ));
     out.push(entry(
+        "tools/list/200-templates",
+        "`tools/list` of a manifest with 200 `[templates]` entries: 202 tools (template tools)",
+        |fx, s| {
+            let mut w = request(
+                fx.templates()?,
+                "tools/list",
+                |_| json!({}),
+                |r| {
+                    let n = r["tools"].as_array().map_or(0, Vec::len);
+                    ensure!(n == fixtures::TEMPLATES + 2, "{n} tools listed");
+                    eprintln!("tools/list answer: {} bytes", r.to_string().len());
+                    Ok(())
+                },
+                s,
+            );
+            (w.seq, w.warm, w.pipe) = (s.n(500), s.n(20), s.n(1000));
+            w.targets = vec![(Target::RssAtMost(32 * MIB), "issue 14")];
+            Ok(w)
+        },
+    ));
+    out.push(entry(
         "search_files",
         "`search_files` for `needle_\\d+` over 1 000 files (50 matches), beside `rg`",
         |fx, s| {

@@ -70,6 +70,8 @@ pub struct Server {
     pub instructions: Option<String>,
     pub page_size: usize,
     pub resource_tools: bool,
+    /// Every resource template is also a typed tool (`template_tools`).
+    pub template_tools: bool,
     /// The change-notification window.
     pub debounce: Duration,
     /// `path`: folders put before the inherited `PATH` for every process, absolute.
@@ -109,6 +111,8 @@ pub struct Sqlite {
     pub timeout: Duration,
     pub description: Option<String>,
     pub queries: Vec<Query>,
+    /// The table template's tool (`template_tools`); `None`: no tool.
+    pub table_tool: Option<String>,
 }
 
 /// Default `max_connections` of a postgres source.
@@ -135,11 +139,15 @@ pub struct Postgres {
     pub poll_interval: Duration,
     pub description: Option<String>,
     pub queries: Vec<Query>,
+    /// The table template's tool (`template_tools`); `None`: no tool.
+    pub table_tool: Option<String>,
 }
 
 #[derive(Debug, Clone)]
 pub struct Query {
     pub name: String,
+    /// The query's tool (`template_tools`); `None`: no tool.
+    pub tool: Option<String>,
     pub description: Option<String>,
     pub sql: String,
     pub sql_loc: Loc,
@@ -159,7 +167,7 @@ pub struct Param {
     pub minimum: Option<f64>,
     pub maximum: Option<f64>,
     pub pattern: Option<String>,
-    /// A value may begin an argv element with `-` (tool `command` parameters).
+    /// A value may begin an argv element with `-` (tool `command` parameters, template vars).
     pub allow_dash: bool,
 }
 
@@ -172,6 +180,9 @@ pub struct Git {
     pub log_limit: u64,
     pub watch: bool,
     pub description: Option<String>,
+    /// The tools of `commit/{rev}` and `blob/{rev}/{+path}` (`template_tools`); `None`: none.
+    pub commit_tool: Option<String>,
+    pub file_tool: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -186,6 +197,11 @@ pub struct Template {
     /// Static completion values per variable, in file order.
     pub completions: IndexMap<String, Vec<String>>,
     pub completions_loc: IndexMap<String, Loc>,
+    /// Declared rules per variable (`vars.VAR`), in file order, each with its `required` as
+    /// written (the default depends on where the variable stands in the URI template).
+    pub vars: Vec<(Param, Option<bool>)>,
+    /// The template's tool (`template_tools`); `None`: no tool.
+    pub tool: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -777,12 +793,12 @@ impl Checker<'_> {
 
     fn manifest(
         &mut self,
-        raw: RawManifest,
+        mut raw: RawManifest,
         display: &str,
         path: &Path,
         declared: &Declared,
     ) -> Manifest {
-        let server = self.server(raw.server.unwrap_or_default());
+        let server = self.server(raw.server.take().unwrap_or_default());
         let files = raw.files.iter().map(|(k, v)| self.files(k, v)).collect();
         let sqlite: Vec<Sqlite> = raw.sqlite.iter().map(|(k, v)| self.sqlite(k, v)).collect();
         let postgres: Vec<Postgres> = raw
@@ -814,7 +830,7 @@ impl Checker<'_> {
             .filter_map(|(k, v)| self.tool(k, v, server.resource_tools))
             .collect();
         let prompts = raw.prompts.iter().map(|(k, v)| self.prompt(k, v)).collect();
-        Manifest {
+        let mut m = Manifest {
             file: display.to_owned(),
             path: path.to_path_buf(),
             server,
@@ -825,7 +841,9 @@ impl Checker<'_> {
             templates,
             tools,
             prompts,
-        }
+        };
+        self.template_tools(&raw, &mut m);
+        m
     }
 
     fn server(&mut self, s: raw::RawServer) -> Server {
@@ -866,6 +884,7 @@ impl Checker<'_> {
             instructions: Self::text(&s.instructions),
             page_size,
             resource_tools: s.resource_tools.unwrap_or(true),
+            template_tools: s.template_tools.unwrap_or(true),
             debounce: self.duration(&s.debounce, DEFAULT_DEBOUNCE),
             path: self.search_path(&s.path),
             max_processes,
@@ -917,6 +936,7 @@ impl Checker<'_> {
             timeout: self.duration(&s.timeout, DEFAULT_QUERY_TIMEOUT),
             description: Self::text(&s.description),
             queries,
+            table_tool: None,
         }
     }
 
@@ -925,6 +945,7 @@ impl Checker<'_> {
             .iter()
             .map(|(qk, q)| Query {
                 name: qk.get().clone(),
+                tool: None,
                 description: Self::text(&q.description),
                 sql: q.sql.get().clone(),
                 sql_loc: self.loc(&q.sql),
@@ -1024,6 +1045,7 @@ impl Checker<'_> {
             poll_interval,
             description: Self::text(&p.description),
             queries: self.queries(&p.queries),
+            table_tool: None,
             name,
         }
     }
@@ -1136,6 +1158,8 @@ impl Checker<'_> {
             log_limit: g.log_limit.as_ref().map_or(50, |r| *r.get()),
             watch: g.watch.unwrap_or(true),
             description: Self::text(&g.description),
+            commit_tool: None,
+            file_tool: None,
         }
     }
 
@@ -1341,7 +1365,14 @@ impl Checker<'_> {
             );
             completions_loc.insert(var.get().clone(), self.loc(var));
         }
+        let vars = t
+            .vars
+            .iter()
+            .map(|(k, p)| (self.param(k, p), p.required))
+            .collect();
         Template {
+            vars,
+            tool: None,
             name,
             loc: self.loc(key),
             uri: t.uri.get().clone(),
@@ -1540,6 +1571,217 @@ impl Checker<'_> {
             args,
             messages,
             name,
+        }
+    }
+}
+
+impl Checker<'_> {
+    /// Names the tools `template_tools` makes (each entry's `tool` setting applied) and reports
+    /// two tools with one name, from any section, naming both entries.
+    fn template_tools(&mut self, raw: &RawManifest, m: &mut Manifest) {
+        // (name, where, which entry) of every tool so far, built-ins first.
+        let mut taken: Vec<(String, Option<Loc>, String)> = Vec::new();
+        if m.server.resource_tools {
+            for n in RESOURCE_TOOL_NAMES {
+                taken.push((n.to_owned(), None, "the built-in resource tool".into()));
+            }
+        }
+        for (k, _) in &raw.tools {
+            taken.push((
+                k.get().clone(),
+                Some(self.loc(k)),
+                format!("[tools.{}]", k.get()),
+            ));
+        }
+        let on = m.server.template_tools;
+        // Entries in file order, so the later of two clashing entries is the one reported.
+        let mut wanted: Vec<(Loc, Want)> = Vec::new();
+        for (i, (k, s)) in raw.sqlite.iter().enumerate() {
+            if s.tables.unwrap_or(true) {
+                let entry = format!("[sqlite.{}]", k.get());
+                let name = self.tool_name(on, &s.tool, format!("{}_table", k.get()), &entry);
+                wanted.push((self.loc(k), Want::SqliteTable(i, name, entry)));
+            }
+            for (j, (qk, q)) in s.queries.iter().enumerate() {
+                let entry = format!("[sqlite.{}.queries.{}]", k.get(), qk.get());
+                let name = self.tool_name(on, &q.tool, qk.get().clone(), &entry);
+                wanted.push((self.loc(qk), Want::SqliteQuery(i, j, name, entry)));
+            }
+        }
+        for (i, (k, s)) in raw.postgres.iter().enumerate() {
+            if s.tables.unwrap_or(true) {
+                let entry = format!("[postgres.{}]", k.get());
+                let name = self.tool_name(on, &s.tool, format!("{}_table", k.get()), &entry);
+                wanted.push((self.loc(k), Want::PostgresTable(i, name, entry)));
+            }
+            for (j, (qk, q)) in s.queries.iter().enumerate() {
+                let entry = format!("[postgres.{}.queries.{}]", k.get(), qk.get());
+                let name = self.tool_name(on, &q.tool, qk.get().clone(), &entry);
+                wanted.push((self.loc(qk), Want::PostgresQuery(i, j, name, entry)));
+            }
+        }
+        for (i, (k, g)) in raw.git.iter().enumerate() {
+            let entry = format!("[git.{}]", k.get());
+            let prefix = self.tool_name(on, &g.tool, k.get().clone(), &entry);
+            let commit = prefix.as_ref().map(|p| format!("{p}_commit"));
+            let file = prefix.as_ref().map(|p| format!("{p}_file"));
+            wanted.push((self.loc(k), Want::GitCommit(i, commit, entry.clone())));
+            wanted.push((self.loc(k), Want::GitFile(i, file, entry)));
+        }
+        for (i, (k, t)) in raw.templates.iter().enumerate() {
+            let entry = format!("[templates.{}]", k.get());
+            let name = self.tool_name(on, &t.tool, k.get().clone(), &entry);
+            wanted.push((self.loc(k), Want::Template(i, name, entry)));
+        }
+        wanted.sort_by_key(|(loc, _)| (loc.line, loc.col));
+        for (loc, want) in wanted {
+            let (name, entry) = want.name_and_entry();
+            let Some(name) = name else { continue };
+            if let Some((_, other_loc, other)) = taken.iter().find(|(n, _, _)| *n == name) {
+                let at = match other_loc {
+                    Some(l) => format!(" ({}:{}:{})", m.file, l.line, l.col),
+                    None => String::new(),
+                };
+                let hint = if other_loc.is_none() {
+                    format!(
+                        "set `tool = \"…\"` on {entry} (or `resource_tools = false` in [server])"
+                    )
+                } else {
+                    "set `tool = \"…\"` (or `tool = false`) on one of them".to_owned()
+                };
+                self.diags.push(
+                    loc,
+                    format!("tool `{name}` of {entry} has the same name as {other}{at}; {hint}"),
+                );
+                continue;
+            }
+            taken.push((name.clone(), Some(loc), entry.clone()));
+            let name = Some(name);
+            // `i` counts the entries as written; an entry set aside for its own problem is
+            // missing from `m`, so the checked entry is found by its name.
+            let i = want.index();
+            let key = |keys: &mut dyn Iterator<Item = &Key>| keys.nth(i).map(|k| k.get().clone());
+            match want {
+                Want::SqliteTable(..) => {
+                    if let Some(e) = key(&mut raw.sqlite.keys())
+                        .and_then(|n| m.sqlite.iter_mut().find(|e| e.name == n))
+                    {
+                        e.table_tool = name;
+                    }
+                }
+                Want::SqliteQuery(_, j, ..) => {
+                    if let Some(q) = key(&mut raw.sqlite.keys())
+                        .and_then(|n| m.sqlite.iter_mut().find(|e| e.name == n))
+                        .and_then(|e| e.queries.get_mut(j))
+                    {
+                        q.tool = name;
+                    }
+                }
+                Want::PostgresTable(..) => {
+                    if let Some(e) = key(&mut raw.postgres.keys())
+                        .and_then(|n| m.postgres.iter_mut().find(|e| e.name == n))
+                    {
+                        e.table_tool = name;
+                    }
+                }
+                Want::PostgresQuery(_, j, ..) => {
+                    if let Some(q) = key(&mut raw.postgres.keys())
+                        .and_then(|n| m.postgres.iter_mut().find(|e| e.name == n))
+                        .and_then(|e| e.queries.get_mut(j))
+                    {
+                        q.tool = name;
+                    }
+                }
+                Want::GitCommit(..) => {
+                    if let Some(e) = key(&mut raw.git.keys())
+                        .and_then(|n| m.git.iter_mut().find(|e| e.name == n))
+                    {
+                        e.commit_tool = name;
+                    }
+                }
+                Want::GitFile(..) => {
+                    if let Some(e) = key(&mut raw.git.keys())
+                        .and_then(|n| m.git.iter_mut().find(|e| e.name == n))
+                    {
+                        e.file_tool = name;
+                    }
+                }
+                Want::Template(..) => {
+                    if let Some(e) = key(&mut raw.templates.keys())
+                        .and_then(|n| m.templates.iter_mut().find(|e| e.name == n))
+                    {
+                        e.tool = name;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The tool name an entry asks for: `None` when `template_tools` is off or `tool = false`.
+    fn tool_name(
+        &mut self,
+        on: bool,
+        setting: &Option<Sp<raw::RawToolSetting>>,
+        default: String,
+        entry: &str,
+    ) -> Option<String> {
+        match setting.as_ref().map(|s| (s, s.get())) {
+            _ if !on => None,
+            None | Some((_, raw::RawToolSetting::On(true))) => Some(default),
+            Some((_, raw::RawToolSetting::On(false))) => None,
+            Some((at, raw::RawToolSetting::Named(n))) => {
+                let ok = !n.is_empty()
+                    && n.len() <= 128
+                    && n.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b));
+                if !ok {
+                    self.err(
+                        at,
+                        format!("{entry} `tool = \"{}\"` is not a tool name: use 1 to 128 letters, digits, `_`, `-` or `.`", n.escape_debug()),
+                    );
+                    return None;
+                }
+                Some(n.clone())
+            }
+        }
+    }
+}
+
+/// One tool `template_tools` would make: indexes into the manifest's sections, its name (`None`:
+/// none) and the entry, for messages.
+enum Want {
+    SqliteTable(usize, Option<String>, String),
+    SqliteQuery(usize, usize, Option<String>, String),
+    PostgresTable(usize, Option<String>, String),
+    PostgresQuery(usize, usize, Option<String>, String),
+    GitCommit(usize, Option<String>, String),
+    GitFile(usize, Option<String>, String),
+    Template(usize, Option<String>, String),
+}
+
+impl Want {
+    /// The entry's position among its section's entries as written.
+    fn index(&self) -> usize {
+        match self {
+            Want::SqliteTable(i, ..)
+            | Want::SqliteQuery(i, ..)
+            | Want::PostgresTable(i, ..)
+            | Want::PostgresQuery(i, ..)
+            | Want::GitCommit(i, ..)
+            | Want::GitFile(i, ..)
+            | Want::Template(i, ..) => *i,
+        }
+    }
+
+    fn name_and_entry(&self) -> (Option<String>, String) {
+        match self {
+            Want::SqliteTable(_, n, e)
+            | Want::SqliteQuery(_, _, n, e)
+            | Want::PostgresTable(_, n, e)
+            | Want::PostgresQuery(_, _, n, e)
+            | Want::GitCommit(_, n, e)
+            | Want::GitFile(_, n, e)
+            | Want::Template(_, n, e) => (n.clone(), e.clone()),
         }
     }
 }

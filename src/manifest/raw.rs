@@ -125,6 +125,48 @@ impl JsonSchema for SizeValue {
     }
 }
 
+/// `tool = false` (no tool) or `tool = "name"` (the tool's name) on an entry that `template_tools`
+/// serves as a tool. `true` keeps the default name.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RawToolSetting {
+    On(bool),
+    Named(String),
+}
+
+impl<'de> Deserialize<'de> for RawToolSetting {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = RawToolSetting;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("false (no tool), true (the default name) or a tool name (a string)")
+            }
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<RawToolSetting, E> {
+                Ok(RawToolSetting::On(v))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<RawToolSetting, E> {
+                Ok(RawToolSetting::Named(v.to_owned()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl JsonSchema for RawToolSetting {
+    fn schema_name() -> Cow<'static, str> {
+        "ToolSetting".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "The tool `template_tools` makes of this entry: false for none, or its name (default: see `template_tools`).",
+            "anyOf": [
+                { "type": "boolean" },
+                { "type": "string", "pattern": "^[A-Za-z0-9_.-]{1,128}$" }
+            ]
+        })
+    }
+}
+
 /// One element of `command`: an argument (a string), or a group of arguments (an array of
 /// strings) that is kept or dropped as a whole.
 ///
@@ -232,6 +274,9 @@ pub struct RawServer {
     pub page_size: Option<Sp<u64>>,
     /// Also serve resources through the `list_resources` and `read_resource` tools (default true).
     pub resource_tools: Option<bool>,
+    /// Also serve every resource template (each `[templates]` entry, named query, table
+    /// template and git `commit` / `blob` template) as a typed tool of its own (default true).
+    pub template_tools: Option<bool>,
     /// Change-notification window: one URI gets at most one `updated` per window, and the last
     /// change of a burst is always announced (default "50ms").
     pub debounce: Option<Sp<DurationStr>>,
@@ -339,6 +384,9 @@ pub struct RawSqlite {
     pub timeout: Option<Sp<DurationStr>>,
     /// Description of this source.
     pub description: Option<Sp<String>>,
+    /// The table template's tool (`template_tools`): false for none, or its name (default
+    /// `NAME_table`).
+    pub tool: Option<Sp<RawToolSetting>>,
     /// Named queries: `sqlite://NAME/queries/QUERY{?params}`.
     #[serde(default)]
     #[schemars(extend("propertyNames" = { "pattern": "^[a-z][a-z0-9_-]*$" }))]
@@ -373,6 +421,9 @@ pub struct RawPostgres {
     pub poll_interval: Option<Sp<DurationStr>>,
     /// Description of this source.
     pub description: Option<Sp<String>>,
+    /// The table template's tool (`template_tools`): false for none, or its name (default
+    /// `NAME_table`).
+    pub tool: Option<Sp<RawToolSetting>>,
     /// Named queries: `postgres://NAME/queries/QUERY{?params}`.
     #[serde(default)]
     #[schemars(extend("propertyNames" = { "pattern": "^[a-z][a-z0-9_-]*$" }))]
@@ -387,6 +438,9 @@ pub struct RawQuery {
     pub description: Option<Sp<String>>,
     /// One SQL statement; parameters are written `:name` and always bound.
     pub sql: Sp<String>,
+    /// The query's tool (`template_tools`): false for none, or its name (default: the query's
+    /// name).
+    pub tool: Option<Sp<RawToolSetting>>,
     /// Declared parameters, bound to `:name` in the SQL.
     #[serde(default)]
     #[schemars(extend("propertyNames" = { "pattern": "^[a-z_][a-z0-9_]*$" }))]
@@ -404,7 +458,7 @@ pub enum ParamType {
     Array,
 }
 
-/// A parameter of a tool or a named query.
+/// A parameter of a tool or a named query, or a template variable's rules.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawParam {
@@ -444,6 +498,10 @@ pub struct RawGit {
     pub watch: Option<bool>,
     /// Description of this source.
     pub description: Option<Sp<String>>,
+    /// The tools of the `commit/{rev}` and `blob/{rev}/{+path}` templates (`template_tools`):
+    /// false for none, or the prefix of their names (default `NAME`: `NAME_commit`,
+    /// `NAME_file`).
+    pub tool: Option<Sp<RawToolSetting>>,
 }
 
 /// `[templates.NAME]`: a templated-URI resource you define. Exactly one backend: file, sql or command.
@@ -486,6 +544,15 @@ pub struct RawTemplate {
     /// Static completion values per template variable.
     #[serde(default)]
     pub completions: IndexMap<Key, Vec<Sp<String>>>,
+    /// Rules per template variable, with the keys of tool `params` (`type`, `description`,
+    /// `default`, `enum`, `pattern`, `minimum`, `maximum`, `allow_dash`): a read whose value
+    /// breaks them is an invalid-params error, and the template's tool carries them.
+    #[serde(default)]
+    #[schemars(extend("propertyNames" = { "pattern": "^[A-Za-z_][A-Za-z0-9_]*$" }))]
+    pub vars: IndexMap<Key, RawParam>,
+    /// The template's tool (`template_tools`): false for none, or its name (default: the
+    /// template's name).
+    pub tool: Option<Sp<RawToolSetting>>,
 }
 
 /// How a tool's stdout is returned.

@@ -97,6 +97,9 @@ pub(crate) struct GitSource {
     blob_template: UriTemplate,
     /// Open repositories between requests (see `with_repo`); empty until the first request.
     pool: Pool,
+    /// The tools of the commit and blob templates (`template_tools`), if any.
+    commit_tool: Option<String>,
+    file_tool: Option<String>,
 }
 
 /// The most open repositories a source keeps between requests.
@@ -183,6 +186,8 @@ impl GitSource {
             commit_template,
             blob_template,
             pool: Pool::default(),
+            commit_tool: def.commit_tool.clone(),
+            file_tool: def.file_tool.clone(),
         })
     }
 
@@ -879,6 +884,40 @@ impl Source for GitSource {
         self.template_infos()
     }
 
+    /// `commit/{rev}` and `blob/{rev}/{+path}` as tools.
+    fn template_specs(&self) -> Vec<crate::tools::templates::TemplateSpec> {
+        use crate::tools::templates::{TemplateSpec, string_args};
+        let rev = (
+            "rev",
+            "A revision: anything `git rev-parse` takes (hash, branch, tag, HEAD~2, …)",
+        );
+        let path = (
+            "path",
+            "A path in the repository, relative to its top folder",
+        );
+        let infos = self.template_infos();
+        let description = |i: usize| infos.get(i).and_then(|t| t.description.clone());
+        let mut out = Vec::new();
+        let tools = [
+            (&self.commit_template, &self.commit_tool, vec![rev]),
+            (&self.blob_template, &self.file_tool, vec![rev, path]),
+        ];
+        for (i, (template, tool, args)) in tools.into_iter().enumerate() {
+            if let Some(args) = string_args(&args) {
+                out.push(TemplateSpec {
+                    uri: template.clone(),
+                    entry: format!("[git.{}]", self.name),
+                    tool: tool.clone(),
+                    args,
+                    description: description(i),
+                    rows: false,
+                    open_world: false,
+                });
+            }
+        }
+        out
+    }
+
     fn read(self: Arc<Self>, uri: String) -> BoxFut<Result<Contents, RequestError>> {
         on_blocking(move || self.read_blocking(&uri))
     }
@@ -1291,6 +1330,8 @@ mod tests {
             log_limit: 50,
             watch: true,
             description: None,
+            commit_tool: None,
+            file_tool: None,
         };
         GitSource::build(&def, diags)
     }

@@ -80,6 +80,12 @@ pub(crate) trait Source: Send + Sync + std::fmt::Debug {
         ready(Vec::new())
     }
 
+    /// This source's resource templates with their typed variables and the tools
+    /// `template_tools` makes of them (see `tools::templates`). No IO.
+    fn template_specs(&self) -> Vec<crate::tools::templates::TemplateSpec> {
+        Vec::new()
+    }
+
     /// `check`'s warnings: what will fail at run time without stopping `serve` (a database that
     /// cannot be reached, SQL it rejects). May connect, with a short timeout.
     fn warnings(self: Arc<Self>) -> BoxFut<Vec<(crate::manifest::Loc, String)>> {

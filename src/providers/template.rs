@@ -27,7 +27,7 @@ use crate::manifest::{
     diag::did_you_mean,
     expand::{format_duration, format_size},
 };
-use crate::params::Typed;
+use crate::params::{Noun, Params, Typed};
 use crate::process::{self, Children, Ending, ProcessSpec};
 use crate::uri::{UriTemplate, VarValue, Vars};
 use crate::watch::Change;
@@ -41,6 +41,12 @@ pub(crate) struct TemplateSource {
     mime_type: Option<String>,
     backend: Backend,
     completions: IndexMap<String, Vec<String>>,
+    /// Every variable's rules (`vars.VAR`; a variable without a declaration is any string).
+    rules: Params,
+    /// Variables declared `required = true`: a URI without them is refused.
+    required: Vec<String>,
+    /// The tool `template_tools` makes of this template, if any.
+    tool: Option<String>,
 }
 
 #[derive(Debug)]
@@ -113,6 +119,13 @@ impl TemplateSource {
                 ok = false;
             }
         }
+        let (rules, required) = match var_rules(def, &context, &uri, diags) {
+            Some(r) => r,
+            None => {
+                ok = false;
+                (Params::new(&[], Noun::Variable).ok()?, Vec::new())
+            }
+        };
         let backend = match &def.backend {
             TemplateBackend::File {
                 path,
@@ -296,7 +309,61 @@ impl TemplateSource {
             mime_type: def.mime_type.clone(),
             backend,
             completions: def.completions.clone(),
+            rules,
+            required,
+            tool: def.tool.clone(),
         })
+    }
+
+    /// This template as `template_tools` serves it.
+    fn spec(&self) -> crate::tools::templates::TemplateSpec {
+        let mime = self.listed_mime();
+        let json = mime.as_deref().is_none_or(|m| m == "application/json");
+        crate::tools::templates::TemplateSpec {
+            uri: self.uri.clone(),
+            entry: format!("[templates.{}]", self.name),
+            tool: self.tool.clone(),
+            args: self.rules.with_noun(Noun::Argument),
+            description: self.description.clone(),
+            rows: json && matches!(self.backend, Backend::Sql { .. }),
+            open_world: matches!(self.backend, Backend::Command { .. }),
+        }
+    }
+
+    /// The matched variables checked against their rules (`vars`), defaults filled in for the
+    /// absent ones: the values as text for the backends, and as their types for SQL.
+    fn checked(&self, mut vars: Vars) -> Result<(Vars, HashMap<String, Typed>), RequestError> {
+        let context = format!("[templates.{}]", self.name);
+        let bad = |m: String| RequestError::InvalidParams(format!("{context} {m}"));
+        let mut typed = HashMap::new();
+        for name in self.uri.variables() {
+            match vars.get(name) {
+                Some(VarValue::String(s)) => {
+                    typed.insert(
+                        name.to_owned(),
+                        self.rules.text_value(name, s).map_err(bad)?,
+                    );
+                }
+                Some(VarValue::List(items)) => {
+                    for item in items {
+                        self.rules.text_value(name, item).map_err(bad)?;
+                    }
+                }
+                // The backends say what they make of a map.
+                Some(VarValue::Map(_)) => {}
+                None => match self.rules.default_value(name) {
+                    Some(d) => {
+                        vars.insert(name.to_owned(), VarValue::String(d.to_text()));
+                        typed.insert(name.to_owned(), d);
+                    }
+                    None if self.required.iter().any(|r| r == name) => {
+                        return Err(bad(format!("missing required variable `{name}`")));
+                    }
+                    None => {}
+                },
+            }
+        }
+        Ok((vars, typed))
     }
 
     /// A template without variables is one fixed URI: it is listed as a resource.
@@ -344,6 +411,7 @@ impl TemplateSource {
     async fn read_uri(&self, uri: &str) -> Result<Contents, RequestError> {
         let not_found = || RequestError::NotFound(uri.to_owned());
         let vars = self.uri.matches(uri).ok_or_else(not_found)?;
+        let (vars, typed) = self.checked(vars)?;
         let value = |name: &str| -> Result<Option<String>, RequestError> {
             match vars.get(name) {
                 None => Ok(None),
@@ -385,7 +453,10 @@ impl TemplateSource {
             } => {
                 let mut args = Vec::with_capacity(names.len());
                 for n in names {
-                    args.push(value(n)?.map_or(Typed::Null, Typed::Text));
+                    match typed.get(n) {
+                        Some(t) => args.push(t.clone()),
+                        None => args.push(value(n)?.map_or(Typed::Null, Typed::Text)),
+                    }
                 }
                 db.clone()
                     .read_sql(uri.to_owned(), sql.clone(), args, self.mime_type.clone())
@@ -413,14 +484,16 @@ impl TemplateSource {
                     )));
                 }
                 let mut spec = spec.clone();
-                // Template variables have no `allow_dash` (yet): a value never becomes an option.
-                spec.args = argv.args(&values, &|_| false).map_err(|dash| {
-                    RequestError::InvalidParams(format!(
-                        "[templates.{}] {}",
-                        self.name,
-                        dash.message("variable")
-                    ))
-                })?;
+                // A value becomes an option only where its variable says `allow_dash = true`.
+                spec.args = argv
+                    .args(&values, &|n| self.rules.allows_dash(n))
+                    .map_err(|dash| {
+                        RequestError::InvalidParams(format!(
+                            "[templates.{}] {}",
+                            self.name,
+                            dash.message("variable")
+                        ))
+                    })?;
                 if let Some(why) = argv::too_large(&spec.program, &spec.args, &spec.env) {
                     return Err(RequestError::InvalidParams(format!(
                         "[templates.{}] the variables are too large to pass to a program: {why}",
@@ -547,6 +620,10 @@ impl Source for TemplateSource {
         self.template_infos()
     }
 
+    fn template_specs(&self) -> Vec<crate::tools::templates::TemplateSpec> {
+        vec![self.spec()]
+    }
+
     fn read(self: Arc<Self>, uri: String) -> BoxFut<Result<Contents, RequestError>> {
         Box::pin(async move { self.read_uri(&uri).await })
     }
@@ -574,6 +651,86 @@ impl Source for TemplateSource {
 
     fn affected(&self, _uri: &str, _changes: &[Change]) -> bool {
         false
+    }
+}
+
+/// The rules of every variable of `uri`: the declared ones (`vars.VAR`, which must name a
+/// variable and hold a single value) and a plain string for the others. A variable is
+/// required (in its tool) unless it has a default, says `required = false`, or stands only in
+/// `{?x}` / `{&x}` / `{;x}`. Also the variables a URI must carry (`required = true`).
+/// `None` after reporting problems.
+fn var_rules(
+    def: &manifest::Template,
+    context: &str,
+    uri: &UriTemplate,
+    diags: &mut Diagnostics,
+) -> Option<(Params, Vec<String>)> {
+    let names = uri.variables();
+    let mut ok = true;
+    for (p, _) in &def.vars {
+        if !names.contains(&p.name.as_str()) {
+            let hint = did_you_mean(&p.name, names.iter().copied())
+                .map(|m| format!(" (did you mean `{m}`?)"))
+                .unwrap_or_default();
+            let list = if names.is_empty() {
+                "it has none".to_owned()
+            } else {
+                format!("its variables are: {}", names.join(", "))
+            };
+            diags.push(
+                p.loc,
+                format!(
+                    "{context} `vars.{}` names no variable of `{}`{hint}; {list}",
+                    p.name, def.uri
+                ),
+            );
+            ok = false;
+        } else if p.ty == manifest::ParamType::Array {
+            diags.push(
+                p.loc,
+                format!(
+                    "{context} variable `{}` is an array; a template variable is a string, integer, number or boolean (an exploded `{{{}*}}` checks each item against these rules)",
+                    p.name, p.name
+                ),
+            );
+            ok = false;
+        }
+    }
+    let mut list = Vec::with_capacity(names.len());
+    let mut required = Vec::new();
+    for name in &names {
+        let declared = def.vars.iter().find(|(p, _)| p.name == *name);
+        let mut param = match declared {
+            Some((p, _)) => p.clone(),
+            None => manifest::Param {
+                name: (*name).to_owned(),
+                loc: def.uri_loc,
+                ty: manifest::ParamType::String,
+                description: None,
+                default: None,
+                required: true,
+                enum_values: None,
+                minimum: None,
+                maximum: None,
+                pattern: None,
+                allow_dash: false,
+            },
+        };
+        let given = declared.and_then(|(_, r)| *r);
+        if given == Some(true) {
+            required.push((*name).to_owned());
+        }
+        param.required = given.unwrap_or(param.default.is_none() && !uri.is_named(name));
+        list.push(param);
+    }
+    match Params::new(&list, Noun::Variable) {
+        Ok(p) => ok.then_some((p, required)),
+        Err(errors) => {
+            for (loc, m) in errors {
+                diags.push(loc, format!("{context} {m}"));
+            }
+            None
+        }
     }
 }
 

@@ -3,6 +3,7 @@
 //! listing, calling through `crate::process`, arguments checked by `crate::params`).
 
 pub(crate) mod command;
+pub(crate) mod templates;
 
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;

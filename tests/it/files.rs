@@ -338,7 +338,24 @@ fn resource_tools_list_and_read_like_the_resource_methods() {
     );
     let body2: Value = serde_json::from_str(page2["content"][0]["text"].as_str().unwrap()).unwrap();
     assert_eq!(body2["resources"][0]["uri"], f.uri("d/b.bin"));
-    assert!(body2.get("nextCursor").is_none());
+    // The templates come after the resources, paged with them.
+    let cursor = body2["nextCursor"]
+        .as_str()
+        .expect("a third page")
+        .to_owned();
+    let page3 = s.ok(
+        "tools/call",
+        json!({"name": "list_resources", "arguments": {"cursor": cursor}}),
+    );
+    let body3 = &page3["structuredContent"];
+    assert_eq!(body3["resources"], json!([]));
+    let t = &body3["resourceTemplates"][0];
+    assert!(
+        t["uriTemplate"].as_str().unwrap().ends_with("/{+path}"),
+        "{t}"
+    );
+    assert_eq!(t["variables"], json!([{"name": "path"}]));
+    assert!(body3.get("nextCursor").is_none());
 
     let text = s.ok(
         "tools/call",

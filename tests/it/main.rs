@@ -21,6 +21,7 @@ mod robustness;
 mod safety;
 mod setup;
 mod sqlite;
+mod template_tools;
 mod templates;
 mod tools;
 mod watch;

@@ -457,6 +457,7 @@ fn values_too_large_to_pass_to_a_program_are_invalid_params() {
 [templates.echo]
 uri = "echo://{x}"
 command = ["echo", "{x}"]
+tool = false
 
 [tools.echo]
 command = ["echo", "{x}"]
@@ -493,5 +494,31 @@ params.x = { type = "string" }
     assert_eq!(
         r["contents"][0]["text"].as_str().map(str::len),
         Some(102401)
+    );
+}
+
+/// A template variable declared `allow_dash = true` passes a value beginning with `-`; the
+/// template's other variables are still refused one.
+#[test]
+fn a_template_variable_with_allow_dash_passes_a_dash_value() {
+    let f = Fixture::new();
+    f.manifest(
+        r#"
+[templates.show]
+uri = "show://{x}/{y}"
+command = ["printf", "%s|", "{x}", "{y}"]
+vars.x = { allow_dash = true }
+"#,
+    );
+    let mut s = f.serve().started();
+    let r = s.ok("resources/read", json!({"uri": "show://-n/b"}));
+    assert_eq!(r["contents"][0]["text"], "-n|b|", "{r}");
+    let e = s.err("resources/read", json!({"uri": "show://a/-n"}));
+    assert_eq!(e["code"], -32602, "{e}");
+    assert!(
+        e["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("variable `y` must not begin with `-`")),
+        "{e}"
     );
 }

@@ -91,6 +91,8 @@ pub(crate) struct PostgresSource {
     stamps: std::sync::Mutex<HashMap<String, (String, std::time::Instant)>>,
     description: Option<String>,
     queries: Vec<PgQuery>,
+    /// The table template's tool (`template_tools`), if any.
+    table_tool: Option<String>,
     /// The `sql` templates that read this source, for `check` (registered as they are built).
     template_statements: std::sync::Mutex<Vec<CheckStatement>>,
     url_loc: Loc,
@@ -192,6 +194,7 @@ impl PostgresSource {
                         description: q.description.clone(),
                         sql: named.sql.into(),
                         params,
+                        tool: q.tool.clone(),
                     },
                     kinds: q.params.iter().map(|p| kind_of(p.ty)).collect(),
                     loc: q.sql_loc,
@@ -215,6 +218,7 @@ impl PostgresSource {
             poll_interval: def.poll_interval,
             description: def.description.clone(),
             queries,
+            table_tool: def.table_tool.clone(),
             template_statements: std::sync::Mutex::new(Vec::new()),
             stamps: std::sync::Mutex::new(HashMap::new()),
             url_loc: def.url_loc,
@@ -323,6 +327,9 @@ impl PostgresSource {
 
     fn query_template(&self, q: &NamedQuery) -> String {
         let names: Vec<&str> = q.params.names().collect();
+        if names.is_empty() {
+            return format!("{}queries/{}", self.prefix, q.name);
+        }
         format!("{}queries/{}{{?{}}}", self.prefix, q.name, names.join(","))
     }
 
@@ -390,6 +397,30 @@ impl PostgresSource {
     }
 
     /// The table template (when `tables`) and one template per query with parameters.
+    /// The table template and every named query (also those without parameters), as
+    /// `template_tools` serves them.
+    fn specs(&self) -> Vec<crate::tools::templates::TemplateSpec> {
+        let infos = self.template_infos();
+        let table = self.tables.then(|| {
+            let template = self.table_template();
+            let description = infos
+                .iter()
+                .find(|t| t.uri_template == template)
+                .and_then(|t| t.description.clone())
+                .unwrap_or_default();
+            (template, description, self.table_tool.clone())
+        });
+        crate::tools::templates::database_specs(
+            "postgres",
+            &self.name,
+            table,
+            self.queries
+                .iter()
+                .map(|pq| &pq.q)
+                .map(|q| (q, self.query_template(q), self.query_description(q))),
+        )
+    }
+
     fn template_infos(&self) -> Vec<TemplateInfo> {
         let mut out = Vec::new();
         if self.tables {
@@ -1136,6 +1167,10 @@ impl Source for PostgresSource {
 
     fn templates(&self) -> Vec<TemplateInfo> {
         self.template_infos()
+    }
+
+    fn template_specs(&self) -> Vec<crate::tools::templates::TemplateSpec> {
+        self.specs()
     }
 
     fn read(self: Arc<Self>, uri: String) -> BoxFut<Result<Contents, RequestError>> {

@@ -57,6 +57,8 @@ pub(crate) struct SqliteSource {
     pub watch: bool,
     description: Option<String>,
     queries: Vec<NamedQuery>,
+    /// The table template's tool (`template_tools`), if any.
+    table_tool: Option<String>,
     pool: Pool,
 }
 
@@ -68,6 +70,8 @@ pub(crate) struct NamedQuery {
     pub(crate) description: Option<String>,
     pub(crate) sql: Arc<str>,
     pub(crate) params: Params,
+    /// Its tool (`template_tools`), if any.
+    pub(crate) tool: Option<String>,
 }
 
 impl SqliteSource {
@@ -146,6 +150,7 @@ impl SqliteSource {
                     description: q.description.clone(),
                     sql: named.sql.into(),
                     params,
+                    tool: q.tool.clone(),
                 });
             }
         }
@@ -158,6 +163,7 @@ impl SqliteSource {
             watch: def.watch,
             description: def.description.clone(),
             queries,
+            table_tool: def.table_tool.clone(),
             pool: Pool::new(&path, def.timeout, def.row_limit),
             path,
         })
@@ -178,6 +184,9 @@ impl SqliteSource {
 
     fn query_template(&self, q: &NamedQuery) -> String {
         let names: Vec<&str> = q.params.names().collect();
+        if names.is_empty() {
+            return format!("{}queries/{}", self.prefix, q.name);
+        }
         format!("{}queries/{}{{?{}}}", self.prefix, q.name, names.join(","))
     }
 
@@ -234,6 +243,29 @@ impl SqliteSource {
     }
 
     /// The table template (when `tables`) and one template per query with parameters.
+    /// The table template and every named query (also those without parameters), as
+    /// `template_tools` serves them.
+    fn specs(&self) -> Vec<crate::tools::templates::TemplateSpec> {
+        let infos = self.template_infos();
+        let table = self.tables.then(|| {
+            let template = self.table_template();
+            let description = infos
+                .iter()
+                .find(|t| t.uri_template == template)
+                .and_then(|t| t.description.clone())
+                .unwrap_or_default();
+            (template, description, self.table_tool.clone())
+        });
+        crate::tools::templates::database_specs(
+            "sqlite",
+            &self.name,
+            table,
+            self.queries
+                .iter()
+                .map(|q| (q, self.query_template(q), self.query_description(q))),
+        )
+    }
+
     fn template_infos(&self) -> Vec<TemplateInfo> {
         let mut out = Vec::new();
         if self.tables {
@@ -610,6 +642,10 @@ impl Source for SqliteSource {
 
     fn templates(&self) -> Vec<TemplateInfo> {
         self.template_infos()
+    }
+
+    fn template_specs(&self) -> Vec<crate::tools::templates::TemplateSpec> {
+        self.specs()
     }
 
     fn read(self: Arc<Self>, uri: String) -> BoxFut<Result<Contents, RequestError>> {

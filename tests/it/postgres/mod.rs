@@ -1129,3 +1129,91 @@ sql = "SELECT :idd"
         assert!(all.contains(want), "missing {want:?} in:\n{all}");
     }
 }
+
+/// A named query and the table template are typed tools (`template_tools`) that answer the
+/// same bytes as `resources/read`, with the rows as `structuredContent`.
+#[test]
+fn named_queries_and_tables_are_typed_tools() {
+    let pg = shared();
+    pg.database("crm_tools", CRM);
+    let f = manifest(
+        pg,
+        "crm_tools",
+        "",
+        r#"
+[postgres.crm.queries.by_owner]
+description = "Deals of one owner"
+sql = "SELECT title, amount FROM deals WHERE owner = :owner ORDER BY title"
+params.owner = { type = "string", enum = ["ada", "bob"], description = "Who owns the deals" }
+
+[postgres.crm.queries.nth]
+sql = "SELECT id, label FROM hundred WHERE id = :id"
+params.id = { type = "integer", minimum = 1 }
+tool = "nth_row"
+"#,
+    );
+    let mut s = f.serve().started();
+    let (tools, _) = list_all(&mut s, "tools/list", "tools");
+    let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "list_resources",
+            "read_resource",
+            "crm_table",
+            "by_owner",
+            "nth_row"
+        ]
+    );
+    let by_owner = &tools[3];
+    assert_eq!(
+        by_owner["inputSchema"],
+        json!({
+            "type": "object",
+            "properties": {"owner": {"type": "string", "description": "Who owns the deals", "enum": ["ada", "bob"]}},
+            "required": ["owner"],
+            "additionalProperties": false
+        })
+    );
+    assert_eq!(by_owner["annotations"]["readOnlyHint"], true);
+    assert_eq!(by_owner["annotations"]["openWorldHint"], false);
+    assert!(by_owner["outputSchema"].is_object());
+    for (name, args, uri) in [
+        (
+            "by_owner",
+            json!({"owner": "ada"}),
+            "postgres://crm/queries/by_owner?owner=ada",
+        ),
+        (
+            "nth_row",
+            json!({"id": 42}),
+            "postgres://crm/queries/nth?id=42",
+        ),
+        (
+            "crm_table",
+            json!({"table": "owners"}),
+            "postgres://crm/tables/owners",
+        ),
+    ] {
+        let r = s.ok("tools/call", json!({"name": name, "arguments": args}));
+        assert_eq!(r["isError"], false, "{r}");
+        let text = r["content"][0]["text"].as_str().expect("text");
+        assert_eq!(text, read_text(&mut s, uri), "{name}");
+        assert_eq!(r["structuredContent"], read_json(&mut s, uri), "{name}");
+    }
+    let r = s.ok(
+        "tools/call",
+        json!({"name": "by_owner", "arguments": {"owner": "eve"}}),
+    );
+    assert_eq!(r["isError"], true);
+    let text = r["content"][0]["text"].as_str().expect("text");
+    assert!(
+        text.contains("argument `owner` must be one of \"ada\", \"bob\", got \"eve\""),
+        "{text}"
+    );
+    let r = s.ok(
+        "tools/call",
+        json!({"name": "crm_table", "arguments": {"table": "nope"}}),
+    );
+    assert_eq!(r["isError"], true, "{r}");
+}

@@ -1,0 +1,249 @@
+//! Template tools (`[server] template_tools`): every resource template a source declares
+//! (`Source::template_specs`) as a typed tool of its own, for clients that only call tools.
+//!
+//! A tool never reads anything itself: its arguments are checked against the template's
+//! declared rules (`crate::params`, the same ones a read applies), expanded into the URI with
+//! the template (`crate::uri`), and the registry reads that URI exactly as `resources/read`
+//! would. So access checks, caps, timeouts and cancellation are the read's own.
+
+use serde_json::{Map, Value, json};
+
+use crate::params::Params;
+use crate::providers::{Body, Contents, RequestError};
+use crate::tools::{Hints, ToolContent, ToolInfo, ToolResult};
+use crate::uri::{UriTemplate, VarValue, Vars};
+
+/// What a source says about one of its resource templates: enough to list its variables and
+/// to serve it as a tool.
+#[derive(Debug, Clone)]
+pub(crate) struct TemplateSpec {
+    pub uri: UriTemplate,
+    /// The manifest entry (`[sqlite.shop.queries.top]`), for messages.
+    pub entry: String,
+    /// The tool's name (`None`: no tool, `template_tools = false` or `tool = false`).
+    pub tool: Option<String>,
+    /// The variables' rules, in the order the tool lists them (messages say "argument").
+    pub args: Params,
+    pub description: Option<String>,
+    /// The content is the rows of a SQL statement (`{"columns", "rows", "truncated"}`), so the
+    /// tool declares that `outputSchema`.
+    pub rows: bool,
+    /// `openWorldHint`: true for what runs a program.
+    pub open_world: bool,
+}
+
+/// A resource template served as a tool.
+#[derive(Debug, Clone)]
+pub(crate) struct TemplateTool {
+    spec: TemplateSpec,
+    info: ToolInfo,
+}
+
+/// The JSON Schema of the rows a SQL statement answers.
+pub(crate) fn rows_schema() -> Map<String, Value> {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "columns": { "type": "array", "items": { "type": "string" } },
+            "rows": { "type": "array", "items": { "type": "object" } },
+            "truncated": { "type": "boolean" }
+        },
+        "required": ["columns", "rows", "truncated"]
+    });
+    match schema {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+impl TemplateTool {
+    /// The tool of `spec`, if it has one.
+    pub fn new(spec: TemplateSpec) -> Option<TemplateTool> {
+        let name = spec.tool.clone()?;
+        let reads = format!("Reads `{}`.", spec.uri.as_str());
+        let description = match &spec.description {
+            Some(d) if !d.trim().is_empty() => format!("{}\n\n{reads}", d.trim_end()),
+            _ => reads,
+        };
+        let info = ToolInfo {
+            name,
+            title: None,
+            description: Some(description),
+            input_schema: spec.args.input_schema(),
+            output_schema: spec.rows.then(rows_schema),
+            hints: Hints {
+                read_only: true,
+                destructive: false,
+                idempotent: true,
+                open_world: spec.open_world,
+            },
+        };
+        Some(TemplateTool { spec, info })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.info.name
+    }
+
+    pub fn info(&self) -> &ToolInfo {
+        &self.info
+    }
+
+    pub fn spec(&self) -> &TemplateSpec {
+        &self.spec
+    }
+
+    /// The URI the arguments expand to, or why they do not fit (one line each).
+    pub fn uri(&self, args: &Map<String, Value>) -> Result<String, Vec<String>> {
+        let values = self.spec.args.bind_json(args)?;
+        let mut vars = Vars::new();
+        // In the template's order, so the URI reads as the template does.
+        for name in self.spec.uri.variables() {
+            if let Some(v) = values.get(name) {
+                let value = match v {
+                    crate::params::Typed::Null => continue,
+                    crate::params::Typed::List(items) => VarValue::List(items.clone()),
+                    other => VarValue::String(other.to_text()),
+                };
+                vars.insert(name.to_owned(), value);
+            }
+        }
+        Ok(self.spec.uri.expand_exact(&vars))
+    }
+
+    /// The result of a read of the expanded URI: text as text, JSON also as
+    /// `structuredContent` (when it is an object), bytes as an embedded resource; a read that
+    /// failed is an `isError` result saying why.
+    pub fn result(&self, uri: &str, read: Result<Vec<Contents>, RequestError>) -> ToolResult {
+        let contents = match read {
+            Ok(c) => c,
+            Err(e) => return ToolResult::error(format!("reading `{uri}` failed: {e}")),
+        };
+        let mut structured = None;
+        let mut content = Vec::with_capacity(contents.len());
+        for c in contents {
+            match c.body {
+                Body::Text(t) => {
+                    let json = c
+                        .mime_type
+                        .as_deref()
+                        .is_some_and(|m| m == "application/json" || m.ends_with("+json"));
+                    if json
+                        && structured.is_none()
+                        && let Ok(v @ Value::Object(_)) = serde_json::from_str::<Value>(&t)
+                    {
+                        structured = Some(v);
+                    }
+                    content.push(ToolContent::Text(t));
+                }
+                Body::Bytes(_) => content.push(ToolContent::Resource(c)),
+            }
+        }
+        if self.info.output_schema.is_some() && structured.is_none() {
+            // A declared output schema promises structured content.
+            return ToolResult::error(format!(
+                "`{uri}` did not read as the JSON rows {} answers",
+                self.spec.entry
+            ));
+        }
+        ToolResult {
+            content,
+            structured,
+            is_error: false,
+        }
+    }
+}
+
+/// The variables of a template with their descriptions, for `list_resources`: the declared
+/// ones from `spec` when there is one, else the template's own names.
+pub(crate) fn variables(uri_template: &str, spec: Option<&TemplateSpec>) -> Vec<Value> {
+    let described = |name: &str| {
+        let mut v = json!({ "name": name });
+        if let Some(d) = spec.and_then(|s| s.args.description(name)) {
+            v["description"] = json!(d);
+        }
+        v
+    };
+    match spec {
+        Some(s) => s.uri.variables().into_iter().map(described).collect(),
+        None => match UriTemplate::parse(uri_template) {
+            Ok(t) => t.variables().into_iter().map(described).collect(),
+            Err(_) => Vec::new(),
+        },
+    }
+}
+
+/// Arguments that are required strings without other rules (a table name, a git rev), each
+/// with its description.
+pub(crate) fn string_args(args: &[(&str, &str)]) -> Option<Params> {
+    let list: Vec<crate::manifest::Param> = args
+        .iter()
+        .map(|(name, description)| crate::manifest::Param {
+            name: (*name).to_owned(),
+            loc: crate::manifest::Loc::default(),
+            ty: crate::manifest::ParamType::String,
+            description: Some((*description).to_owned()),
+            default: None,
+            required: true,
+            enum_values: None,
+            minimum: None,
+            maximum: None,
+            pattern: None,
+            allow_dash: true,
+        })
+        .collect();
+    // No patterns, so nothing can fail to compile.
+    Params::new(&list, crate::params::Noun::Argument).ok()
+}
+
+/// A template parsed from text the source itself wrote (never fails for those; `None` if it
+/// somehow does, and then there is no tool).
+pub(crate) fn parse(uri: &str) -> Option<UriTemplate> {
+    UriTemplate::parse(uri).ok()
+}
+
+/// The specs of a database source (`[sqlite.S]`, `[postgres.S]`): its table template (when
+/// `table` is some: the template, its description and its tool) and one per named query (with
+/// its template and description), whose parameters become the tool's arguments.
+pub(crate) fn database_specs<'a>(
+    section: &str,
+    source: &str,
+    table: Option<(String, String, Option<String>)>,
+    queries: impl Iterator<Item = (&'a crate::providers::sqlite::NamedQuery, String, String)>,
+) -> Vec<TemplateSpec> {
+    let mut out = Vec::new();
+    if let Some((template, description, tool)) = table
+        && let (Some(uri), Some(args)) = (
+            parse(&template),
+            string_args(&[(
+                "table",
+                "A table or view name (its schema is the `schema` resource of this source)",
+            )]),
+        )
+    {
+        out.push(TemplateSpec {
+            uri,
+            entry: format!("[{section}.{source}]"),
+            tool,
+            args,
+            description: Some(description),
+            rows: true,
+            open_world: false,
+        });
+    }
+    for (q, template, description) in queries {
+        let Some(uri) = parse(&template) else {
+            continue;
+        };
+        out.push(TemplateSpec {
+            uri,
+            entry: format!("[{section}.{source}.queries.{}]", q.name),
+            tool: q.tool.clone(),
+            args: q.params.with_noun(crate::params::Noun::Argument),
+            description: Some(description),
+            rows: true,
+            open_world: false,
+        });
+    }
+    out
+}
