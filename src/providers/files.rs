@@ -40,6 +40,7 @@ pub(crate) struct FilesSource {
     max_size: u64,
     pub watch: bool,
     description: Option<String>,
+    search: bool,
     /// Ignore rules per directory (`.ignore`, `.gitignore`). While the source is watched they
     /// live until a change to an ignore file drops them; otherwise they last one listing or read.
     ignores: Mutex<HashMap<PathBuf, Arc<DirRules>>>,
@@ -121,6 +122,7 @@ impl FilesSource {
             max_size: def.max_size,
             watch: def.watch,
             description: def.description.clone(),
+            search: def.search,
             ignores: Mutex::new(HashMap::new()),
             listing: Mutex::new(None),
             parents,
@@ -171,7 +173,11 @@ impl FilesSource {
                 out.push(self.entry(name, &self.root, &meta));
             }
         } else {
-            self.walk(&self.root, "", &mut out);
+            self.walk(&self.root, "", &mut |rel, path, item| {
+                if let Ok(meta) = item.metadata() {
+                    out.push(self.entry(rel, path, &meta));
+                }
+            });
             out.sort_by(|a, b| a.rel.cmp(&b.rel));
         }
         let out = Arc::new(out);
@@ -193,7 +199,13 @@ impl FilesSource {
         }
     }
 
-    fn walk(&self, dir: &Path, rel_dir: &str, out: &mut Vec<Entry>) {
+    /// Calls `found` with every visible file below `dir` (relative path, path, its entry).
+    fn walk(
+        &self,
+        dir: &Path,
+        rel_dir: &str,
+        found: &mut dyn FnMut(String, &Path, &fs::DirEntry),
+    ) {
         let Ok(read) = fs::read_dir(dir) else { return };
         for item in read.flatten() {
             let Ok(name) = item.file_name().into_string() else {
@@ -214,13 +226,10 @@ impl FilesSource {
             let path = item.path();
             if ft.is_dir() {
                 if self.dir_visible(&rel, &path) {
-                    self.walk(&path, &rel, out);
+                    self.walk(&path, &rel, found);
                 }
-            } else if ft.is_file()
-                && self.file_visible(&rel, &path)
-                && let Ok(meta) = item.metadata()
-            {
-                out.push(self.entry(rel, &path, &meta));
+            } else if ft.is_file() && self.file_visible(&rel, &path) {
+                found(rel, &path, &item);
             }
         }
     }
@@ -340,10 +349,15 @@ impl FilesSource {
             return (opened.real_rel == name).then_some(opened);
         }
         let rel = paths::plain_relative(rest.strip_prefix('/')?)?;
-        if !self.visible(&rel) {
+        self.open_rel(&rel)
+    }
+
+    /// Opens the served file at `rel` (a plain relative path), or `None` (see `open`). Blocking.
+    fn open_rel(&self, rel: &str) -> Option<paths::Opened> {
+        if !self.visible(rel) {
             return None;
         }
-        let opened = match paths::open_beneath(&self.root, &rel) {
+        let opened = match paths::open_beneath(&self.root, rel) {
             Ok(o) => o,
             Err(OpenError::NotFound) => return None,
             Err(OpenError::Io(e)) => {
@@ -352,6 +366,62 @@ impl FilesSource {
             }
         };
         (opened.real_rel == rel || self.visible(&opened.real_rel)).then_some(opened)
+    }
+
+    /// The relative paths of every served file, sorted, as listed (blocking). The listing's
+    /// walk and rules, without reading the files for their MIME types.
+    pub(crate) fn served_paths(&self) -> Vec<String> {
+        if self.watch
+            && let Ok(l) = self.listing.lock()
+            && let Some(cached) = l.as_ref()
+        {
+            return cached.iter().map(|e| e.rel.clone()).collect();
+        }
+        self.forget_rules_unless_watched();
+        if self.root_is_file {
+            return self
+                .root
+                .file_name()
+                .and_then(|n| n.to_str())
+                .map(|n| vec![n.to_owned()])
+                .unwrap_or_default();
+        }
+        let mut out = Vec::new();
+        self.walk(&self.root, "", &mut |rel, _, _| out.push(rel));
+        out.sort();
+        out
+    }
+
+    /// Opens a served file by its relative path (as `served_paths` gives it) for reading, with
+    /// every check a read makes (blocking). `None`: not served (any more).
+    pub(crate) fn open_served(&self, rel: &str) -> Option<paths::Opened> {
+        if self.root_is_file {
+            let uri = self.root_uri.clone();
+            return self.open(&uri);
+        }
+        if !paths::is_plain_relative(rel) {
+            return None;
+        }
+        self.open_rel(rel)
+    }
+
+    /// The `file://` URI of a served file by its relative path.
+    pub(crate) fn uri_for(&self, rel: &str) -> String {
+        self.uri_of(rel)
+    }
+
+    pub(crate) fn max_size(&self) -> u64 {
+        self.max_size
+    }
+
+    /// Whether `search_files` searches this source.
+    pub(crate) fn searchable(&self) -> bool {
+        self.search
+    }
+
+    /// The canonical root.
+    pub(crate) fn root(&self) -> &Path {
+        &self.root
     }
 
     /// Reads one resource (blocking: call from a blocking thread).

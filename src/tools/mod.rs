@@ -3,6 +3,7 @@
 //! listing, calling through `crate::process`, arguments checked by `crate::params`).
 
 pub(crate) mod command;
+pub(crate) mod search;
 
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
@@ -12,6 +13,7 @@ use crate::providers::Contents;
 
 pub(crate) use crate::process::Progress;
 pub(crate) use command::ShellTool;
+pub(crate) use search::SearchTool;
 
 /// What a call may be stopped by and where its progress goes.
 #[derive(Debug, Clone, Default)]
