@@ -278,7 +278,9 @@ fn close_hole<'a>(out: &mut String, mut next: &'a str) -> &'a str {
     let blank = [' ', '\t'];
     if out.ends_with(blank)
         && (next.is_empty()
-            || next.starts_with([' ', '\t', '\n', '\r', '.', ',', ';', ':', '!', '?', ')', ']']))
+            || next.starts_with([
+                ' ', '\t', '\n', '\r', '.', ',', ';', ':', '!', '?', ')', ']',
+            ]))
     {
         let keep = out.trim_end_matches(blank).len();
         out.truncate(keep);

@@ -1271,7 +1271,10 @@ impl Checker<'_> {
                 (None, Some(r), None) => (MessageContent::Resource(r.get().clone()), self.loc(r)),
                 (None, None, Some(f)) => {
                     if !files.contains(&f.source.get().as_str()) {
-                        self.err(&f.source, unknown_files_source(&name, f.source.get(), files));
+                        self.err(
+                            &f.source,
+                            unknown_files_source(&name, f.source.get(), files),
+                        );
                     }
                     let content = MessageContent::File {
                         source: f.source.get().clone(),

@@ -200,12 +200,7 @@ impl FilesSource {
     }
 
     /// Calls `found` with every visible file below `dir` (relative path, path, its entry).
-    fn walk(
-        &self,
-        dir: &Path,
-        rel_dir: &str,
-        found: &mut dyn FnMut(String, &Path, &fs::DirEntry),
-    ) {
+    fn walk(&self, dir: &Path, rel_dir: &str, found: &mut dyn FnMut(String, &Path, &fs::DirEntry)) {
         let Ok(read) = fs::read_dir(dir) else { return };
         for item in read.flatten() {
             let Ok(name) = item.file_name().into_string() else {

@@ -312,7 +312,10 @@ fn run(
     if stop.is_cancelled() {
         return None;
     }
-    let results = shared.results.into_inner().unwrap_or_else(|e| e.into_inner());
+    let results = shared
+        .results
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner());
     Some(answer(
         sources,
         &files,

@@ -16,6 +16,7 @@ mod postgres;
 mod prompts;
 mod protocol;
 mod robustness;
+mod search;
 mod setup;
 mod sqlite;
 mod templates;
