@@ -27,8 +27,9 @@ fn fixture() -> Fixture {
     });
     f.write("root/big.txt", "needle big\n".repeat(200));
     f.write("outside/o.txt", "needle outside\n");
-    std::os::unix::fs::symlink(f.path("outside/o.txt"), f.path("root/link.txt")).unwrap();
-    std::os::unix::fs::symlink(f.path("outside"), f.path("root/linkdir")).unwrap();
+    std::os::unix::fs::symlink(f.path("outside/o.txt"), f.path("root/link.txt"))
+        .expect("test value");
+    std::os::unix::fs::symlink(f.path("outside"), f.path("root/linkdir")).expect("test value");
     f.write("other/c.txt", "needle other\n");
     f.manifest(
         r#"
@@ -60,7 +61,7 @@ fn paths(r: &Value) -> Vec<String> {
         .as_array()
         .expect("matches")
         .iter()
-        .map(|m| format!("{}:{}", m["path"].as_str().unwrap(), m["line"]))
+        .map(|m| format!("{}:{}", m["path"].as_str().expect("test value"), m["line"]))
         .collect()
 }
 
@@ -78,7 +79,7 @@ fn finds_only_what_the_sources_serve() {
     let first = &r["structuredContent"]["matches"][0];
     assert_eq!(first["uri"], f.uri("root/notes.md"));
     assert_eq!(first["text"], "a needle in notes");
-    let text = r["content"][0]["text"].as_str().unwrap();
+    let text = r["content"][0]["text"].as_str().expect("test value");
     assert_eq!(
         text,
         format!(
@@ -90,7 +91,10 @@ fn finds_only_what_the_sources_serve() {
         )
     );
     // Every match is a URI that resources/read serves.
-    for m in r["structuredContent"]["matches"].as_array().unwrap() {
+    for m in r["structuredContent"]["matches"]
+        .as_array()
+        .expect("test value")
+    {
         let read = s.ok("resources/read", json!({"uri": m["uri"]}));
         assert!(read["contents"][0]["text"].is_string(), "{read}");
     }
@@ -113,7 +117,7 @@ fn arguments_narrow_the_search() {
     let r = search(&mut s, json!({"pattern": "needle", "glob": "src/*.rs"}));
     assert_eq!(paths(&r), ["src/a.rs:2"]);
     let r = search(&mut s, json!({"pattern": "two", "context": 1}));
-    let text = r["content"][0]["text"].as_str().unwrap();
+    let text = r["content"][0]["text"].as_str().expect("test value");
     assert!(
         text.ends_with("src/b.txt-1-x\nsrc/b.txt:2:needle two\nsrc/b.txt-3-y\n"),
         "{text}"
@@ -147,7 +151,7 @@ fn stops_at_max_matches() {
     assert!(
         r["content"][0]["text"]
             .as_str()
-            .unwrap()
+            .expect("test value")
             .contains("stopped at max_matches = 5"),
         "{r}"
     );
@@ -195,7 +199,7 @@ fn bad_arguments_are_tool_errors_with_the_reason() {
     ] {
         let r = search(&mut s, args.clone());
         assert_eq!(r["isError"], true, "{args}: {r}");
-        let text = r["content"][0]["text"].as_str().unwrap();
+        let text = r["content"][0]["text"].as_str().expect("test value");
         assert!(text.contains(reason), "{args}: {text}");
     }
 }
@@ -207,7 +211,7 @@ fn is_listed_read_only_and_only_with_a_searchable_source() {
     let tools = s.ok("tools/list", json!({}));
     let tool = tools["tools"]
         .as_array()
-        .unwrap()
+        .expect("test value")
         .iter()
         .find(|t| t["name"] == "search_files")
         .expect("search_files listed")
