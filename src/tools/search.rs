@@ -610,3 +610,87 @@ fn tool_info(sources: &[Arc<FilesSource>]) -> ToolInfo {
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::{self, Diagnostics, Loc};
+
+    fn tool(dir: &std::path::Path) -> SearchTool {
+        let def = manifest::Files {
+            name: "d".into(),
+            loc: Loc::default(),
+            root: dir.to_path_buf(),
+            root_loc: Loc::default(),
+            include: vec![("**/*".into(), Loc::default())],
+            exclude: Vec::new(),
+            gitignore: true,
+            hidden: false,
+            max_size: 1 << 20,
+            watch: false,
+            description: None,
+            search: true,
+        };
+        let mut diags = Diagnostics::new("t.toml");
+        let source = FilesSource::build(&def, &mut diags).expect("source");
+        SearchTool::build(&[Arc::new(source)]).expect("searchable")
+    }
+
+    fn args(v: Value) -> serde_json::Map<String, Value> {
+        match v {
+            Value::Object(m) => m,
+            _ => serde_json::Map::new(),
+        }
+    }
+
+    #[test]
+    fn a_cancelled_search_stops_and_answers_nothing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for i in 0..5000 {
+            let sub = dir.path().join(format!("d{}", i / 500));
+            std::fs::create_dir_all(&sub).expect("mkdir");
+            std::fs::write(
+                sub.join(format!("f{i}.txt")),
+                "one\ntwo\nthree needle\n".repeat(20),
+            )
+            .expect("write");
+        }
+        let t = tool(dir.path());
+        let q = t
+            .query(&args(json!({"pattern": "needle", "max_matches": 1000})))
+            .expect("query");
+        let whole = run(&t.sources, &q, &CancellationToken::new(), None).expect("searched");
+        assert_eq!(whole.structured.expect("structured")["truncated"], true);
+
+        // Cancelled before it starts.
+        let stop = CancellationToken::new();
+        stop.cancel();
+        assert!(run(&t.sources, &q, &stop, None).is_none());
+
+        // Cancelled once it reports that it started (before any file is searched): the threads
+        // stop at their next file and the search answers nothing.
+        let stop = CancellationToken::new();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        std::thread::scope(|scope| {
+            let running = scope.spawn(|| run(&t.sources, &q, &stop, Some(tx)));
+            let first = rx.blocking_recv().expect("a first progress report");
+            assert!(
+                first.message.is_some_and(|m| m.contains("of 5000 files")),
+                "first report"
+            );
+            stop.cancel();
+            assert!(running.join().expect("no panic").is_none());
+        });
+    }
+
+    #[test]
+    fn long_lines_are_cut_at_a_character_boundary() {
+        let line = format!("{}é tail\n", "a".repeat(MAX_LINE - 1));
+        let text = line_text(line.as_bytes());
+        assert!(text.starts_with(&"a".repeat(MAX_LINE - 1)), "{text}");
+        assert!(text.ends_with("more bytes]"), "{text}");
+        assert!(!text.contains('é'), "{text}");
+        assert_eq!(line_text(b"plain\r\n"), "plain");
+        assert_eq!(line_text(b"bad \xff byte\n"), "bad \u{fffd} byte");
+    }
+}

@@ -799,7 +799,10 @@ fn list_json_is_the_listing_with_mcp_field_names() {
         .iter()
         .map(|t| t["name"].as_str().expect("name"))
         .collect();
-    assert_eq!(tools, ["list_resources", "read_resource", "search_files", "hi"]);
+    assert_eq!(
+        tools,
+        ["list_resources", "read_resource", "search_files", "hi"]
+    );
     assert_eq!(v["tools"][3]["inputSchema"]["required"], json!(["who"]));
     assert_eq!(v["tools"][3]["annotations"]["readOnlyHint"], true);
     assert_eq!(
