@@ -276,17 +276,15 @@ fn close_hole<'a>(out: &mut String, mut next: &'a str) -> &'a str {
         }
     }
     let blank = [' ', '\t'];
-    if out.ends_with(blank)
-        && (next.is_empty()
-            || next.starts_with([
-                ' ', '\t', '\n', '\r', '.', ',', ';', ':', '!', '?', ')', ']',
-            ]))
-    {
-        let keep = out.trim_end_matches(blank).len();
-        out.truncate(keep);
-    }
-    if out.is_empty() || out.ends_with('\n') {
-        next = next.trim_start_matches(blank);
+    let spaced = out.ends_with(blank) || next.starts_with(blank);
+    let keep = out.trim_end_matches(blank).len();
+    out.truncate(keep);
+    next = next.trim_start_matches(blank);
+    let line_start = out.is_empty() || out.ends_with('\n');
+    let tight =
+        next.is_empty() || next.starts_with(['\n', '\r', '.', ',', ';', ':', '!', '?', ')', ']']);
+    if spaced && !line_start && !tight {
+        out.push(' ');
     }
     next
 }
@@ -334,7 +332,7 @@ messages = [
             [
                 Rendered::Text {
                     role: Role::User,
-                    text: "Review /tmp/a b#1.rs for . Keep {braces} and {\"json\": 1}.".into()
+                    text: "Review /tmp/a b#1.rs for. Keep {braces} and {\"json\": 1}.".into()
                 },
                 Rendered::Resource {
                     role: Role::User,
@@ -342,6 +340,28 @@ messages = [
                 },
             ]
         );
+    }
+
+    #[test]
+    fn an_argument_without_value_leaves_no_hole() {
+        let fill = |text: &str| fill_text(&argv::parse(text), |n| (n == "x").then(|| "X".into()));
+        for (text, want) in [
+            ("a {y} b", "a b"),
+            ("{y} starts", "starts"),
+            ("ends {y}", "ends"),
+            ("for {y}.", "for."),
+            ("say \"{y}\" now", "say now"),
+            ("say '{y}', then", "say, then"),
+            ("x ({y}) y", "x y"),
+            ("[{y}]", ""),
+            ("line {y}\nnext {y} one", "line\nnext one"),
+            ("{x} and {y}", "X and"),
+            ("{y}{x}", "X"),
+            ("a  {y}  b", "a b"),
+            ("keep {x}.", "keep X."),
+        ] {
+            assert_eq!(fill(text), want, "{text:?}");
+        }
     }
 
     #[test]
