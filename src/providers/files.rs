@@ -352,6 +352,12 @@ impl FilesSource {
         if !self.visible(rel) {
             return None;
         }
+        self.open_visible(rel)
+    }
+
+    /// `open_rel` for a path whose visibility was just checked (by the walk that listed it):
+    /// the race-free open, and the visibility of the real path when a symlink was followed.
+    fn open_visible(&self, rel: &str) -> Option<paths::Opened> {
         let opened = match paths::open_beneath(&self.root, rel) {
             Ok(o) => o,
             Err(OpenError::NotFound) => return None,
@@ -387,8 +393,8 @@ impl FilesSource {
         out
     }
 
-    /// Opens a served file by its relative path (as `served_paths` gives it) for reading, with
-    /// every check a read makes (blocking). `None`: not served (any more).
+    /// Opens a served file by its relative path, as `served_paths` just gave it, for reading
+    /// (blocking). `None`: not served (any more).
     pub(crate) fn open_served(&self, rel: &str) -> Option<paths::Opened> {
         if self.root_is_file {
             let uri = self.root_uri.clone();
@@ -397,7 +403,41 @@ impl FilesSource {
         if !paths::is_plain_relative(rel) {
             return None;
         }
-        self.open_rel(rel)
+        // `served_paths` walked with `visible`'s rules a moment ago: checking every folder
+        // again would double the cost of a search. `open_visible` still refuses anything that
+        // is not a regular file below the root and checks the real path if it moved.
+        self.open_visible(rel)
+    }
+
+    /// `open_served` for one file after another of a search: `dir` keeps the last folder opened
+    /// (its path below the root and its descriptor, reached without following any symlink), so
+    /// the files of one folder are opened relative to it. A symlink on the way, or anything
+    /// `open_in` refuses, falls back to `open_served`.
+    pub(crate) fn open_served_in(
+        &self,
+        rel: &str,
+        dir: &mut Option<(String, std::os::fd::OwnedFd)>,
+    ) -> Option<paths::Opened> {
+        if self.root_is_file || !paths::is_plain_relative(rel) {
+            return self.open_served(rel);
+        }
+        let (parent, name) = rel.rsplit_once('/').unwrap_or(("", rel));
+        if dir.as_ref().is_none_or(|(p, _)| p != parent) {
+            *dir = paths::open_dir_beneath(&self.root, parent)
+                .ok()
+                .map(|fd| (parent.to_owned(), fd));
+        }
+        let Some((_, fd)) = dir.as_ref() else {
+            return self.open_served(rel);
+        };
+        match paths::open_in(fd, name) {
+            Ok((file, size)) => Some(paths::Opened {
+                file,
+                real_rel: rel.to_owned(),
+                size,
+            }),
+            Err(_) => self.open_served(rel),
+        }
     }
 
     /// The `file://` URI of a served file by its relative path.

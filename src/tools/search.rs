@@ -360,6 +360,9 @@ fn worker(
         .before_context(query.context)
         .after_context(query.context)
         .build();
+    // The folder of the last file opened, per source.
+    let mut dirs: Vec<Option<(String, std::os::fd::OwnedFd)>> =
+        (0..sources.len()).map(|_| None).collect();
     loop {
         if stop.is_cancelled() || shared.full.load(Ordering::Relaxed) {
             return;
@@ -368,7 +371,14 @@ fn worker(
         let Some((source, rel)) = shared.files.get(index) else {
             return;
         };
-        let hits = search_one(&mut searcher, &sources[*source], rel, query, stop);
+        let hits = search_one(
+            &mut searcher,
+            &sources[*source],
+            &mut dirs[*source],
+            rel,
+            query,
+            stop,
+        );
         shared.done.fetch_add(1, Ordering::Relaxed);
         shared.found.fetch_add(hits.matches, Ordering::Relaxed);
         let Ok(mut results) = shared.results.lock() else {
@@ -391,11 +401,12 @@ fn worker(
 fn search_one(
     searcher: &mut Searcher,
     source: &FilesSource,
+    dir: &mut Option<(String, std::os::fd::OwnedFd)>,
     rel: &str,
     query: &Query,
     stop: &CancellationToken,
 ) -> FileHits {
-    let Some(opened) = source.open_served(rel) else {
+    let Some(opened) = source.open_served_in(rel, dir) else {
         return FileHits::default();
     };
     let cap = source.max_size();
