@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::check::{self, Mode};
 use crate::manifest::{self, Diagnostics};
 use crate::providers::Body;
-use crate::registry::Registry;
+use crate::registry::{PromptContent, PromptMessages, Registry};
 use crate::setup::{self, Client, init, register as reg};
 use crate::tools::{CallContext, ToolContent};
 
@@ -560,6 +560,125 @@ pub async fn call(
             FAILED
         }
     }
+}
+
+/// `mcp-manifest prompt NAME [NAME=VALUE ...] [--json]`: renders a prompt as `prompts/get` would
+/// (defaults, embedded files read through the server's rules) and prints its messages: each under
+/// a `[role]` line, an embedded resource under `[role] resource URI (MIME type)`, blobs in base64.
+pub async fn prompt(manifest: Option<PathBuf>, name: &str, pairs: &[String], json: bool) -> i32 {
+    let registry = match load(manifest.as_deref()).await {
+        Ok(r) => r,
+        Err(d) => {
+            report(&d);
+            return FAILED;
+        }
+    };
+    if !registry.prompt_infos().iter().any(|p| p.name == name) {
+        let names: Vec<String> = registry
+            .prompt_infos()
+            .into_iter()
+            .map(|p| p.name)
+            .collect();
+        if names.is_empty() {
+            eprintln!("mcp-manifest: unknown prompt `{name}`: this manifest has no prompts");
+        } else {
+            eprintln!(
+                "mcp-manifest: unknown prompt `{name}`; the prompts are: {}",
+                names.join(", ")
+            );
+        }
+        return FAILED;
+    }
+    let mut args = serde_json::Map::new();
+    for pair in pairs {
+        let Some((k, v)) = pair.split_once('=') else {
+            eprintln!("mcp-manifest: `{pair}` is not NAME=VALUE");
+            return FAILED;
+        };
+        if args
+            .insert(k.to_owned(), Value::String(v.to_owned()))
+            .is_some()
+        {
+            eprintln!("mcp-manifest: argument `{k}` is given twice");
+            return FAILED;
+        }
+    }
+    let rendered = match registry.get_prompt(name, &args).await {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("mcp-manifest: {e}");
+            return FAILED;
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    if json {
+        let _ = writeln!(out, "{}", prompt_json(&rendered));
+        return OK;
+    }
+    for (i, (role, content)) in rendered.messages.iter().enumerate() {
+        if i > 0 {
+            let _ = writeln!(out);
+        }
+        let role = match role {
+            manifest::Role::User => "user",
+            manifest::Role::Assistant => "assistant",
+        };
+        let _ = match content {
+            PromptContent::Text(t) => {
+                writeln!(out, "[{role}]").and_then(|()| write_line(&mut out, t))
+            }
+            PromptContent::Resource(c) => {
+                let mime = c.mime_type.as_deref().unwrap_or("no MIME type");
+                let _ = writeln!(out, "[{role}] resource {} ({mime})", c.uri);
+                match &c.body {
+                    Body::Text(t) => write_line(&mut out, t),
+                    Body::Bytes(b) => writeln!(
+                        out,
+                        "{}",
+                        base64::engine::general_purpose::STANDARD.encode(b)
+                    ),
+                }
+            }
+        };
+    }
+    OK
+}
+
+/// A rendered prompt as the `prompts/get` result's JSON.
+fn prompt_json(rendered: &PromptMessages) -> Value {
+    let messages: Vec<Value> = rendered
+        .messages
+        .iter()
+        .map(|(role, content)| {
+            let role = match role {
+                manifest::Role::User => "user",
+                manifest::Role::Assistant => "assistant",
+            };
+            let content = match content {
+                PromptContent::Text(t) => serde_json::json!({ "type": "text", "text": t }),
+                PromptContent::Resource(c) => {
+                    let mut r = serde_json::json!({ "uri": c.uri });
+                    if let Some(m) = &c.mime_type {
+                        r["mimeType"] = Value::String(m.clone());
+                    }
+                    match &c.body {
+                        Body::Text(t) => r["text"] = Value::String(t.clone()),
+                        Body::Bytes(b) => {
+                            r["blob"] =
+                                Value::String(base64::engine::general_purpose::STANDARD.encode(b));
+                        }
+                    }
+                    serde_json::json!({ "type": "resource", "resource": r })
+                }
+            };
+            serde_json::json!({ "role": role, "content": content })
+        })
+        .collect();
+    let mut out = serde_json::json!({ "messages": messages });
+    if let Some(d) = &rendered.description {
+        out["description"] = Value::String(d.clone());
+    }
+    out
 }
 
 /// `mcp-manifest init [DIR] [--force]`: a commented starter manifest (and its schema) for DIR,

@@ -97,6 +97,20 @@ enum Command {
         #[arg(long)]
         raw: bool,
     },
+    /// Render one prompt as a client would and print its messages (exit 1 on a bad argument).
+    Prompt {
+        /// The prompt name.
+        name: String,
+        /// Arguments as NAME=VALUE.
+        #[arg(value_name = "NAME=VALUE")]
+        args: Vec<String>,
+        /// The manifest (default ./mcp-server.toml).
+        #[arg(long, short)]
+        manifest: Option<PathBuf>,
+        /// Print the `prompts/get` result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Call one tool as a client would and print the result (exit 1 when it is an error).
     Call {
         /// The tool name.
@@ -209,6 +223,12 @@ fn main() -> ExitCode {
             Some(Command::Schema { write }) => cli::schema(write),
             Some(Command::List { manifest, json }) => cli::list(manifest.get(), json).await,
             Some(Command::Read { uri, manifest, raw }) => cli::read(manifest, &uri, raw).await,
+            Some(Command::Prompt {
+                name,
+                args,
+                manifest,
+                json,
+            }) => cli::prompt(manifest, &name, &args, json).await,
             Some(Command::Call {
                 tool,
                 args,

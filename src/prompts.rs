@@ -23,11 +23,23 @@ pub struct ArgInfo {
     pub required: bool,
 }
 
-/// One rendered message: text, or the URI of a resource to embed.
+/// One rendered message: text, the URI of a resource to embed, or a file of a `[files]` source
+/// by its relative path.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Rendered {
-    Text { role: Role, text: String },
-    Resource { role: Role, uri: String },
+    Text {
+        role: Role,
+        text: String,
+    },
+    Resource {
+        role: Role,
+        uri: String,
+    },
+    File {
+        role: Role,
+        source: String,
+        path: String,
+    },
 }
 
 /// A checked prompt, ready to render.
@@ -35,6 +47,9 @@ pub enum Rendered {
 pub struct PromptDef {
     info: PromptInfo,
     completions: HashMap<String, Vec<String>>,
+    /// Arguments completed from a `[files]` source's paths: argument → source name.
+    complete_from: HashMap<String, String>,
+    defaults: HashMap<String, String>,
     messages: Vec<(Role, Body)>,
 }
 
@@ -42,6 +57,7 @@ pub struct PromptDef {
 enum Body {
     Text(Vec<Piece>),
     Resource(Vec<Piece>),
+    File { source: String, path: Vec<Piece> },
 }
 
 impl PromptDef {
@@ -55,16 +71,24 @@ impl PromptDef {
         let mut ok = true;
         let mut messages = Vec::new();
         for m in &def.messages {
-            let (text, make): (&str, fn(Vec<Piece>) -> Body) = match &m.content {
-                MessageContent::Text(t) => (t, Body::Text),
-                MessageContent::Resource(r) => (r, Body::Resource),
+            let text = match &m.content {
+                MessageContent::Text(t) | MessageContent::Resource(t) => t,
+                MessageContent::File { path, .. } => path,
             };
             let pieces = argv::parse(text);
             for e in argv::check_names(&pieces, &declared, "argument") {
                 diags.push(m.content_loc, format!("prompt `{}`: {e}", def.name));
                 ok = false;
             }
-            messages.push((m.role, make(pieces)));
+            let body = match &m.content {
+                MessageContent::Text(_) => Body::Text(pieces),
+                MessageContent::Resource(_) => Body::Resource(pieces),
+                MessageContent::File { source, .. } => Body::File {
+                    source: source.clone(),
+                    path: pieces,
+                },
+            };
+            messages.push((m.role, body));
         }
         ok.then(|| PromptDef {
             info: PromptInfo {
@@ -76,8 +100,14 @@ impl PromptDef {
                     .iter()
                     .map(|a| ArgInfo {
                         name: a.name.clone(),
-                        description: a.description.clone(),
-                        required: a.required,
+                        // Clients show no defaults: say it where people read.
+                        description: match (&a.description, &a.default) {
+                            (d, None) => d.clone(),
+                            (None, Some(v)) => Some(format!("Default: {v}")),
+                            (Some(d), Some(v)) => Some(format!("{d} (default: {v})")),
+                        },
+                        // A default fills a missing argument, so clients need not ask for it.
+                        required: a.required && a.default.is_none(),
                     })
                     .collect(),
             },
@@ -86,6 +116,16 @@ impl PromptDef {
                 .iter()
                 .filter(|a| !a.completions.is_empty())
                 .map(|a| (a.name.clone(), a.completions.clone()))
+                .collect(),
+            complete_from: def
+                .args
+                .iter()
+                .filter_map(|a| Some((a.name.clone(), a.complete_from.clone()?)))
+                .collect(),
+            defaults: def
+                .args
+                .iter()
+                .filter_map(|a| Some((a.name.clone(), a.default.clone()?)))
                 .collect(),
             messages,
         })
@@ -100,17 +140,31 @@ impl PromptDef {
     }
 
     pub fn has_completions(&self) -> bool {
-        !self.completions.is_empty()
+        !self.completions.is_empty() || !self.complete_from.is_empty()
     }
 
-    /// The messages for `args`. A missing required argument or an unknown one is invalid params;
-    /// an optional argument that is not given reads as empty text. In a resource URI the value
-    /// is percent-encoded (keeping `/`, so `file://{path}` takes an absolute path).
+    /// The `[files]` source whose paths complete `arg`, if it has `complete_from`.
+    pub fn complete_from(&self, arg: &str) -> Option<&str> {
+        self.complete_from.get(arg).map(String::as_str)
+    }
+
+    /// The messages for `args`. An empty value counts as not given (client forms send `""` for
+    /// fields left blank); an argument not given takes its `default`. A missing required
+    /// argument or an unknown one is invalid params. An optional argument with neither value
+    /// nor default leaves no hole in text (see `fill_text`) and is empty elsewhere. In a
+    /// resource URI the value is percent-encoded (keeping `/`, so `file://{path}` takes an
+    /// absolute path); in a `file` path it is taken as it is.
     pub fn render(&self, args: &HashMap<String, String>) -> Result<Vec<Rendered>, RequestError> {
         let name = &self.info.name;
+        let given = |n: &str| {
+            args.get(n)
+                .filter(|v| !v.is_empty())
+                .or_else(|| self.defaults.get(n))
+                .cloned()
+        };
         let mut problems = Vec::new();
         for a in &self.info.arguments {
-            if a.required && !args.contains_key(&a.name) {
+            if a.required && given(&a.name).is_none() {
                 problems.push(format!("missing required argument `{}`", a.name));
             }
         }
@@ -139,18 +193,23 @@ impl PromptDef {
                 problems.join("; ")
             )));
         }
-        let value = |n: &str| args.get(n).cloned().unwrap_or_default();
+        let value = |n: &str| given(n).unwrap_or_default();
         Ok(self
             .messages
             .iter()
             .map(|(role, body)| match body {
                 Body::Text(pieces) => Rendered::Text {
                     role: *role,
-                    text: argv::substitute(pieces, value),
+                    text: fill_text(pieces, given),
                 },
                 Body::Resource(pieces) => Rendered::Resource {
                     role: *role,
                     uri: argv::substitute(pieces, |n| encode_path(&value(n))),
+                },
+                Body::File { source, path } => Rendered::File {
+                    role: *role,
+                    source: source.clone(),
+                    path: argv::substitute(path, value),
                 },
             })
             .collect())
@@ -167,6 +226,67 @@ impl PromptDef {
         let values = self.completions.get(arg).map(Vec::as_slice).unwrap_or(&[]);
         Ok(Completion::from_candidates(values, prefix))
     }
+}
+
+/// Text with every placeholder replaced. A placeholder without a value leaves no hole: the
+/// quotes or brackets right around it go with it, and so does the space that would double
+/// (`a {x} b` → `a b`) or stand before punctuation or the end of a line (`for {x}.` → `for.`).
+fn fill_text(pieces: &[Piece], value: impl Fn(&str) -> Option<String>) -> String {
+    let mut out = String::new();
+    let mut hole = false;
+    for p in pieces {
+        match p {
+            Piece::Var(v) => match value(v) {
+                Some(x) => {
+                    out.push_str(&x);
+                    hole = false;
+                }
+                None => hole = true,
+            },
+            Piece::Lit(l) => {
+                let rest = if hole { close_hole(&mut out, l) } else { l };
+                out.push_str(rest);
+                hole = false;
+            }
+        }
+    }
+    if hole {
+        close_hole(&mut out, "");
+    }
+    out
+}
+
+/// Joins the text before an empty placeholder (`out`) with the text after it (`next`), and
+/// returns what of `next` remains.
+fn close_hole<'a>(out: &mut String, mut next: &'a str) -> &'a str {
+    const PAIRS: [(char, char); 7] = [
+        ('"', '"'),
+        ('\'', '\''),
+        ('`', '`'),
+        ('(', ')'),
+        ('[', ']'),
+        ('\u{201c}', '\u{201d}'),
+        ('\u{2018}', '\u{2019}'),
+    ];
+    for (open, close) in PAIRS {
+        if out.ends_with(open) && next.starts_with(close) {
+            out.pop();
+            next = &next[close.len_utf8()..];
+            break;
+        }
+    }
+    let blank = [' ', '\t'];
+    let spaced = out.ends_with(blank) || next.starts_with(blank);
+    let keep = out.trim_end_matches(blank).len();
+    out.truncate(keep);
+    next = next.trim_start_matches(blank);
+    let line_start = out.is_empty() || out.ends_with('\n');
+    let tight =
+        next.is_empty() || next.starts_with(['\n', '\r', '.', ',', ';', ':', '!', '?', ')', ']']);
+    if spaced && !line_start && !tight {
+        out.push(' ');
+    }
+    next
 }
 
 #[cfg(test)]
@@ -212,7 +332,7 @@ messages = [
             [
                 Rendered::Text {
                     role: Role::User,
-                    text: "Review /tmp/a b#1.rs for . Keep {braces} and {\"json\": 1}.".into()
+                    text: "Review /tmp/a b#1.rs for. Keep {braces} and {\"json\": 1}.".into()
                 },
                 Rendered::Resource {
                     role: Role::User,
@@ -220,6 +340,28 @@ messages = [
                 },
             ]
         );
+    }
+
+    #[test]
+    fn an_argument_without_value_leaves_no_hole() {
+        let fill = |text: &str| fill_text(&argv::parse(text), |n| (n == "x").then(|| "X".into()));
+        for (text, want) in [
+            ("a {y} b", "a b"),
+            ("{y} starts", "starts"),
+            ("ends {y}", "ends"),
+            ("for {y}.", "for."),
+            ("say \"{y}\" now", "say now"),
+            ("say '{y}', then", "say, then"),
+            ("x ({y}) y", "x y"),
+            ("[{y}]", ""),
+            ("line {y}\nnext {y} one", "line\nnext one"),
+            ("{x} and {y}", "X and"),
+            ("{y}{x}", "X"),
+            ("a  {y}  b", "a b"),
+            ("keep {x}.", "keep X."),
+        ] {
+            assert_eq!(fill(text), want, "{text:?}");
+        }
     }
 
     #[test]

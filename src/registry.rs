@@ -22,7 +22,7 @@ use crate::providers::{
     ResourceInfo, Source, TemplateInfo,
 };
 use crate::tools::templates::{TemplateSpec, TemplateTool};
-use crate::tools::{CallContext, Hints, ShellTool, ToolContent, ToolInfo, ToolResult};
+use crate::tools::{CallContext, Hints, SearchTool, ShellTool, ToolContent, ToolInfo, ToolResult};
 use crate::watch::Change;
 
 /// Everything one manifest serves.
@@ -43,6 +43,10 @@ pub(crate) struct Registry {
     tools: Vec<ShellTool>,
     /// The manifest's prompts, in manifest order.
     prompts: Vec<PromptDef>,
+    /// The files sources (also in `sources`), for prompts' `file` and `complete_from`.
+    files: Vec<Arc<FilesSource>>,
+    /// `search_files`, when a files source has `search = true`.
+    search: Option<SearchTool>,
     /// The processes tools and command templates started (shared with the registries that
     /// replace this one after a manifest edit).
     pub children: Arc<Children>,
@@ -87,11 +91,15 @@ impl Registry {
         // Built kind by kind (templates need the databases), then put back in file order.
         let mut placed: Vec<(Loc, Arc<dyn Source>)> = Vec::new();
         let mut databases: Vec<Arc<dyn Database>> = Vec::new();
+        let mut files: Vec<Arc<FilesSource>> = Vec::new();
         for def in &manifest.files {
             if let Some(src) = FilesSource::build(def, &mut diags) {
-                placed.push((def.loc, Arc::new(src)));
+                let src = Arc::new(src);
+                files.push(src.clone());
+                placed.push((def.loc, src));
             }
         }
+        let search = SearchTool::build(&files);
         for def in &manifest.sqlite {
             if let Some(src) = SqliteSource::build(def, &mut diags).await {
                 let src = Arc::new(src);
@@ -146,6 +154,8 @@ impl Registry {
             template_tools,
             tools,
             prompts,
+            files,
+            search,
             children,
         };
         (registry, diags)
@@ -326,7 +336,34 @@ impl Registry {
         arg: &str,
         value: &str,
     ) -> Result<Completion, RequestError> {
-        self.prompt(prompt)?.complete(arg, value)
+        let def = self.prompt(prompt)?;
+        if let Some(source) = def.complete_from(arg).and_then(|n| self.files_source(n)) {
+            let req = CompletionRequest {
+                template: String::new(),
+                var: "path".to_owned(),
+                prefix: value.to_owned(),
+                context: HashMap::new(),
+            };
+            return source.clone().complete(req).await;
+        }
+        def.complete(arg, value)
+    }
+
+    fn files_source(&self, name: &str) -> Option<&Arc<FilesSource>> {
+        self.files.iter().find(|f| f.name == name)
+    }
+
+    /// Reads a prompt's `file = { source, path }`: `path` relative to the source's root, with
+    /// the same access rules as reading its URI (anything else is "not found").
+    async fn read_prompt_file(&self, source: &str, path: &str) -> Result<Contents, RequestError> {
+        let src = self
+            .files_source(source)
+            .ok_or_else(|| RequestError::NotFound(format!("[files.{source}]")))?;
+        let rel = path.trim_start_matches("./");
+        if !crate::providers::paths::is_plain_relative(rel) {
+            return Err(RequestError::NotFound(path.to_owned()));
+        }
+        src.clone().read(src.uri_for(rel)).await
     }
 
     pub fn has_completions(&self) -> bool {
@@ -376,6 +413,14 @@ impl Registry {
         for m in prompt.render(&text_args)? {
             match m {
                 Rendered::Text { role, text } => messages.push((role, PromptContent::Text(text))),
+                Rendered::File { role, source, path } => {
+                    let contents = self.read_prompt_file(&source, &path).await.map_err(|e| {
+                        RequestError::InvalidParams(format!(
+                            "prompt `{name}`: cannot embed `{path}` of [files.{source}]: {e}"
+                        ))
+                    })?;
+                    messages.push((role, PromptContent::Resource(contents)));
+                }
                 Rendered::Resource { role, uri } => {
                     let contents = self.read(&uri).await.map_err(|e| {
                         RequestError::InvalidParams(format!(
@@ -403,6 +448,9 @@ impl Registry {
         if self.manifest.server.resource_tools {
             out.extend(resource_tool_infos());
         }
+        if let Some(search) = &self.search {
+            out.push(search.info().clone());
+        }
         out.extend(self.tools.iter().map(|t| t.info().clone()));
         out.extend(self.template_tools.iter().map(|t| t.info().clone()));
         out
@@ -411,6 +459,7 @@ impl Registry {
     /// Whether any tool is served (without building the list).
     pub fn has_tools(&self) -> bool {
         self.manifest.server.resource_tools
+            || self.search.is_some()
             || !self.tools.is_empty()
             || !self.template_tools.is_empty()
     }
@@ -422,6 +471,11 @@ impl Registry {
         args: serde_json::Map<String, Value>,
         cx: CallContext,
     ) -> Result<ToolResult, RequestError> {
+        if name == crate::manifest::SEARCH_TOOL_NAME
+            && let Some(search) = &self.search
+        {
+            return Ok(search.call(&args, cx).await);
+        }
         match name {
             "list_resources" if self.manifest.server.resource_tools => {
                 Ok(self.list_resources_tool(&args).await)

@@ -30,6 +30,10 @@ pub const ROWS: usize = 100;
 pub const CODE_FILES: usize = 1000;
 pub const NEEDLES: usize = 50;
 pub const NEEDLE: &str = r"needle_\d+";
+/// Files of the 100 000-file search tree.
+pub const SEARCH_TREE_FILES: usize = 100_000;
+/// What the repository search looks for.
+pub const REPO_PATTERN: &str = r"fn [a-z_]+_blocking";
 
 pub struct Fixtures {
     root: PathBuf,
@@ -236,6 +240,46 @@ impl Fixtures {
                 );
             }
             write(&dir.join("mcp-server.toml"), text.as_bytes())
+        })
+    }
+
+    /// `search-100k/`: `SEARCH_TREE_FILES` source-like files of 12 lines in folders of 1000;
+    /// every 2000th holds one line matching `NEEDLE` (`SEARCH_TREE_FILES / 2000` of them).
+    pub fn search_tree(&self) -> Result<PathBuf> {
+        self.group("search-100k", |dir| {
+            let tree = dir.join("tree");
+            for i in 0..SEARCH_TREE_FILES {
+                let sub = tree.join(format!("d{:03}", i / 1000));
+                if i % 1000 == 0 {
+                    fs::create_dir_all(&sub)?;
+                }
+                let mut text = String::new();
+                for k in 0..12 {
+                    let _ = writeln!(text, "    let value_{k} = compute(\"file {i}\", {k});");
+                    if k == 6 && i % 2000 == 0 {
+                        let _ = writeln!(text, "    // needle_{i} is here");
+                    }
+                }
+                fs::write(sub.join(format!("f{i:06}.rs")), text)?;
+            }
+            write(
+                &dir.join("mcp-server.toml"),
+                b"[files.tree]\nroot = \"tree\"\nwatch = false\n",
+            )
+        })
+    }
+
+    /// `repo/`: a manifest serving this repository (its `.gitignore` keeps `target/` out).
+    pub fn repo(&self) -> Result<PathBuf> {
+        self.group("repo", |dir| {
+            let root = env!("CARGO_MANIFEST_DIR")
+                .replace('\\', "\\\\")
+                .replace('"', "\\\"");
+            write(
+                &dir.join("mcp-server.toml"),
+                format!("[files.repo]\nroot = \"{root}\"\nwatch = false\nmax_size = \"256MiB\"\n")
+                    .as_bytes(),
+            )
         })
     }
 

@@ -578,6 +578,33 @@ pub fn catalog() -> Vec<Entry> {
         },
     ));
     out.push(entry(
+        "search_files/100k",
+        "`search_files` for `needle_\\d+` over 100 000 files (50 matches, `watch = false`), beside `rg`",
+        |fx, s| {
+            let dir = fx.search_tree()?;
+            let expect = fixtures::SEARCH_TREE_FILES / 2000;
+            search_beside_rg(dir, "tree", fixtures::NEEDLE, "tree", expect, s)
+        },
+    ));
+    out.push(entry(
+        "search_files/repo",
+        "`search_files` for `fn [a-z_]+_blocking` over this repository (`watch = false`), beside `rg`",
+        |fx, s| {
+            let dir = fx.repo()?;
+            let root = env!("CARGO_MANIFEST_DIR");
+            let out = std::process::Command::new("rg")
+                .args(["--count-matches", "--no-filename", "--", fixtures::REPO_PATTERN, "."])
+                .current_dir(root)
+                .output()?;
+            let expect: usize = String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .filter_map(|l| l.trim().parse::<usize>().ok())
+                .sum();
+            ensure!(expect > 0, "rg finds no `{}` in {root}", fixtures::REPO_PATTERN);
+            search_beside_rg(dir, "repo", fixtures::REPO_PATTERN, root, expect, s)
+        },
+    ));
+    out.push(entry(
         "updated",
         "write a subscribed file → `notifications/resources/updated` (debounce 50 ms), beside the kernel's inotify event",
         |fx, s| {
@@ -605,6 +632,60 @@ pub fn catalog() -> Vec<Entry> {
         },
     ));
     out
+}
+
+/// `search_files` over source `source` of the manifest in `dir`, beside `rg` run in `rg_dir`
+/// (relative to `dir`, or absolute) on the same files: both must find `expect` matching lines.
+fn search_beside_rg(
+    dir: PathBuf,
+    source: &'static str,
+    pattern: &'static str,
+    rg_dir: &str,
+    expect: usize,
+    s: Scale,
+) -> Result<Workload> {
+    ensure!(
+        expect <= 1000,
+        "{expect} matches: more than max_matches can hold"
+    );
+    let mut w = request(
+        dir.clone(),
+        "tools/call",
+        move |_| json!({ "name": "search_files", "arguments": { "pattern": pattern, "source": source, "max_matches": 1000 } }),
+        move |r| {
+            ensure!(r["isError"] == false, "search_files failed: {r}");
+            let n = r["structuredContent"]["matches"]
+                .as_array()
+                .map_or(0, Vec::len);
+            ensure!(n == expect, "{n} matches, not {expect} as rg finds");
+            Ok(())
+        },
+        s,
+    );
+    (w.seq, w.warm, w.pipe, w.cold) = (s.n(5), 1, 0, 0);
+    w.needs_tool = Some("search_files");
+    w.beside = Some(spawn(
+        "rg",
+        &[
+            "rg",
+            "--line-number",
+            "--no-heading",
+            "--color",
+            "never",
+            pattern,
+            rg_dir,
+        ],
+        &dir,
+        Box::new(move |out| {
+            let n = out.iter().filter(|&&b| b == b'\n').count();
+            ensure!(n == expect, "rg printed {n} lines, not {expect}");
+            Ok(())
+        }),
+        s.n(5),
+    ));
+    // Issue 10: at least half ripgrep's throughput on the same files.
+    w.targets = vec![(Target::BesideRatio(2.0), "issue 10")];
+    Ok(w)
 }
 
 fn check_read(r: &Value, uri: &str, expected: &[u8], text: bool) -> Result<()> {

@@ -96,6 +96,8 @@ pub struct Files {
     pub max_size: u64,
     pub watch: bool,
     pub description: Option<String>,
+    /// Searched by the built-in `search_files` tool.
+    pub search: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -314,6 +316,10 @@ pub struct PromptArg {
     pub description: Option<String>,
     pub required: bool,
     pub completions: Vec<String>,
+    /// The value used when the argument is not given.
+    pub default: Option<String>,
+    /// A `[files]` source whose paths complete this argument.
+    pub complete_from: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -330,6 +336,8 @@ pub enum MessageContent {
     Text(String),
     /// A URI (template) read through this server and embedded.
     Resource(String),
+    /// A file of a `[files]` source by its relative path (a template), embedded.
+    File { source: String, path: String },
 }
 
 /// Reads and checks the manifest at `path`; `display` is how to name the file in messages.
@@ -675,6 +683,22 @@ fn extent(value: &Spanned<DeValue<'_>>, range: &mut std::ops::Range<usize>) {
     }
 }
 
+/// The built-in content search over `[files]` sources with `search = true`.
+pub const SEARCH_TOOL_NAME: &str = "search_files";
+
+/// The error for a prompt naming a `[files]` source that does not exist.
+fn unknown_files_source(prompt: &str, given: &str, files: &[&str]) -> String {
+    if files.is_empty() {
+        format!("prompt `{prompt}`: no [files] source `{given}` (this manifest has none)")
+    } else {
+        let known: Vec<String> = files.iter().map(|f| format!("`{f}`")).collect();
+        format!(
+            "prompt `{prompt}`: no [files] source `{given}`; the sources are: {}",
+            known.join(", ")
+        )
+    }
+}
+
 /// Names of the tools `resource_tools = true` adds.
 pub const RESOURCE_TOOL_NAMES: [&str; 2] = ["list_resources", "read_resource"];
 
@@ -829,7 +853,20 @@ impl Checker<'_> {
             .iter()
             .filter_map(|(k, v)| self.tool(k, v, server.resource_tools))
             .collect();
-        let prompts = raw.prompts.iter().map(|(k, v)| self.prompt(k, v)).collect();
+        let files_names: Vec<&str> = raw.files.keys().map(|k| k.get().as_str()).collect();
+        let prompts = raw
+            .prompts
+            .iter()
+            .map(|(k, v)| self.prompt(k, v, &files_names))
+            .collect();
+        if raw.files.values().any(|f| f.search.unwrap_or(true)) {
+            for k in raw.tools.keys().filter(|k| k.get() == SEARCH_TOOL_NAME) {
+                self.err(
+                    k,
+                    format!("tool `{SEARCH_TOOL_NAME}` clashes with the built-in search tool of that name; rename it or set `search = false` on every [files] source"),
+                );
+            }
+        }
         let mut m = Manifest {
             file: display.to_owned(),
             path: path.to_path_buf(),
@@ -920,6 +957,7 @@ impl Checker<'_> {
             max_size: self.max_size(&f.max_size),
             watch: f.watch.unwrap_or(true),
             description: Self::text(&f.description),
+            search: f.search.unwrap_or(true),
         }
     }
 
@@ -1524,7 +1562,7 @@ impl Checker<'_> {
         out
     }
 
-    fn prompt(&mut self, key: &Key, p: &raw::RawPrompt) -> Prompt {
+    fn prompt(&mut self, key: &Key, p: &raw::RawPrompt, files: &[&str]) -> Prompt {
         let name = key.get().clone();
         let args = p
             .args
@@ -1539,18 +1577,40 @@ impl Checker<'_> {
                     .flatten()
                     .map(|c| c.get().clone())
                     .collect(),
+                default: Self::text(&a.default),
+                complete_from: Self::text(&a.complete_from),
             })
             .collect();
+        for a in p.args.values() {
+            if let Some(src) = &a.complete_from
+                && !files.contains(&src.get().as_str())
+            {
+                self.err(src, unknown_files_source(&name, src.get(), files));
+            }
+        }
         let mut messages = Vec::new();
         for m in &p.messages {
-            let (content, content_loc) = match (&m.text, &m.resource) {
-                (Some(t), None) => (MessageContent::Text(t.get().clone()), self.loc(t)),
-                (None, Some(r)) => (MessageContent::Resource(r.get().clone()), self.loc(r)),
+            let (content, content_loc) = match (&m.text, &m.resource, &m.file) {
+                (Some(t), None, None) => (MessageContent::Text(t.get().clone()), self.loc(t)),
+                (None, Some(r), None) => (MessageContent::Resource(r.get().clone()), self.loc(r)),
+                (None, None, Some(f)) => {
+                    if !files.contains(&f.source.get().as_str()) {
+                        self.err(
+                            &f.source,
+                            unknown_files_source(&name, f.source.get(), files),
+                        );
+                    }
+                    let content = MessageContent::File {
+                        source: f.source.get().clone(),
+                        path: f.path.get().clone(),
+                    };
+                    (content, self.loc(&f.path))
+                }
                 _ => {
                     self.err(
                         &m.role,
                         format!(
-                            "a message of prompt `{name}` needs exactly one of `text` or `resource`"
+                            "a message of prompt `{name}` needs exactly one of `text`, `resource` or `file`"
                         ),
                     );
                     continue;
@@ -1585,6 +1645,13 @@ impl Checker<'_> {
             for n in RESOURCE_TOOL_NAMES {
                 taken.push((n.to_owned(), None, "the built-in resource tool".into()));
             }
+        }
+        if raw.files.values().any(|f| f.search.unwrap_or(true)) {
+            taken.push((
+                SEARCH_TOOL_NAME.to_owned(),
+                None,
+                "the built-in search tool".into(),
+            ));
         }
         for (k, _) in &raw.tools {
             taken.push((
@@ -1642,7 +1709,11 @@ impl Checker<'_> {
                     Some(l) => format!(" ({}:{}:{})", m.file, l.line, l.col),
                     None => String::new(),
                 };
-                let hint = if other_loc.is_none() {
+                let hint = if other_loc.is_none() && name == SEARCH_TOOL_NAME {
+                    format!(
+                        "set `tool = \"…\"` on {entry} (or `search = false` on every [files] source)"
+                    )
+                } else if other_loc.is_none() {
                     format!(
                         "set `tool = \"…\"` on {entry} (or `resource_tools = false` in [server])"
                     )

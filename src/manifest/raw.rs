@@ -365,6 +365,8 @@ pub struct RawFiles {
     pub watch: Option<bool>,
     /// Shown to clients as the description of every resource of this source.
     pub description: Option<Sp<String>>,
+    /// Search this source's files with the built-in `search_files` tool (default true).
+    pub search: Option<bool>,
 }
 
 /// `[sqlite.NAME]`: a SQLite database, opened read-only.
@@ -640,6 +642,10 @@ pub struct RawPromptArg {
     pub required: Option<bool>,
     /// Static completion values.
     pub completions: Option<Vec<Sp<String>>>,
+    /// The value used when the argument is not given.
+    pub default: Option<Sp<String>>,
+    /// Complete the argument with the paths of this `[files]` source.
+    pub complete_from: Option<Sp<String>>,
 }
 
 /// Who speaks a prompt message.
@@ -660,6 +666,18 @@ pub struct RawMessage {
     pub text: Option<Sp<String>>,
     /// A resource URI (template) embedded as a resource, read through this server.
     pub resource: Option<Sp<String>>,
+    /// A file embedded by its path relative to a `[files]` source's root.
+    pub file: Option<RawMessageFile>,
+}
+
+/// `file = { source, path }` in a prompt message.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawMessageFile {
+    /// The `[files]` source's name.
+    pub source: Sp<String>,
+    /// The path relative to the source's root; `{arg}` is replaced by the argument's value.
+    pub path: Sp<String>,
 }
 
 /// The JSON Schema of the manifest, as printed by `mcp-manifest schema`.

@@ -40,6 +40,7 @@ pub(crate) struct FilesSource {
     max_size: u64,
     pub watch: bool,
     description: Option<String>,
+    search: bool,
     /// Ignore rules per directory (`.ignore`, `.gitignore`). While the source is watched they
     /// live until a change to an ignore file drops them; otherwise they last one listing or read.
     ignores: Mutex<HashMap<PathBuf, Arc<DirRules>>>,
@@ -121,6 +122,7 @@ impl FilesSource {
             max_size: def.max_size,
             watch: def.watch,
             description: def.description.clone(),
+            search: def.search,
             ignores: Mutex::new(HashMap::new()),
             listing: Mutex::new(None),
             parents,
@@ -152,6 +154,7 @@ impl FilesSource {
             max_size: manifest::DEFAULT_MAX_SIZE,
             watch: false,
             description: None,
+            search: false,
             ignores: Mutex::new(HashMap::new()),
             listing: Mutex::new(None),
             parents: if gitignore {
@@ -217,7 +220,11 @@ impl FilesSource {
                 out.push(self.entry(name, &self.root, &meta));
             }
         } else {
-            self.walk(&self.root, "", &mut out);
+            self.walk(&self.root, "", &mut |rel, path, item| {
+                if let Ok(meta) = item.metadata() {
+                    out.push(self.entry(rel, path, &meta));
+                }
+            });
             out.sort_by(|a, b| a.rel.cmp(&b.rel));
         }
         let out = Arc::new(out);
@@ -239,7 +246,8 @@ impl FilesSource {
         }
     }
 
-    fn walk(&self, dir: &Path, rel_dir: &str, out: &mut Vec<Entry>) {
+    /// Calls `found` with every visible file below `dir` (relative path, path, its entry).
+    fn walk(&self, dir: &Path, rel_dir: &str, found: &mut dyn FnMut(String, &Path, &fs::DirEntry)) {
         let Ok(read) = fs::read_dir(dir) else { return };
         for item in read.flatten() {
             let Ok(name) = item.file_name().into_string() else {
@@ -260,13 +268,10 @@ impl FilesSource {
             let path = item.path();
             if ft.is_dir() {
                 if self.dir_visible(&rel, &path) {
-                    self.walk(&path, &rel, out);
+                    self.walk(&path, &rel, found);
                 }
-            } else if ft.is_file()
-                && self.file_visible(&rel, &path)
-                && let Ok(meta) = item.metadata()
-            {
-                out.push(self.entry(rel, &path, &meta));
+            } else if ft.is_file() && self.file_visible(&rel, &path) {
+                found(rel, &path, &item);
             }
         }
     }
@@ -386,10 +391,21 @@ impl FilesSource {
             return (opened.real_rel == name).then_some(opened);
         }
         let rel = paths::plain_relative(rest.strip_prefix('/')?)?;
-        if !self.visible(&rel) {
+        self.open_rel(&rel)
+    }
+
+    /// Opens the served file at `rel` (a plain relative path), or `None` (see `open`). Blocking.
+    fn open_rel(&self, rel: &str) -> Option<paths::Opened> {
+        if !self.visible(rel) {
             return None;
         }
-        let opened = match paths::open_beneath(&self.root, &rel) {
+        self.open_visible(rel)
+    }
+
+    /// `open_rel` for a path whose visibility was just checked (by the walk that listed it):
+    /// the race-free open, and the visibility of the real path when a symlink was followed.
+    fn open_visible(&self, rel: &str) -> Option<paths::Opened> {
+        let opened = match paths::open_beneath(&self.root, rel) {
             Ok(o) => o,
             Err(OpenError::NotFound) => return None,
             Err(OpenError::Io(e)) => {
@@ -398,6 +414,96 @@ impl FilesSource {
             }
         };
         (opened.real_rel == rel || self.visible(&opened.real_rel)).then_some(opened)
+    }
+
+    /// The relative paths of every served file, sorted, as listed (blocking). The listing's
+    /// walk and rules, without reading the files for their MIME types.
+    pub(crate) fn served_paths(&self) -> Vec<String> {
+        if self.watch
+            && let Ok(l) = self.listing.lock()
+            && let Some(cached) = l.as_ref()
+        {
+            return cached.iter().map(|e| e.rel.clone()).collect();
+        }
+        self.forget_rules_unless_watched();
+        if self.root_is_file {
+            return self
+                .root
+                .file_name()
+                .and_then(|n| n.to_str())
+                .map(|n| vec![n.to_owned()])
+                .unwrap_or_default();
+        }
+        let mut out = Vec::new();
+        self.walk(&self.root, "", &mut |rel, _, _| out.push(rel));
+        out.sort();
+        out
+    }
+
+    /// Opens a served file by its relative path, as `served_paths` just gave it, for reading
+    /// (blocking). `None`: not served (any more).
+    pub(crate) fn open_served(&self, rel: &str) -> Option<paths::Opened> {
+        if self.root_is_file {
+            let uri = self.root_uri.clone();
+            return self.open(&uri);
+        }
+        if !paths::is_plain_relative(rel) {
+            return None;
+        }
+        // `served_paths` walked with `visible`'s rules a moment ago: checking every folder
+        // again would double the cost of a search. `open_visible` still refuses anything that
+        // is not a regular file below the root and checks the real path if it moved.
+        self.open_visible(rel)
+    }
+
+    /// `open_served` for one file after another of a search: `dir` keeps the last folder opened
+    /// (its path below the root and its descriptor, reached without following any symlink), so
+    /// the files of one folder are opened relative to it. A symlink on the way, or anything
+    /// `open_in` refuses, falls back to `open_served`.
+    pub(crate) fn open_served_in(
+        &self,
+        rel: &str,
+        dir: &mut Option<(String, std::os::fd::OwnedFd)>,
+    ) -> Option<paths::Opened> {
+        if self.root_is_file || !paths::is_plain_relative(rel) {
+            return self.open_served(rel);
+        }
+        let (parent, name) = rel.rsplit_once('/').unwrap_or(("", rel));
+        if dir.as_ref().is_none_or(|(p, _)| p != parent) {
+            *dir = paths::open_dir_beneath(&self.root, parent)
+                .ok()
+                .map(|fd| (parent.to_owned(), fd));
+        }
+        let Some((_, fd)) = dir.as_ref() else {
+            return self.open_served(rel);
+        };
+        match paths::open_in(fd, name) {
+            Ok((file, size)) => Some(paths::Opened {
+                file,
+                real_rel: rel.to_owned(),
+                size,
+            }),
+            Err(_) => self.open_served(rel),
+        }
+    }
+
+    /// The `file://` URI of a served file by its relative path.
+    pub(crate) fn uri_for(&self, rel: &str) -> String {
+        self.uri_of(rel)
+    }
+
+    pub(crate) fn max_size(&self) -> u64 {
+        self.max_size
+    }
+
+    /// Whether `search_files` searches this source.
+    pub(crate) fn searchable(&self) -> bool {
+        self.search
+    }
+
+    /// The canonical root.
+    pub(crate) fn root(&self) -> &Path {
+        &self.root
     }
 
     /// Reads one resource (blocking: call from a blocking thread).

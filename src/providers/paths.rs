@@ -173,6 +173,41 @@ pub(crate) fn open_beneath(root: &Path, rel: &str) -> Result<Opened, OpenError> 
     Err(OpenError::NotFound)
 }
 
+/// Opens the folder `rel_dir` (a plain relative path) below `root` for `open_in`, following no
+/// symlink at all (`NotFound` for one: the caller falls back to `open_beneath`). A search opens
+/// many files of one folder: this walk is made once per folder instead of once per file.
+pub(crate) fn open_dir_beneath(root: &Path, rel_dir: &str) -> Result<OwnedFd, OpenError> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+    let mut fd = rustix::fs::open(root, flags, Mode::empty()).map_err(not_found_or)?;
+    for part in rel_dir.split('/').filter(|p| !p.is_empty()) {
+        if part == "." || part == ".." || part.contains('\0') {
+            return Err(OpenError::NotFound);
+        }
+        fd = rustix::fs::openat(&fd, part, flags, Mode::empty()).map_err(not_found_or)?;
+    }
+    Ok(fd)
+}
+
+/// Opens the regular file `name` (one path segment) in the folder `dir` (from
+/// `open_dir_beneath`), never following a symlink, with `open_beneath`'s flags and checks.
+pub(crate) fn open_in(dir: &OwnedFd, name: &str) -> Result<(File, u64), OpenError> {
+    if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\0']) {
+        return Err(OpenError::NotFound);
+    }
+    let fd = rustix::fs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
+        Mode::empty(),
+    )
+    .map_err(not_found_or)?;
+    let stat = rustix::fs::fstat(&fd).map_err(not_found_or)?;
+    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+        return Err(OpenError::NotFound);
+    }
+    Ok((File::from(fd), u64::try_from(stat.st_size).unwrap_or(0)))
+}
+
 /// Missing things, loops and type mismatches are "not found"; the rest is an IO error.
 fn not_found_or(e: Errno) -> OpenError {
     match e {

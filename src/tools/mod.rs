@@ -3,6 +3,7 @@
 //! listing, calling through `crate::process`, arguments checked by `crate::params`).
 
 pub(crate) mod command;
+pub(crate) mod search;
 pub(crate) mod templates;
 
 use serde_json::Value;
@@ -13,6 +14,7 @@ use crate::providers::Contents;
 
 pub(crate) use crate::process::Progress;
 pub(crate) use command::ShellTool;
+pub(crate) use search::SearchTool;
 
 /// What a call may be stopped by and where its progress goes.
 #[derive(Debug, Clone, Default)]

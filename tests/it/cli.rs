@@ -19,7 +19,7 @@ fn check_prints_a_summary_with_counts() {
     assert!(text.starts_with("mcp-server.toml: ok"), "{text}");
     assert!(text.contains("resources  2"), "{text}");
     assert!(text.contains("templates  1"), "{text}");
-    assert!(text.contains("tools      2"), "{text}");
+    assert!(text.contains("tools      3"), "{text}");
     assert!(text.contains("prompts    0"), "{text}");
 }
 

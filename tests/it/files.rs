@@ -315,7 +315,7 @@ fn resource_tools_list_and_read_like_the_resource_methods() {
     let mut s = f.serve().started();
     let (tools, _) = list_all(&mut s, "tools/list", "tools");
     let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
-    assert_eq!(names, ["list_resources", "read_resource"]);
+    assert_eq!(names, ["list_resources", "read_resource", "search_files"]);
     assert_eq!(tools[1]["inputSchema"]["required"], json!(["uri"]));
     assert_eq!(tools[0]["annotations"]["readOnlyHint"], true);
 

@@ -19,6 +19,7 @@ mod prompts;
 mod protocol;
 mod robustness;
 mod safety;
+mod search;
 mod setup;
 mod sqlite;
 mod template_tools;

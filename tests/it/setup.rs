@@ -799,9 +799,12 @@ fn list_json_is_the_listing_with_mcp_field_names() {
         .iter()
         .map(|t| t["name"].as_str().expect("name"))
         .collect();
-    assert_eq!(tools, ["list_resources", "read_resource", "hi"]);
-    assert_eq!(v["tools"][2]["inputSchema"]["required"], json!(["who"]));
-    assert_eq!(v["tools"][2]["annotations"]["readOnlyHint"], true);
+    assert_eq!(
+        tools,
+        ["list_resources", "read_resource", "search_files", "hi"]
+    );
+    assert_eq!(v["tools"][3]["inputSchema"]["required"], json!(["who"]));
+    assert_eq!(v["tools"][3]["annotations"]["readOnlyHint"], true);
     assert_eq!(
         v["prompts"][0],
         json!({"name": "p", "description": "A prompt", "arguments": [{"name": "x", "required": true}]})
@@ -809,7 +812,7 @@ fn list_json_is_the_listing_with_mcp_field_names() {
     let summary = ok(&run(&f.root(), &f.root(), &["check"]));
     assert!(
         summary.contains(
-            "tools      3 (1 from the manifest, 2 built-in: list_resources, read_resource)"
+            "tools      4 (1 from the manifest, 3 built-in: list_resources, read_resource, search_files)"
         ),
         "{summary}"
     );

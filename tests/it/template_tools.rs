@@ -147,6 +147,7 @@ fn every_template_is_a_typed_tool_with_the_contracts_schema_and_annotations() {
         [
             "list_resources",
             "read_resource",
+            "search_files",
             "shop_table",
             "top_customers",
             "everyone",
@@ -472,6 +473,7 @@ fn tool_false_renames_and_template_tools_off() {
         [
             "list_resources",
             "read_resource",
+            "search_files",
             "top_customers",
             "all_customers",
             "history_commit",
@@ -492,7 +494,7 @@ fn tool_false_renames_and_template_tools_off() {
         .iter()
         .filter_map(|t| t["name"].as_str().map(str::to_owned))
         .collect();
-    assert_eq!(names, ["list_resources", "read_resource"]);
+    assert_eq!(names, ["list_resources", "read_resource", "search_files"]);
 }
 
 #[test]

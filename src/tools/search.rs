@@ -1,0 +1,707 @@
+//! The built-in `search_files` tool: a regular-expression search over the files that the
+//! `[files]` sources with `search = true` serve, with ripgrep's own matcher and searcher.
+//!
+//! What is searched is exactly what is served: the file list is the source's listing (its walk,
+//! include / exclude / ignore / hidden rules), every file is opened through the same checks as a
+//! read (`FilesSource::open_served`: the visibility rules and the race-free `open_beneath`), files
+//! over `max_size` are skipped, and so are binary files (a NUL byte anywhere drops the file and
+//! whatever it matched before the NUL).
+//!
+//! The search runs on its own threads (one per core), never on the async runtime. Files are
+//! claimed in listing order and the answer is always the first `max_matches` matches in that
+//! order, whatever the threads' timing: a search stops once the files searched so far, in order,
+//! hold more than `max_matches` matches. Cancellation (the call's token, or the call's future
+//! being dropped) stops every thread at its next file or match.
+
+use std::collections::HashSet;
+use std::io::Read;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::{Duration, Instant};
+
+use globset::{GlobBuilder, GlobMatcher};
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::{CallContext, Hints, Progress, ToolContent, ToolInfo, ToolResult};
+use crate::manifest::SEARCH_TOOL_NAME;
+use crate::providers::files::FilesSource;
+
+/// Default and largest `max_matches`.
+const DEFAULT_MAX_MATCHES: u64 = 100;
+const MAX_MATCHES: u64 = 1000;
+/// Largest `context`.
+const MAX_CONTEXT: u64 = 5;
+/// A line longer than this (in bytes) is cut, with a marker: one minified file must not fill
+/// the answer.
+const MAX_LINE: usize = 500;
+/// How often a long search reports progress.
+const PROGRESS_EVERY: Duration = Duration::from_millis(250);
+
+/// The tool over the searchable sources, in manifest order.
+#[derive(Debug)]
+pub(crate) struct SearchTool {
+    sources: Vec<Arc<FilesSource>>,
+    info: ToolInfo,
+}
+
+/// The checked arguments of one call.
+#[derive(Debug)]
+struct Query {
+    matcher: RegexMatcher,
+    /// Indices into `sources`.
+    sources: Vec<usize>,
+    glob: Option<Glob>,
+    max_matches: usize,
+    context: usize,
+}
+
+#[derive(Debug)]
+struct Glob {
+    matcher: GlobMatcher,
+    /// A glob without `/` matches the file name (like `rg -g` and `.gitignore`).
+    name_only: bool,
+}
+
+/// One line of an answer: a match or a line of context around one.
+#[derive(Debug, Clone)]
+struct Line {
+    number: u64,
+    text: String,
+    is_match: bool,
+    /// Not contiguous with the line before (a `--` separator goes first).
+    after_break: bool,
+}
+
+/// What one file gave.
+#[derive(Debug, Default)]
+struct FileHits {
+    lines: Vec<Line>,
+    matches: usize,
+}
+
+impl SearchTool {
+    /// The tool, when at least one of `files` has `search = true`.
+    pub(crate) fn build(files: &[Arc<FilesSource>]) -> Option<SearchTool> {
+        let sources: Vec<Arc<FilesSource>> =
+            files.iter().filter(|f| f.searchable()).cloned().collect();
+        if sources.is_empty() {
+            return None;
+        }
+        let info = tool_info(&sources);
+        Some(SearchTool { sources, info })
+    }
+
+    pub(crate) fn info(&self) -> &ToolInfo {
+        &self.info
+    }
+
+    /// Runs one search. Bad arguments, a bad pattern and cancellation are `isError` results.
+    pub(crate) async fn call(
+        &self,
+        args: &serde_json::Map<String, Value>,
+        cx: CallContext,
+    ) -> ToolResult {
+        let query = match self.query(args) {
+            Ok(q) => q,
+            Err(e) => return ToolResult::error(e),
+        };
+        // Dropping this future (a session that ends) stops the threads too.
+        let stop = cx.cancel.child_token();
+        let _guard = stop.clone().drop_guard();
+        let sources = self.sources.clone();
+        let progress = cx.progress;
+        let job = tokio::task::spawn_blocking(move || run(&sources, &query, &stop, progress));
+        match job.await {
+            Ok(Some(result)) => result,
+            Ok(None) => ToolResult::error("search_files was cancelled"),
+            Err(e) => ToolResult::error(format!("search_files failed: {e}")),
+        }
+    }
+
+    fn query(&self, args: &serde_json::Map<String, Value>) -> Result<Query, String> {
+        const KNOWN: [&str; 6] = [
+            "pattern",
+            "source",
+            "glob",
+            "case_insensitive",
+            "max_matches",
+            "context",
+        ];
+        if let Some(k) = args.keys().find(|k| !KNOWN.contains(&k.as_str())) {
+            return Err(format!(
+                "unknown argument `{k}`; the arguments are: {}",
+                KNOWN.map(|k| format!("`{k}`")).join(", ")
+            ));
+        }
+        let string = |name: &str| match args.get(name) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.as_str())),
+            Some(_) => Err(format!("`{name}` must be a string")),
+        };
+        let pattern = string("pattern")?.ok_or("`pattern` is required (a regular expression)")?;
+        let case_insensitive = match args.get("case_insensitive") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(Value::String(s)) if s == "true" || s == "false" => s == "true",
+            Some(_) => return Err("`case_insensitive` must be true or false".into()),
+        };
+        let max_matches = integer(args, "max_matches", DEFAULT_MAX_MATCHES, 1, MAX_MATCHES)?;
+        let context = integer(args, "context", 0, 0, MAX_CONTEXT)?;
+        // The regex crate's own message: grep-regex reports on the pattern it rewrote.
+        regex::RegexBuilder::new(pattern)
+            .case_insensitive(case_insensitive)
+            .build()
+            .map_err(|e| format!("invalid pattern `{pattern}`: {e}"))?;
+        let matcher = RegexMatcherBuilder::new()
+            .case_insensitive(case_insensitive)
+            .line_terminator(Some(b'\n'))
+            .build(pattern)
+            .map_err(|e| format!("invalid pattern `{pattern}`: {e}"))?;
+        let sources = match string("source")? {
+            None => (0..self.sources.len()).collect(),
+            Some(name) => match self.sources.iter().position(|s| s.name == name) {
+                Some(i) => vec![i],
+                None => {
+                    return Err(format!(
+                        "no searchable [files] source `{name}`; the sources are: {}",
+                        self.source_names()
+                    ));
+                }
+            },
+        };
+        let glob = match string("glob")? {
+            None => None,
+            Some(g) => Some(Glob {
+                matcher: GlobBuilder::new(g)
+                    .literal_separator(true)
+                    .build()
+                    .map_err(|e| format!("invalid glob `{g}`: {}", e.kind()))?
+                    .compile_matcher(),
+                name_only: !g.contains('/'),
+            }),
+        };
+        Ok(Query {
+            matcher,
+            sources,
+            glob,
+            max_matches: usize::try_from(max_matches).unwrap_or(usize::MAX),
+            context: usize::try_from(context).unwrap_or(0),
+        })
+    }
+
+    fn source_names(&self) -> String {
+        self.sources
+            .iter()
+            .map(|s| format!("`{}`", s.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// An integer argument between `min` and `max` (a JSON number, or its text from a CLI).
+fn integer(
+    args: &serde_json::Map<String, Value>,
+    name: &str,
+    default: u64,
+    min: u64,
+    max: u64,
+) -> Result<u64, String> {
+    let n = match args.get(name) {
+        None | Some(Value::Null) => return Ok(default),
+        Some(Value::Number(n)) => n.as_u64(),
+        Some(Value::String(s)) => s.trim().parse().ok(),
+        Some(_) => None,
+    };
+    match n {
+        Some(n) if (min..=max).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "`{name}` must be an integer from {min} to {max} (default {default})"
+        )),
+    }
+}
+
+/// The search itself (blocking). `None` when cancelled.
+fn run(
+    sources: &[Arc<FilesSource>],
+    query: &Query,
+    stop: &CancellationToken,
+    progress: Option<tokio::sync::mpsc::UnboundedSender<Progress>>,
+) -> Option<ToolResult> {
+    let start = Instant::now();
+    // Every file to search, in order: sources in manifest order, paths sorted. A file that two
+    // overlapping sources serve is searched once, under the first.
+    let mut seen: HashSet<PathBuf> = HashSet::new();
+    let mut files: Vec<(usize, String)> = Vec::new();
+    for &i in &query.sources {
+        if stop.is_cancelled() {
+            return None;
+        }
+        let source = &sources[i];
+        for rel in source.served_paths() {
+            if let Some(g) = &query.glob {
+                let subject = if g.name_only {
+                    rel.rsplit('/').next().unwrap_or(&rel)
+                } else {
+                    rel.as_str()
+                };
+                if !g.matcher.is_match(subject) {
+                    continue;
+                }
+            }
+            if query.sources.len() > 1 && !seen.insert(source.root().join(&rel)) {
+                continue;
+            }
+            files.push((i, rel));
+        }
+    }
+    let shared = Shared {
+        files: &files,
+        next: AtomicUsize::new(0),
+        done: AtomicUsize::new(0),
+        found: AtomicUsize::new(0),
+        full: AtomicBool::new(false),
+        results: Mutex::new(Results {
+            hits: (0..files.len()).map(|_| None).collect(),
+            prefix: 0,
+            prefix_matches: 0,
+        }),
+    };
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(files.len().max(1));
+    let mut last_report = None;
+    let mut report = |shared: &Shared| {
+        let Some(tx) = &progress else { return };
+        let elapsed = start.elapsed();
+        // Progress values must grow: one report per millisecond at most.
+        if last_report.is_some_and(|ms| elapsed.as_millis() <= ms) {
+            return;
+        }
+        last_report = Some(elapsed.as_millis());
+        let _ = tx.send(Progress {
+            elapsed,
+            message: Some(format!(
+                "searched {} of {} files, {} matches",
+                shared.done.load(Ordering::Relaxed),
+                files.len(),
+                shared.found.load(Ordering::Relaxed)
+            )),
+        });
+    };
+    report(&shared);
+    std::thread::scope(|scope| {
+        let (alive, ended) = mpsc::channel::<()>();
+        for _ in 0..threads {
+            let alive = alive.clone();
+            let shared = &shared;
+            scope.spawn(move || {
+                worker(sources, query, shared, stop);
+                drop(alive);
+            });
+        }
+        drop(alive);
+        // Every worker holds a sender: the channel disconnects when the last one is done.
+        while let Err(mpsc::RecvTimeoutError::Timeout) = ended.recv_timeout(PROGRESS_EVERY) {
+            report(&shared);
+        }
+    });
+    if stop.is_cancelled() {
+        return None;
+    }
+    let results = shared
+        .results
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner());
+    Some(answer(
+        sources,
+        &files,
+        results.hits,
+        query.max_matches,
+        query.context,
+    ))
+}
+
+/// What the threads of one search share.
+struct Shared<'a> {
+    files: &'a [(usize, String)],
+    /// The next file to claim.
+    next: AtomicUsize,
+    /// Files searched (for progress).
+    done: AtomicUsize,
+    /// Matches found (for progress).
+    found: AtomicUsize,
+    /// The files searched so far, in order, hold more than `max_matches` matches: stop.
+    full: AtomicBool,
+    results: Mutex<Results>,
+}
+
+struct Results {
+    /// Per file, once searched.
+    hits: Vec<Option<FileHits>>,
+    /// Files `0..prefix` are all searched ...
+    prefix: usize,
+    /// ... and hold this many matches.
+    prefix_matches: usize,
+}
+
+fn worker(
+    sources: &[Arc<FilesSource>],
+    query: &Query,
+    shared: &Shared<'_>,
+    stop: &CancellationToken,
+) {
+    let mut searcher = SearcherBuilder::new()
+        .line_number(true)
+        .binary_detection(BinaryDetection::quit(0))
+        .before_context(query.context)
+        .after_context(query.context)
+        .build();
+    // The folder of the last file opened, per source.
+    let mut dirs: Vec<Option<(String, std::os::fd::OwnedFd)>> =
+        (0..sources.len()).map(|_| None).collect();
+    loop {
+        if stop.is_cancelled() || shared.full.load(Ordering::Relaxed) {
+            return;
+        }
+        let index = shared.next.fetch_add(1, Ordering::Relaxed);
+        let Some((source, rel)) = shared.files.get(index) else {
+            return;
+        };
+        let hits = search_one(
+            &mut searcher,
+            &sources[*source],
+            &mut dirs[*source],
+            rel,
+            query,
+            stop,
+        );
+        shared.done.fetch_add(1, Ordering::Relaxed);
+        shared.found.fetch_add(hits.matches, Ordering::Relaxed);
+        let Ok(mut results) = shared.results.lock() else {
+            return;
+        };
+        results.hits[index] = Some(hits);
+        while let Some(Some(h)) = results.hits.get(results.prefix) {
+            let n = h.matches;
+            results.prefix += 1;
+            results.prefix_matches += n;
+        }
+        if results.prefix_matches > query.max_matches {
+            shared.full.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Searches one served file: opened with every check a read makes, skipped when it is no longer
+/// served, larger than `max_size`, unreadable or binary.
+fn search_one(
+    searcher: &mut Searcher,
+    source: &FilesSource,
+    dir: &mut Option<(String, std::os::fd::OwnedFd)>,
+    rel: &str,
+    query: &Query,
+    stop: &CancellationToken,
+) -> FileHits {
+    let Some(opened) = source.open_served_in(rel, dir) else {
+        return FileHits::default();
+    };
+    let cap = source.max_size();
+    if opened.size > cap {
+        return FileHits::default();
+    }
+    let mut sink = Collect {
+        hits: FileHits::default(),
+        // One more than asked: enough to know the answer is truncated.
+        limit: query.max_matches + 1,
+        binary: false,
+        pending_break: false,
+        stop,
+    };
+    // The cap holds on the bytes read, whatever the file grows to meanwhile.
+    let reader = opened.file.take(cap);
+    match searcher.search_reader(&query.matcher, reader, &mut sink) {
+        Ok(()) if !sink.binary => sink.hits,
+        Ok(()) => FileHits::default(),
+        Err(e) => {
+            tracing::debug!("[files.{}] {rel}: search failed: {e}", source.name);
+            FileHits::default()
+        }
+    }
+}
+
+/// Collects the lines of one file.
+struct Collect<'a> {
+    hits: FileHits,
+    limit: usize,
+    binary: bool,
+    pending_break: bool,
+    stop: &'a CancellationToken,
+}
+
+impl Collect<'_> {
+    fn push(&mut self, number: Option<u64>, bytes: &[u8], is_match: bool) {
+        self.hits.lines.push(Line {
+            number: number.unwrap_or(0),
+            text: line_text(bytes),
+            is_match,
+            after_break: std::mem::take(&mut self.pending_break),
+        });
+    }
+}
+
+impl Sink for Collect<'_> {
+    type Error = std::io::Error;
+
+    fn matched(&mut self, _: &Searcher, m: &SinkMatch<'_>) -> Result<bool, std::io::Error> {
+        self.push(m.line_number(), m.bytes(), true);
+        self.hits.matches += 1;
+        Ok(self.hits.matches < self.limit && !self.stop.is_cancelled())
+    }
+
+    fn context(&mut self, _: &Searcher, c: &SinkContext<'_>) -> Result<bool, std::io::Error> {
+        self.push(c.line_number(), c.bytes(), false);
+        Ok(!self.stop.is_cancelled())
+    }
+
+    fn context_break(&mut self, _: &Searcher) -> Result<bool, std::io::Error> {
+        self.pending_break = true;
+        Ok(true)
+    }
+
+    fn binary_data(&mut self, _: &Searcher, _: u64) -> Result<bool, std::io::Error> {
+        self.binary = true;
+        Ok(false)
+    }
+}
+
+/// A line as text: without its line ending, invalid UTF-8 replaced, cut at `MAX_LINE` bytes.
+fn line_text(bytes: &[u8]) -> String {
+    let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+    let text = String::from_utf8_lossy(bytes);
+    if text.len() <= MAX_LINE {
+        return text.into_owned();
+    }
+    let mut end = MAX_LINE;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{} [… {} more bytes]", &text[..end], text.len() - end)
+}
+
+/// The answer: `path:line:text` lines (context lines as `path-line-text`, `--` between groups)
+/// under each file's URI, and the matches as `structuredContent`.
+fn answer(
+    sources: &[Arc<FilesSource>],
+    files: &[(usize, String)],
+    hits: Vec<Option<FileHits>>,
+    max: usize,
+    context: usize,
+) -> ToolResult {
+    let mut text = String::new();
+    let mut matches = Vec::new();
+    // The search stops only once the files before the cut hold more than `max` matches.
+    let total: usize = hits.iter().flatten().map(|h| h.matches).sum();
+    let truncated = total > max;
+    'files: for ((source, rel), hits) in files.iter().zip(hits) {
+        let Some(hits) = hits.filter(|h| h.matches > 0) else {
+            continue;
+        };
+        if matches.len() == max {
+            break;
+        }
+        let source = &sources[*source];
+        let uri = source.uri_for(rel);
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&uri);
+        text.push('\n');
+        let mut last_match = 0;
+        for line in hits.lines {
+            if matches.len() == max
+                && (line.is_match || line.after_break || line.number > last_match + context as u64)
+            {
+                // Past the last match kept: only its own lines of context remain.
+                break 'files;
+            }
+            if line.is_match {
+                last_match = line.number;
+            }
+            if line.after_break {
+                text.push_str("--\n");
+            }
+            let sep = if line.is_match { ':' } else { '-' };
+            text.push_str(&format!("{rel}{sep}{}{sep}{}\n", line.number, line.text));
+            if line.is_match {
+                matches.push(json!({
+                    "uri": uri,
+                    "path": rel,
+                    "line": line.number,
+                    "text": line.text,
+                    "source": source.name,
+                }));
+            }
+        }
+    }
+    if matches.is_empty() {
+        text = format!("No matches in {} files.\n", files.len());
+    } else if truncated {
+        text.push_str(&format!(
+            "\n[stopped at max_matches = {max}: there are more matches; narrow the pattern, \
+             the source or the glob, or raise max_matches (at most {MAX_MATCHES})]\n"
+        ));
+    }
+    ToolResult {
+        content: vec![ToolContent::Text(text)],
+        structured: Some(json!({ "matches": matches, "truncated": truncated })),
+        is_error: false,
+    }
+}
+
+fn tool_info(sources: &[Arc<FilesSource>]) -> ToolInfo {
+    let names: Vec<&str> = sources.iter().map(|s| s.name.as_str()).collect();
+    let object = |v: Value| match v {
+        Value::Object(m) => m,
+        _ => serde_json::Map::new(),
+    };
+    ToolInfo {
+        name: SEARCH_TOOL_NAME.into(),
+        title: Some("Search files".into()),
+        description: Some(format!(
+            "Search the contents of the served files with a regular expression (Rust regex \
+             syntax; one line at a time). Sources: {}. Answers `path:line:text` lines under each \
+             file's URI, in path order, at most max_matches of them; read a whole file with its \
+             URI.",
+            names.join(", ")
+        )),
+        input_schema: object(json!({
+            "type": "object",
+            "properties": {
+                "pattern": { "type": "string", "description": "Regular expression (Rust regex syntax), matched against each line" },
+                "source": { "type": "string", "enum": names, "description": "Search only this source (default: all)" },
+                "glob": { "type": "string", "description": "Only files whose path relative to the source's root matches this glob (a glob without `/` matches the file name), e.g. `*.rs` or `src/**/*.ts`" },
+                "case_insensitive": { "type": "boolean", "default": false, "description": "Ignore case" },
+                "max_matches": { "type": "integer", "minimum": 1, "maximum": MAX_MATCHES, "default": DEFAULT_MAX_MATCHES, "description": "Stop after this many matches" },
+                "context": { "type": "integer", "minimum": 0, "maximum": MAX_CONTEXT, "default": 0, "description": "Lines of context before and after each match" }
+            },
+            "required": ["pattern"],
+            "additionalProperties": false
+        })),
+        output_schema: Some(object(json!({
+            "type": "object",
+            "properties": {
+                "matches": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "uri": { "type": "string" },
+                            "path": { "type": "string" },
+                            "line": { "type": "integer" },
+                            "text": { "type": "string" },
+                            "source": { "type": "string" }
+                        },
+                        "required": ["uri", "path", "line", "text"]
+                    }
+                },
+                "truncated": { "type": "boolean" }
+            },
+            "required": ["matches", "truncated"]
+        }))),
+        hints: Hints {
+            read_only: true,
+            destructive: false,
+            idempotent: true,
+            open_world: false,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::{self, Diagnostics, Loc};
+
+    fn tool(dir: &std::path::Path) -> SearchTool {
+        let def = manifest::Files {
+            name: "d".into(),
+            loc: Loc::default(),
+            root: dir.to_path_buf(),
+            root_loc: Loc::default(),
+            include: vec![("**/*".into(), Loc::default())],
+            exclude: Vec::new(),
+            gitignore: true,
+            hidden: false,
+            max_size: 1 << 20,
+            watch: false,
+            description: None,
+            search: true,
+        };
+        let mut diags = Diagnostics::new("t.toml");
+        let source = FilesSource::build(&def, &mut diags).expect("source");
+        SearchTool::build(&[Arc::new(source)]).expect("searchable")
+    }
+
+    fn args(v: Value) -> serde_json::Map<String, Value> {
+        match v {
+            Value::Object(m) => m,
+            _ => serde_json::Map::new(),
+        }
+    }
+
+    #[test]
+    fn a_cancelled_search_stops_and_answers_nothing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for i in 0..5000 {
+            let sub = dir.path().join(format!("d{}", i / 500));
+            std::fs::create_dir_all(&sub).expect("mkdir");
+            std::fs::write(
+                sub.join(format!("f{i}.txt")),
+                "one\ntwo\nthree needle\n".repeat(20),
+            )
+            .expect("write");
+        }
+        let t = tool(dir.path());
+        let q = t
+            .query(&args(json!({"pattern": "needle", "max_matches": 1000})))
+            .expect("query");
+        let whole = run(&t.sources, &q, &CancellationToken::new(), None).expect("searched");
+        assert_eq!(whole.structured.expect("structured")["truncated"], true);
+
+        // Cancelled before it starts.
+        let stop = CancellationToken::new();
+        stop.cancel();
+        assert!(run(&t.sources, &q, &stop, None).is_none());
+
+        // Cancelled once it reports that it started (before any file is searched): the threads
+        // stop at their next file and the search answers nothing.
+        let stop = CancellationToken::new();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        std::thread::scope(|scope| {
+            let running = scope.spawn(|| run(&t.sources, &q, &stop, Some(tx)));
+            let first = rx.blocking_recv().expect("a first progress report");
+            assert!(
+                first.message.is_some_and(|m| m.contains("of 5000 files")),
+                "first report"
+            );
+            stop.cancel();
+            assert!(running.join().expect("no panic").is_none());
+        });
+    }
+
+    #[test]
+    fn long_lines_are_cut_at_a_character_boundary() {
+        let line = format!("{}é tail\n", "a".repeat(MAX_LINE - 1));
+        let text = line_text(line.as_bytes());
+        assert!(text.starts_with(&"a".repeat(MAX_LINE - 1)), "{text}");
+        assert!(text.ends_with("more bytes]"), "{text}");
+        assert!(!text.contains('é'), "{text}");
+        assert_eq!(line_text(b"plain\r\n"), "plain");
+        assert_eq!(line_text(b"bad \xff byte\n"), "bad \u{fffd} byte");
+    }
+}
