@@ -207,6 +207,50 @@ impl Registry {
         Ok(out)
     }
 
+    /// One page of `list_resources` after `cursor` (from a previous page's next cursor), and
+    /// the next cursor. A cursor names the source and that source's own key to resume after
+    /// (`Source::list_page`), so a page costs O(page) whatever comes before it.
+    pub async fn list_resources_page(
+        &self,
+        cursor: Option<&str>,
+    ) -> Result<(Vec<ResourceInfo>, Option<String>), RequestError> {
+        let page_size = self.page_size().max(1);
+        let invalid = |c: &str| RequestError::InvalidParams(format!("invalid cursor `{c}`"));
+        let (mut index, mut after) = match cursor {
+            None => (0, None),
+            Some(c) => decode_resource_cursor(c)
+                .filter(|(i, _)| *i < self.sources.len())
+                .ok_or_else(|| invalid(c))?,
+        };
+        let mut out = Vec::new();
+        while index < self.sources.len() {
+            let source = &self.sources[index];
+            if out.len() == page_size {
+                // Full: is there anything after? Ask for one item.
+                let probe = source.clone().list_page(None, 1).await?;
+                if !probe.items.is_empty() {
+                    return Ok((out, Some(encode_resource_cursor(index, None))));
+                }
+                index += 1;
+                continue;
+            }
+            let page = source
+                .clone()
+                .list_page(after.take(), page_size - out.len())
+                .await
+                .map_err(|e| match e {
+                    RequestError::InvalidParams(_) => invalid(cursor.unwrap_or_default()),
+                    e => e,
+                })?;
+            out.extend(page.items);
+            if let Some(key) = page.next {
+                return Ok((out, Some(encode_resource_cursor(index, Some(&key)))));
+            }
+            index += 1;
+        }
+        Ok((out, None))
+    }
+
     pub fn templates(&self) -> Vec<TemplateInfo> {
         self.sources.iter().flat_map(|s| s.templates()).collect()
     }
@@ -372,11 +416,7 @@ impl Registry {
             Some(Value::String(s)) => Some(s.as_str()),
             Some(_) => return ToolResult::error("`cursor` must be a string"),
         };
-        let all = match self.list_resources().await {
-            Ok(all) => all,
-            Err(e) => return ToolResult::error(e.to_string()),
-        };
-        let (page, next) = match paginate(&all, cursor, self.page_size()) {
+        let (page, next) = match self.list_resources_page(cursor).await {
             Ok(p) => p,
             Err(e) => return ToolResult::error(e.to_string()),
         };
@@ -505,6 +545,30 @@ fn decode_cursor(cursor: &str) -> Option<usize> {
         .strip_prefix("page:")?
         .parse()
         .ok()
+}
+
+/// A `resources/list` cursor: the source's index and its key (`Source::list_page`), opaque to
+/// clients (base64).
+fn encode_resource_cursor(index: usize, key: Option<&str>) -> String {
+    let raw = match key {
+        Some(k) => format!("res:{index}:{k}"),
+        None => format!("res:{index}"),
+    };
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw)
+}
+
+fn decode_resource_cursor(cursor: &str) -> Option<(usize, Option<String>)> {
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(cursor)
+        .ok()?;
+    let rest = String::from_utf8(raw)
+        .ok()?
+        .strip_prefix("res:")?
+        .to_owned();
+    match rest.split_once(':') {
+        Some((i, key)) => Some((i.parse().ok()?, Some(key.to_owned()))),
+        None => Some((rest.parse().ok()?, None)),
+    }
 }
 
 #[cfg(test)]

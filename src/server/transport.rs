@@ -63,7 +63,7 @@ mod parse;
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, Read, Write};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -165,6 +165,8 @@ struct Session {
     /// Wakes notifications waiting for room in the output queue.
     out_room: tokio::sync::Notify,
     next_id: AtomicU64,
+    /// The answer to `initialize` is queued: the reader answers a bare `ping` itself.
+    fast_ping: AtomicBool,
 }
 
 impl Session {
@@ -193,6 +195,17 @@ impl Session {
     fn take_line(&self, line: &[u8]) {
         let text = parse::trim(line);
         if text.is_empty() {
+            return;
+        }
+        if self.fast_ping.load(Ordering::Relaxed)
+            && let Some(answer) = parse::bare_ping(text)
+        {
+            // Answered here, like a line that is not a message: no thread hand-off, no rmcp
+            // machinery. Bounded like every reply (it counts in the output queue, and the reader
+            // stops while that is full). Only after `initialize` was answered, so it never goes
+            // out before that answer.
+            self.lock().reply(answer, &self.writable);
+            tracing::info!("ping  0.0 ms ok");
             return;
         }
         let mut next = || self.next_id.fetch_add(1, Ordering::Relaxed);
@@ -349,6 +362,8 @@ struct State {
     out_closed: bool,
     /// `Output::finish`: the writer ends once the queue is empty.
     finishing: bool,
+    /// The session started with `initialize` (its answer was a result).
+    initialized: bool,
     reserved: usize,
     waiters: VecDeque<Waiter>,
 }
@@ -375,6 +390,7 @@ impl State {
             out_bytes: 0,
             out_closed: false,
             finishing: false,
+            initialized: false,
             reserved: 0,
             waiters: VecDeque::new(),
         }
@@ -810,6 +826,7 @@ impl Output {
             writable: Condvar::new(),
             out_room: tokio::sync::Notify::new(),
             next_id: AtomicU64::new(1),
+            fast_ping: AtomicBool::new(false),
         });
         let (done_tx, done) = tokio::sync::oneshot::channel();
         let s = session.clone();
@@ -872,6 +889,20 @@ fn write_messages<W: Write>(session: &Session, write: W) {
         st.grant();
         drop(st);
         session.wake();
+    }
+}
+
+/// A read answer whose contents are at most this many bytes is serialized in place: that
+/// takes a few microseconds, less than the hand-off to the blocking pool and back.
+const INLINE_SERIALIZE: usize = 16 * 1024;
+
+/// The bytes of text or base64 one read content holds.
+fn contents_len(c: &rmcp::model::ResourceContents) -> usize {
+    match c {
+        rmcp::model::ResourceContents::TextResourceContents { text, .. } => text.len(),
+        rmcp::model::ResourceContents::BlobResourceContents { blob, .. } => blob.len(),
+        // A kind rmcp may add: serialized on the blocking pool, to be safe.
+        _ => usize::MAX / 2,
     }
 }
 
@@ -945,15 +976,21 @@ impl rmcp::transport::Transport<RoleServer> for LineTransport {
                     id,
                     listen,
                 } => {
-                    let big = matches!(
-                        &item,
-                        JsonRpcMessage::Response(r) if matches!(
-                            r.result,
-                            ServerResult::ReadResourceResult(_)
-                                | ServerResult::CallToolResult(_)
-                                | ServerResult::GetPromptResult(_)
-                        )
-                    );
+                    let big = match &item {
+                        JsonRpcMessage::Response(r) => match &r.result {
+                            ServerResult::ReadResourceResult(read) => {
+                                read.contents
+                                    .iter()
+                                    .fold(0usize, |n, c| n.saturating_add(contents_len(c)))
+                                    > INLINE_SERIALIZE
+                            }
+                            ServerResult::CallToolResult(_) | ServerResult::GetPromptResult(_) => {
+                                true
+                            }
+                            _ => false,
+                        },
+                        _ => false,
+                    };
                     // The runtime has one thread, which routes every message: a large answer
                     // is serialized on the blocking pool.
                     let mut bytes = if big {
@@ -972,6 +1009,9 @@ impl rmcp::transport::Transport<RoleServer> for LineTransport {
                     }
                     let mut st = session.lock();
                     st.answered(internal, bytes, &session.writable);
+                    if st.initialized {
+                        session.fast_ping.store(true, Ordering::Relaxed);
+                    }
                     drop(st);
                     session.ready.notify_one();
                 }
@@ -1084,6 +1124,7 @@ impl LineTransport {
             && pending == internal
         {
             st.lifecycle = if init && is_result {
+                st.initialized = true;
                 Lifecycle::Started
             } else {
                 Lifecycle::Before { pending: None }

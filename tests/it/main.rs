@@ -12,6 +12,7 @@ mod git;
 mod http;
 mod hygiene;
 mod manifest_errors;
+mod paging;
 mod postgres;
 mod prompts;
 mod protocol;
