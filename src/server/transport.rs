@@ -14,6 +14,10 @@
 //! write per burst, flushing when idle. Answers are serialized by the send future (a large one
 //! on the blocking pool), so every byte waiting for stdout is counted exactly.
 //!
+//! Once the answer to `initialize` is queued, the reader answers a bare `ping` (no params, or
+//! `{}`) itself, as it answers a line that is not a message: the reply counts in the output
+//! queue like any other, so the bounds below hold, and rmcp never sees it.
+//!
 //! # Ids
 //!
 //! rmcp never sees a client's id: each request gets an internal number, and its answer is
