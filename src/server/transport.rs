@@ -178,10 +178,15 @@ impl Session {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// After anything was released: wake whoever may go on.
-    fn wake(&self) {
-        self.ready.notify_one();
-        self.room.notify_all();
+    /// After something was released (`st` still locked): wakes whoever may go on. Each wake-up
+    /// is a system call, so only those that wait are woken.
+    fn wake(&self, st: &State) {
+        if !st.work.is_empty() || !st.control.is_empty() {
+            self.ready.notify_one();
+        }
+        if st.reader_waiting {
+            self.room.notify_one();
+        }
         self.out_room.notify_waiters();
     }
 
@@ -191,7 +196,9 @@ impl Session {
         while !st.closed
             && (st.input_bytes >= INPUT_CAP || (st.out_bytes >= OUTPUT_CAP && !st.out_closed))
         {
+            st.reader_waiting = true;
             st = self.room.wait(st).unwrap_or_else(|p| p.into_inner());
+            st.reader_waiting = false;
         }
     }
 
@@ -364,6 +371,10 @@ struct State {
     out_bytes: usize,
     /// stdout failed: what is sent is dropped.
     out_closed: bool,
+    /// The reader thread waits for room (`Session::room`).
+    reader_waiting: bool,
+    /// The writer thread waits for something to write (`Session::writable`).
+    writer_waiting: bool,
     /// `Output::finish`: the writer ends once the queue is empty.
     finishing: bool,
     /// The session started with `initialize` (its answer was a result).
@@ -393,6 +404,8 @@ impl State {
             out: VecDeque::new(),
             out_bytes: 0,
             out_closed: false,
+            reader_waiting: false,
+            writer_waiting: false,
             finishing: false,
             initialized: false,
             reserved: 0,
@@ -462,7 +475,14 @@ impl State {
             bytes,
             release: None,
         });
-        writable.notify_one();
+        self.wake_writer(writable);
+    }
+
+    /// Wakes the writer thread if it waits for something to write.
+    fn wake_writer(&self, writable: &Condvar) {
+        if self.writer_waiting {
+            writable.notify_one();
+        }
     }
 
     fn enqueue(&mut self, out: Out) {
@@ -741,7 +761,7 @@ impl State {
             bytes,
             release: None,
         });
-        writable.notify_one();
+        self.wake_writer(writable);
     }
 
     /// rmcp produced the answer of `internal`, serialized as `bytes` (without a newline).
@@ -763,7 +783,7 @@ impl State {
                     bytes,
                     release: Some(internal),
                 });
-                writable.notify_one();
+                self.wake_writer(writable);
             }
             Some(batch) => {
                 // Its slot is free now; its answer waits with the batch's.
@@ -795,10 +815,10 @@ impl State {
         self.grant();
     }
 
-    /// The writer wrote `out`.
-    fn written(&mut self, out: Out) {
-        self.out_bytes -= out.bytes.len();
-        if let Some(id) = out.release {
+    /// The writer wrote `len` bytes (the answer of `release`).
+    fn written(&mut self, len: usize, release: Option<u64>) {
+        self.out_bytes -= len;
+        if let Some(id) = release {
             self.release(id);
         }
     }
@@ -858,26 +878,43 @@ impl Output {
 fn write_messages<W: Write>(session: &Session, write: W) {
     let mut w = std::io::BufWriter::with_capacity(64 * 1024, write);
     let mut failed = false;
+    let mut burst: Vec<Out> = Vec::new();
     loop {
-        let out = {
+        {
             let mut st = session.lock();
-            loop {
-                if let Some(out) = st.out.pop_front() {
-                    break out;
-                }
+            while st.out.is_empty() {
                 if st.finishing {
                     drop(st);
                     let _ = w.flush();
                     return;
                 }
+                st.writer_waiting = true;
                 st = session.writable.wait(st).unwrap_or_else(|p| p.into_inner());
+                st.writer_waiting = false;
             }
-        };
-        if !failed && w.write_all(&out.bytes).is_err() {
-            failed = true;
+            burst.extend(st.out.drain(..));
+        }
+        // Everything queued in one go; a large answer is released as soon as it is written,
+        // small ones together at the end.
+        let mut done: Vec<(usize, Option<u64>)> = Vec::new();
+        let count = burst.len();
+        for (i, out) in burst.drain(..).enumerate() {
+            if !failed && w.write_all(&out.bytes).is_err() {
+                failed = true;
+            }
+            let len = out.bytes.len();
+            done.push((len, out.release));
+            drop(out);
+            if len >= 64 * 1024 || i + 1 == count {
+                let mut st = session.lock();
+                for (len, release) in done.drain(..) {
+                    st.written(len, release);
+                }
+                st.grant();
+                session.wake(&st);
+            }
         }
         let mut st = session.lock();
-        st.written(out);
         if !failed && st.out.is_empty() {
             drop(st);
             failed = w.flush().is_err();
@@ -887,12 +924,11 @@ fn write_messages<W: Write>(session: &Session, write: W) {
             tracing::error!("writing stdout failed: answers are dropped from now on");
             st.out_closed = true;
             while let Some(out) = st.out.pop_front() {
-                st.written(out);
+                st.written(out.bytes.len(), out.release);
             }
+            st.grant();
+            session.wake(&st);
         }
-        st.grant();
-        drop(st);
-        session.wake();
     }
 }
 
@@ -1016,8 +1052,8 @@ impl rmcp::transport::Transport<RoleServer> for LineTransport {
                     if st.initialized {
                         session.fast_ping.store(true, Ordering::Relaxed);
                     }
-                    drop(st);
-                    session.ready.notify_one();
+                    // A batch's request frees its slot here.
+                    session.wake(&st);
                 }
                 Route::Notification(listen) => {
                     // Notifications wait while the client does not read (answers never do:
@@ -1037,20 +1073,22 @@ impl rmcp::transport::Transport<RoleServer> for LineTransport {
                         splice_subscription_id(&mut bytes, internal, &id);
                     }
                     bytes.push(b'\n');
-                    session.lock().enqueue(Out {
+                    let mut st = session.lock();
+                    st.enqueue(Out {
                         bytes,
                         release: None,
                     });
-                    session.writable.notify_one();
+                    st.wake_writer(&session.writable);
                 }
                 Route::AsIs => {
                     let mut bytes = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
                     bytes.push(b'\n');
-                    session.lock().enqueue(Out {
+                    let mut st = session.lock();
+                    st.enqueue(Out {
                         bytes,
                         release: None,
                     });
-                    session.writable.notify_one();
+                    st.wake_writer(&session.writable);
                 }
             }
             Ok(())
@@ -1066,11 +1104,13 @@ impl rmcp::transport::Transport<RoleServer> for LineTransport {
                 let picked = st.pick();
                 if !st.out.is_empty() {
                     // `pick` may have answered (a listen over the cap).
-                    self.session.writable.notify_one();
+                    st.wake_writer(&self.session.writable);
                 }
                 if let Some((mut msg, internal)) = picked {
+                    if st.reader_waiting {
+                        self.session.room.notify_one();
+                    }
                     drop(st);
-                    self.session.room.notify_all();
                     if let (JsonRpcMessage::Request(r), Some(id)) = (&mut *msg, internal) {
                         r.request.extensions_mut().insert(Ticket {
                             session: self.session.clone(),
