@@ -278,7 +278,9 @@ pub async fn list(manifest: Option<PathBuf>, json: bool) -> i32 {
     let templates = registry.templates();
     let tools = registry.tools();
     let prompts = registry.prompt_infos();
-    let mut out = std::io::stdout().lock();
+    // One write per 64 KiB, not one per line (stdout is line-buffered): a 100 000-file
+    // listing is 100 000 lines.
+    let mut out = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());
     if json {
         let value = list_json(&registry, &resources, &templates, &tools, &prompts);
         let _ = writeln!(

@@ -285,6 +285,75 @@ impl Registry {
         Ok(pairs)
     }
 
+    /// One page of `list_resources` after `cursor` (from a previous page's next cursor), and
+    /// the next cursor. A cursor names the source and that source's own key to resume after
+    /// (`Source::list_page`), so a page costs O(page) whatever comes before it.
+    pub async fn list_resources_page(
+        &self,
+        cursor: Option<&str>,
+    ) -> Result<(Vec<ResourceInfo>, Option<String>), RequestError> {
+        let page_size = self.page_size().max(1);
+        let invalid = |c: &str| RequestError::InvalidParams(format!("invalid cursor `{c}`"));
+        let (mut index, mut after) = match cursor {
+            None => (0, None),
+            Some(c) => decode_resource_cursor(c)
+                .filter(|(i, _)| *i < self.sources.len())
+                .ok_or_else(|| invalid(c))?,
+        };
+        let mut out = Vec::new();
+        while index < self.sources.len() {
+            let source = &self.sources[index];
+            if out.len() == page_size {
+                // Full: is there anything after? Ask for one item.
+                let probe = source.clone().list_page(None, 1).await?;
+                if !probe.items.is_empty() {
+                    return Ok((out, Some(encode_resource_cursor(index, None))));
+                }
+                index += 1;
+                continue;
+            }
+            let page = source
+                .clone()
+                .list_page(after.take(), page_size - out.len())
+                .await
+                .map_err(|e| match e {
+                    RequestError::InvalidParams(_) => invalid(cursor.unwrap_or_default()),
+                    e => e,
+                })?;
+            out.extend(self.not_listed_before(index, page.items).await);
+            if let Some(key) = page.next {
+                return Ok((out, Some(encode_resource_cursor(index, Some(&key)))));
+            }
+            index += 1;
+        }
+        Ok((out, None))
+    }
+
+    /// `items` of source `index` without those an earlier source lists too (overlapping roots:
+    /// a URI is listed once, by the first source). Only sources that list what they serve are
+    /// asked (not templates), and only for URIs they own, so sources that do not overlap cost a
+    /// prefix check per item.
+    async fn not_listed_before(&self, index: usize, items: Vec<ResourceInfo>) -> Vec<ResourceInfo> {
+        let earlier: Vec<&Arc<dyn Source>> = self.sources[..index]
+            .iter()
+            .filter(|s| !s.tried_last())
+            .collect();
+        let mut out = Vec::with_capacity(items.len());
+        for r in items {
+            let mut listed = false;
+            for s in earlier.iter().filter(|s| s.owns(&r.uri)) {
+                if (*s).clone().serves(r.uri.clone()).await {
+                    listed = true;
+                    break;
+                }
+            }
+            if !listed {
+                out.push(r);
+            }
+        }
+        out
+    }
+
     pub fn templates(&self) -> Vec<TemplateInfo> {
         self.sources.iter().flat_map(|s| s.templates()).collect()
     }
@@ -529,18 +598,37 @@ impl Registry {
             Some(Value::String(s)) => Some(s.as_str()),
             Some(_) => return ToolResult::error("`cursor` must be a string"),
         };
-        let all = match self.list_resources().await {
-            Ok(all) => all,
-            Err(e) => return ToolResult::error(e.to_string()),
-        };
-        // Resources, then templates, paged as one list.
+        // Resources (O(page), `list_resources_page`), then templates, as one list: a cursor is
+        // either a resource cursor or, once the resources are done, a template offset.
         let templates = self.templates();
-        let items: Vec<Listed> = all
-            .iter()
-            .map(Listed::Resource)
-            .chain(templates.iter().map(Listed::Template))
-            .collect();
-        let (page, next) = match paginate(&items, cursor, self.page_size()) {
+        let page_size = self.page_size().max(1);
+        let (resources, mut next, template_start) = match cursor.and_then(decode_cursor) {
+            Some(start) if start <= templates.len() => (Vec::new(), None, Some(start)),
+            Some(_) => {
+                return ToolResult::error(format!(
+                    "invalid cursor `{}`",
+                    cursor.unwrap_or_default()
+                ));
+            }
+            None => match self.list_resources_page(cursor).await {
+                Ok((page, next)) => {
+                    let done = next.is_none();
+                    (page, next, done.then_some(0))
+                }
+                Err(e) => return ToolResult::error(e.to_string()),
+            },
+        };
+        let mut page: Vec<Listed> = resources.iter().map(Listed::Resource).collect();
+        if let Some(start) = template_start {
+            let end = start
+                .saturating_add(page_size.saturating_sub(page.len()))
+                .min(templates.len());
+            page.extend(templates[start..end].iter().map(Listed::Template));
+            if end < templates.len() {
+                next = Some(encode_cursor(end));
+            }
+        }
+        let (page, next) = match Ok::<_, RequestError>((page, next)) {
             Ok(p) => p,
             Err(e) => return ToolResult::error(e.to_string()),
         };
@@ -721,6 +809,30 @@ fn decode_cursor(cursor: &str) -> Option<usize> {
         .strip_prefix("page:")?
         .parse()
         .ok()
+}
+
+/// A `resources/list` cursor: the source's index and its key (`Source::list_page`), opaque to
+/// clients (base64).
+fn encode_resource_cursor(index: usize, key: Option<&str>) -> String {
+    let raw = match key {
+        Some(k) => format!("res:{index}:{k}"),
+        None => format!("res:{index}"),
+    };
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw)
+}
+
+fn decode_resource_cursor(cursor: &str) -> Option<(usize, Option<String>)> {
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(cursor)
+        .ok()?;
+    let rest = String::from_utf8(raw)
+        .ok()?
+        .strip_prefix("res:")?
+        .to_owned();
+    match rest.split_once(':') {
+        Some((i, key)) => Some((i.parse().ok()?, Some(key.to_owned()))),
+        None => Some((rest.parse().ok()?, None)),
+    }
 }
 
 #[cfg(test)]

@@ -18,11 +18,14 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
 use super::paths::{self, OpenError, ReadError, io_reason, mime_for, sniff_is_text};
 use super::{
-    Body, BoxFut, ChangeEffect, Completion, CompletionRequest, Contents, RequestError,
-    ResourceInfo, Source, TemplateInfo, encode_path, on_blocking, on_blocking_or, ready,
+    Body, BoxFut, ChangeEffect, Completion, CompletionRequest, Contents, PageOf, RequestError,
+    ResourceInfo, Source, TemplateInfo, blocking, encode_path, on_blocking, on_blocking_or, ready,
 };
 use crate::manifest::{self, Diagnostics, expand::format_size};
 use crate::watch::{Change, ChangeKind};
+
+/// Files at most this large are read on the runtime thread (see `Source::read` below).
+const INLINE_READ: u64 = 16 * 1024;
 
 /// The live files source.
 #[derive(Debug)]
@@ -179,18 +182,47 @@ impl FilesSource {
 
     /// Every visible file, sorted by name. Walks the tree (blocking: call from a blocking thread).
     fn list_blocking(&self) -> Vec<ResourceInfo> {
-        self.entries()
-            .iter()
-            .map(|e| ResourceInfo {
-                uri: self.uri_of(&e.rel),
-                name: e.rel.clone(),
-                title: None,
-                description: self.description.clone(),
-                mime_type: Some(e.mime.clone()),
-                size: Some(e.size),
-                last_modified: e.modified,
-            })
-            .collect()
+        self.entries().iter().map(|e| self.info(e)).collect()
+    }
+
+    /// At most `limit` visible files after the relative path `after`, and the path to resume
+    /// after when more follow (blocking). A watched source pages its cached listing; otherwise a
+    /// sorted walk reads only the folders on the way to `after` and what the page holds, so a
+    /// page costs O(page) and nothing is kept between requests.
+    fn page_blocking(&self, after: Option<&str>, limit: usize) -> PageOf<ResourceInfo> {
+        let limit = limit.max(1);
+        if self.watch || self.root_is_file {
+            let all = self.entries();
+            let start = after.map_or(0, |a| all.partition_point(|e| e.rel.as_str() <= a));
+            let end = start.saturating_add(limit).min(all.len());
+            let page = &all[start.min(end)..end];
+            return PageOf {
+                items: page.iter().map(|e| self.info(e)).collect(),
+                next: (end < all.len())
+                    .then(|| page.last().map(|e| e.rel.clone()))
+                    .flatten(),
+            };
+        }
+        self.forget_rules_unless_watched();
+        let mut found = self.walk_sorted(after, limit.saturating_add(1));
+        let more = found.len() > limit;
+        found.truncate(limit);
+        PageOf {
+            items: found.iter().map(|e| self.info(e)).collect(),
+            next: more.then(|| found.last().map(|e| e.rel.clone())).flatten(),
+        }
+    }
+
+    fn info(&self, e: &Entry) -> ResourceInfo {
+        ResourceInfo {
+            uri: self.uri_of(&e.rel),
+            name: e.rel.clone(),
+            title: None,
+            description: self.description.clone(),
+            mime_type: Some(e.mime.clone()),
+            size: Some(e.size),
+            last_modified: e.modified,
+        }
     }
 
     fn uri_of(&self, rel: &str) -> String {
@@ -220,12 +252,7 @@ impl FilesSource {
                 out.push(self.entry(name, &self.root, &meta));
             }
         } else {
-            self.walk(&self.root, "", &mut |rel, path, item| {
-                if let Ok(meta) = item.metadata() {
-                    out.push(self.entry(rel, path, &meta));
-                }
-            });
-            out.sort_by(|a, b| a.rel.cmp(&b.rel));
+            out = self.walk_sorted(None, usize::MAX);
         }
         let out = Arc::new(out);
         if self.watch
@@ -246,34 +273,18 @@ impl FilesSource {
         }
     }
 
-    /// Calls `found` with every visible file below `dir` (relative path, path, its entry).
-    fn walk(&self, dir: &Path, rel_dir: &str, found: &mut dyn FnMut(String, &Path, &fs::DirEntry)) {
-        let Ok(read) = fs::read_dir(dir) else { return };
-        for item in read.flatten() {
-            let Ok(name) = item.file_name().into_string() else {
-                // Names that are not UTF-8 cannot be written in a URI we could read back.
-                continue;
-            };
-            let rel = if rel_dir.is_empty() {
-                name.clone()
-            } else {
-                format!("{rel_dir}/{name}")
-            };
-            let Ok(ft) = item.file_type() else { continue };
-            // Symlinks are never listed: one inside the root is listed at its target, one
-            // leading outside is not served at all.
-            if ft.is_symlink() {
-                continue;
-            }
-            let path = item.path();
-            if ft.is_dir() {
-                if self.dir_visible(&rel, &path) {
-                    self.walk(&path, &rel, found);
-                }
-            } else if ft.is_file() && self.file_visible(&rel, &path) {
-                found(rel, &path, &item);
-            }
-        }
+    /// The visible files in order of their relative paths, after `after` (exclusive), at most
+    /// `limit` of them. Folders are read one at a time, each sorted, with the ignore rules of
+    /// the folders above carried down as a stack (`Walk`).
+    fn walk_sorted(&self, after: Option<&str>, limit: usize) -> Vec<Entry> {
+        let mut walk = Walk {
+            src: self,
+            limit,
+            rules: self.parents.iter().rev().map(|p| self.rules(p)).collect(),
+            out: Vec::new(),
+        };
+        walk.dir(&self.root, "", after);
+        walk.out
     }
 
     /// Whether a folder under the root may hold served files (hidden names, ignore rules).
@@ -434,10 +445,10 @@ impl FilesSource {
                 .map(|n| vec![n.to_owned()])
                 .unwrap_or_default();
         }
-        let mut out = Vec::new();
-        self.walk(&self.root, "", &mut |rel, _, _| out.push(rel));
-        out.sort();
-        out
+        self.walk_sorted(None, usize::MAX)
+            .into_iter()
+            .map(|e| e.rel)
+            .collect()
     }
 
     /// Opens a served file by its relative path, as `served_paths` just gave it, for reading
@@ -506,11 +517,16 @@ impl FilesSource {
         &self.root
     }
 
-    /// Reads one resource (blocking: call from a blocking thread).
-    fn read_blocking(&self, uri: &str) -> Result<Contents, RequestError> {
-        let not_found = || RequestError::NotFound(uri.to_owned());
+    /// Opens the file of one resource (blocking, but only a few system calls on a local file
+    /// system: see `read`).
+    fn open_for_read(&self, uri: &str) -> Result<paths::Opened, RequestError> {
         self.forget_rules_unless_watched();
-        let mut opened = self.open(uri).ok_or_else(not_found)?;
+        self.open(uri)
+            .ok_or_else(|| RequestError::NotFound(uri.to_owned()))
+    }
+
+    /// Reads an opened resource (blocking: a large one is read on a blocking thread).
+    fn read_opened(&self, uri: &str, mut opened: paths::Opened) -> Result<Contents, RequestError> {
         let too_large = |size: u64| {
             RequestError::Refused(format!(
                 "{uri} is {}, larger than max_size {} of [files.{}]",
@@ -694,6 +710,14 @@ impl Source for FilesSource {
         on_blocking(move || Ok(self.list_blocking()))
     }
 
+    fn list_page(
+        self: Arc<Self>,
+        after: Option<String>,
+        limit: usize,
+    ) -> BoxFut<Result<PageOf<ResourceInfo>, RequestError>> {
+        on_blocking(move || Ok(self.page_blocking(after.as_deref(), limit)))
+    }
+
     fn templates(&self) -> Vec<TemplateInfo> {
         if self.root_is_file {
             return Vec::new();
@@ -710,8 +734,19 @@ impl Source for FilesSource {
         }]
     }
 
+    /// A small file is opened and read in place: `open_beneath`, `fstat` and one `read` of a
+    /// local file cost a few microseconds, less than the two thread hand-offs (and the
+    /// wake-ups) of the blocking pool. Anything larger than [`INLINE_READ`] is read there.
+    /// (A file system that hangs would hang the runtime thread; so would SQLite's `stat` of
+    /// its database, done in place for the same reason.)
     fn read(self: Arc<Self>, uri: String) -> BoxFut<Result<Contents, RequestError>> {
-        on_blocking(move || self.read_blocking(&uri))
+        Box::pin(async move {
+            let opened = self.open_for_read(&uri)?;
+            if opened.size <= INLINE_READ {
+                return self.read_opened(&uri, opened);
+            }
+            blocking(move || self.read_opened(&uri, opened)).await?
+        })
     }
 
     fn serves(self: Arc<Self>, uri: String) -> BoxFut<bool> {
@@ -773,4 +808,143 @@ fn ignore_parents(root: &Path) -> Vec<PathBuf> {
         }
     }
     Vec::new()
+}
+
+/// A sorted walk of the visible files. Each folder's names are sorted as if a folder's name
+/// ended in `/`, which makes the walk's output sorted by relative path (`a-b`, `a.txt`, `a/x`),
+/// so a walk can resume after a path: folders that sort wholly before it are not read.
+struct Walk<'a> {
+    src: &'a FilesSource,
+    limit: usize,
+    /// Ignore rules of the folders above the one being read (and of `parents`), outermost first.
+    rules: Vec<Arc<DirRules>>,
+    out: Vec<Entry>,
+}
+
+/// `name` (followed by `/` for a folder) against `other`, bytewise.
+fn key_cmp(name: &str, is_dir: bool, other: &str) -> std::cmp::Ordering {
+    name.bytes()
+        .chain(is_dir.then_some(b'/'))
+        .cmp(other.bytes())
+}
+
+impl Walk<'_> {
+    /// Walks `dir` (`rel_dir` below the root), skipping what sorts at or before `after` (a path
+    /// relative to `dir`). False once `limit` files are found.
+    fn dir(&mut self, dir: &Path, rel_dir: &str, after: Option<&str>) -> bool {
+        let Ok(read) = fs::read_dir(dir) else {
+            return true;
+        };
+        let mut items: Vec<(String, bool, fs::DirEntry)> = Vec::new();
+        for item in read.flatten() {
+            let Ok(ft) = item.file_type() else { continue };
+            // Symlinks are never listed: one inside the root is listed at its target, one
+            // leading outside is not served at all.
+            let is_dir = ft.is_dir();
+            if ft.is_symlink() || !(is_dir || ft.is_file()) {
+                continue;
+            }
+            let Ok(name) = item.file_name().into_string() else {
+                // Names that are not UTF-8 cannot be written in a URI we could read back.
+                continue;
+            };
+            if let Some(a) = after {
+                let before = if is_dir {
+                    // Wholly before `a` unless `a` is inside it.
+                    key_cmp(&name, true, a).is_lt()
+                        && !(a.starts_with(name.as_str()) && a[name.len()..].starts_with('/'))
+                } else {
+                    name.as_str() <= a
+                };
+                if before {
+                    continue;
+                }
+            }
+            items.push((name, is_dir, item));
+        }
+        items.sort_unstable_by(|(a, a_dir, _), (b, b_dir, _)| {
+            a.bytes()
+                .chain(a_dir.then_some(b'/'))
+                .cmp(b.bytes().chain(b_dir.then_some(b'/')))
+        });
+        let pushed = self.src.gitignore;
+        if pushed {
+            self.rules.push(self.src.rules(dir));
+        }
+        let any_rules = pushed
+            && self
+                .rules
+                .iter()
+                .any(|r| r.dot_ignore.is_some() || r.git_ignore.is_some());
+        let going_on = self.items(items, rel_dir, after, any_rules);
+        if pushed {
+            self.rules.pop();
+        }
+        going_on
+    }
+
+    fn items(
+        &mut self,
+        items: Vec<(String, bool, fs::DirEntry)>,
+        rel_dir: &str,
+        after: Option<&str>,
+        any_rules: bool,
+    ) -> bool {
+        let src = self.src;
+        for (name, is_dir, item) in items {
+            if (name == ".git" && is_dir) || (!src.hidden && name.starts_with('.')) {
+                continue;
+            }
+            let rel = if rel_dir.is_empty() {
+                name
+            } else {
+                format!("{rel_dir}/{name}")
+            };
+            let name = rel.rsplit('/').next().unwrap_or(&rel);
+            if is_dir {
+                let path = item.path();
+                if any_rules && self.ignored(&path, true) {
+                    continue;
+                }
+                // `after`, if it points inside this folder, relative to it.
+                let inner = after.and_then(|a| a.strip_prefix(name)?.strip_prefix('/'));
+                if !self.dir(&path, &rel, inner) {
+                    return false;
+                }
+            } else {
+                if !src.include.is_match(&rel) || src.exclude.is_match(&rel) {
+                    continue;
+                }
+                if any_rules && self.ignored(&item.path(), false) {
+                    continue;
+                }
+                let Ok(meta) = item.metadata() else { continue };
+                let mime = mime_for(Path::new(name), || sniff_is_text(&item.path()));
+                self.out.push(Entry {
+                    size: meta.len(),
+                    modified: meta.modified().ok(),
+                    mime,
+                    rel,
+                });
+                if self.out.len() >= self.limit {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// Gitignore semantics: the deepest folder's rules decide, `.ignore` before `.gitignore`.
+    fn ignored(&self, path: &Path, is_dir: bool) -> bool {
+        for rules in self.rules.iter().rev() {
+            for m in [&rules.dot_ignore, &rules.git_ignore].into_iter().flatten() {
+                match m.matched(path, is_dir) {
+                    ignore::Match::Ignore(_) => return true,
+                    ignore::Match::Whitelist(_) => return false,
+                    ignore::Match::None => {}
+                }
+            }
+        }
+        false
+    }
 }

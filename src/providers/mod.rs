@@ -28,7 +28,7 @@ pub(crate) type BoxFut<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 /// One live source of resources. The registry holds `Arc<dyn Source>` in manifest order, loops
 /// and delegates. Each method does its own blocking work off the async runtime (`blocking`), so
 /// callers just await.
-pub(crate) trait Source: Send + Sync + std::fmt::Debug {
+pub(crate) trait Source: Send + Sync + std::fmt::Debug + 'static {
     /// Whether `uri` belongs to this source (no IO; it may still be "not found").
     fn owns(&self, uri: &str) -> bool;
 
@@ -40,6 +40,32 @@ pub(crate) trait Source: Send + Sync + std::fmt::Debug {
 
     /// Every resource, in this source's order.
     fn list(self: Arc<Self>) -> BoxFut<Result<Vec<ResourceInfo>, RequestError>>;
+
+    /// At most `limit` resources (at least one) that follow `after` in this source's order, and
+    /// the key to resume from when more follow. `after` is a key this source gave out before
+    /// (opaque to callers); one it cannot have given is invalid params. The default lists
+    /// everything and resumes from an offset; a source with many resources resumes in O(page).
+    fn list_page(
+        self: Arc<Self>,
+        after: Option<String>,
+        limit: usize,
+    ) -> BoxFut<Result<PageOf<ResourceInfo>, RequestError>> {
+        Box::pin(async move {
+            let all = self.list().await?;
+            let start = match after.as_deref() {
+                None => 0,
+                Some(k) => k
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|&n| n <= all.len())
+                    .ok_or_else(|| RequestError::InvalidParams("invalid cursor".into()))?,
+            };
+            let end = start.saturating_add(limit.max(1)).min(all.len());
+            let next = (end < all.len()).then(|| end.to_string());
+            let items = all.into_iter().skip(start).take(end - start).collect();
+            Ok(PageOf { items, next })
+        })
+    }
 
     /// The URI templates (no IO).
     fn templates(&self) -> Vec<TemplateInfo>;
@@ -183,6 +209,13 @@ pub(crate) fn on_blocking_or<T: Send + 'static>(
 /// A ready answer, boxed for a `Source` method.
 pub(crate) fn ready<T: Send + 'static>(value: T) -> BoxFut<T> {
     Box::pin(std::future::ready(value))
+}
+
+/// One page of a source's listing: the items, and the key to resume after them when more follow.
+#[derive(Debug)]
+pub(crate) struct PageOf<T> {
+    pub items: Vec<T>,
+    pub next: Option<String>,
 }
 
 /// One listed resource.

@@ -240,11 +240,15 @@ impl ServerHandler for Handler {
         cx: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let snap = self.shared.snapshot();
-        let all = snap.registry.list_resources().await.map_err(error)?;
-        let page = one_page(&snap, &cx, &params, &all, resource)?;
-        let mut result = ListResourcesResult::with_all_items(page.items);
-        result.next_cursor = page.next;
-        result.meta = page.meta;
+        let cursor = params.as_ref().and_then(|p| p.cursor.as_deref());
+        let (items, next) = snap
+            .registry
+            .list_resources_page(cursor)
+            .await
+            .map_err(error)?;
+        let mut result = ListResourcesResult::with_all_items(items.iter().map(resource).collect());
+        result.next_cursor = next;
+        result.meta = server_meta(&snap, &cx);
         Ok(result)
     }
 

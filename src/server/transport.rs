@@ -14,6 +14,10 @@
 //! write per burst, flushing when idle. Answers are serialized by the send future (a large one
 //! on the blocking pool), so every byte waiting for stdout is counted exactly.
 //!
+//! Once the answer to `initialize` is queued, the reader answers a bare `ping` (no params, or
+//! `{}`) itself, as it answers a line that is not a message: the reply counts in the output
+//! queue like any other, so the bounds below hold, and rmcp never sees it.
+//!
 //! # Ids
 //!
 //! rmcp never sees a client's id: each request gets an internal number, and its answer is
@@ -63,7 +67,7 @@ mod parse;
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, Read, Write};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -165,6 +169,8 @@ struct Session {
     /// Wakes notifications waiting for room in the output queue.
     out_room: tokio::sync::Notify,
     next_id: AtomicU64,
+    /// The answer to `initialize` is queued: the reader answers a bare `ping` itself.
+    fast_ping: AtomicBool,
 }
 
 impl Session {
@@ -172,10 +178,15 @@ impl Session {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// After anything was released: wake whoever may go on.
-    fn wake(&self) {
-        self.ready.notify_one();
-        self.room.notify_all();
+    /// After something was released (`st` still locked): wakes whoever may go on. Each wake-up
+    /// is a system call, so only those that wait are woken.
+    fn wake(&self, st: &State) {
+        if !st.work.is_empty() || !st.control.is_empty() {
+            self.ready.notify_one();
+        }
+        if st.reader_waiting {
+            self.room.notify_one();
+        }
         self.out_room.notify_waiters();
     }
 
@@ -185,7 +196,9 @@ impl Session {
         while !st.closed
             && (st.input_bytes >= INPUT_CAP || (st.out_bytes >= OUTPUT_CAP && !st.out_closed))
         {
+            st.reader_waiting = true;
             st = self.room.wait(st).unwrap_or_else(|p| p.into_inner());
+            st.reader_waiting = false;
         }
     }
 
@@ -193,6 +206,17 @@ impl Session {
     fn take_line(&self, line: &[u8]) {
         let text = parse::trim(line);
         if text.is_empty() {
+            return;
+        }
+        if self.fast_ping.load(Ordering::Relaxed)
+            && let Some(answer) = parse::bare_ping(text)
+        {
+            // Answered here, like a line that is not a message: no thread hand-off, no rmcp
+            // machinery. Bounded like every reply (it counts in the output queue, and the reader
+            // stops while that is full). Only after `initialize` was answered, so it never goes
+            // out before that answer.
+            self.lock().reply(answer, &self.writable);
+            tracing::info!("ping  0.0 ms ok");
             return;
         }
         let mut next = || self.next_id.fetch_add(1, Ordering::Relaxed);
@@ -347,8 +371,14 @@ struct State {
     out_bytes: usize,
     /// stdout failed: what is sent is dropped.
     out_closed: bool,
+    /// The reader thread waits for room (`Session::room`).
+    reader_waiting: bool,
+    /// The writer thread waits for something to write (`Session::writable`).
+    writer_waiting: bool,
     /// `Output::finish`: the writer ends once the queue is empty.
     finishing: bool,
+    /// The session started with `initialize` (its answer was a result).
+    initialized: bool,
     reserved: usize,
     waiters: VecDeque<Waiter>,
 }
@@ -374,7 +404,10 @@ impl State {
             out: VecDeque::new(),
             out_bytes: 0,
             out_closed: false,
+            reader_waiting: false,
+            writer_waiting: false,
             finishing: false,
+            initialized: false,
             reserved: 0,
             waiters: VecDeque::new(),
         }
@@ -442,7 +475,14 @@ impl State {
             bytes,
             release: None,
         });
-        writable.notify_one();
+        self.wake_writer(writable);
+    }
+
+    /// Wakes the writer thread if it waits for something to write.
+    fn wake_writer(&self, writable: &Condvar) {
+        if self.writer_waiting {
+            writable.notify_one();
+        }
     }
 
     fn enqueue(&mut self, out: Out) {
@@ -721,7 +761,7 @@ impl State {
             bytes,
             release: None,
         });
-        writable.notify_one();
+        self.wake_writer(writable);
     }
 
     /// rmcp produced the answer of `internal`, serialized as `bytes` (without a newline).
@@ -743,7 +783,7 @@ impl State {
                     bytes,
                     release: Some(internal),
                 });
-                writable.notify_one();
+                self.wake_writer(writable);
             }
             Some(batch) => {
                 // Its slot is free now; its answer waits with the batch's.
@@ -775,10 +815,10 @@ impl State {
         self.grant();
     }
 
-    /// The writer wrote `out`.
-    fn written(&mut self, out: Out) {
-        self.out_bytes -= out.bytes.len();
-        if let Some(id) = out.release {
+    /// The writer wrote `len` bytes (the answer of `release`).
+    fn written(&mut self, len: usize, release: Option<u64>) {
+        self.out_bytes -= len;
+        if let Some(id) = release {
             self.release(id);
         }
     }
@@ -810,6 +850,7 @@ impl Output {
             writable: Condvar::new(),
             out_room: tokio::sync::Notify::new(),
             next_id: AtomicU64::new(1),
+            fast_ping: AtomicBool::new(false),
         });
         let (done_tx, done) = tokio::sync::oneshot::channel();
         let s = session.clone();
@@ -837,26 +878,43 @@ impl Output {
 fn write_messages<W: Write>(session: &Session, write: W) {
     let mut w = std::io::BufWriter::with_capacity(64 * 1024, write);
     let mut failed = false;
+    let mut burst: Vec<Out> = Vec::new();
     loop {
-        let out = {
+        {
             let mut st = session.lock();
-            loop {
-                if let Some(out) = st.out.pop_front() {
-                    break out;
-                }
+            while st.out.is_empty() {
                 if st.finishing {
                     drop(st);
                     let _ = w.flush();
                     return;
                 }
+                st.writer_waiting = true;
                 st = session.writable.wait(st).unwrap_or_else(|p| p.into_inner());
+                st.writer_waiting = false;
             }
-        };
-        if !failed && w.write_all(&out.bytes).is_err() {
-            failed = true;
+            burst.extend(st.out.drain(..));
+        }
+        // Everything queued in one go; a large answer is released as soon as it is written,
+        // small ones together at the end.
+        let mut done: Vec<(usize, Option<u64>)> = Vec::new();
+        let count = burst.len();
+        for (i, out) in burst.drain(..).enumerate() {
+            if !failed && w.write_all(&out.bytes).is_err() {
+                failed = true;
+            }
+            let len = out.bytes.len();
+            done.push((len, out.release));
+            drop(out);
+            if len >= 64 * 1024 || i + 1 == count {
+                let mut st = session.lock();
+                for (len, release) in done.drain(..) {
+                    st.written(len, release);
+                }
+                st.grant();
+                session.wake(&st);
+            }
         }
         let mut st = session.lock();
-        st.written(out);
         if !failed && st.out.is_empty() {
             drop(st);
             failed = w.flush().is_err();
@@ -866,12 +924,25 @@ fn write_messages<W: Write>(session: &Session, write: W) {
             tracing::error!("writing stdout failed: answers are dropped from now on");
             st.out_closed = true;
             while let Some(out) = st.out.pop_front() {
-                st.written(out);
+                st.written(out.bytes.len(), out.release);
             }
+            st.grant();
+            session.wake(&st);
         }
-        st.grant();
-        drop(st);
-        session.wake();
+    }
+}
+
+/// A read answer whose contents are at most this many bytes is serialized in place: that
+/// takes a few microseconds, less than the hand-off to the blocking pool and back.
+const INLINE_SERIALIZE: usize = 16 * 1024;
+
+/// The bytes of text or base64 one read content holds.
+fn contents_len(c: &rmcp::model::ResourceContents) -> usize {
+    match c {
+        rmcp::model::ResourceContents::TextResourceContents { text, .. } => text.len(),
+        rmcp::model::ResourceContents::BlobResourceContents { blob, .. } => blob.len(),
+        // A kind rmcp may add: serialized on the blocking pool, to be safe.
+        _ => usize::MAX / 2,
     }
 }
 
@@ -945,15 +1016,21 @@ impl rmcp::transport::Transport<RoleServer> for LineTransport {
                     id,
                     listen,
                 } => {
-                    let big = matches!(
-                        &item,
-                        JsonRpcMessage::Response(r) if matches!(
-                            r.result,
-                            ServerResult::ReadResourceResult(_)
-                                | ServerResult::CallToolResult(_)
-                                | ServerResult::GetPromptResult(_)
-                        )
-                    );
+                    let big = match &item {
+                        JsonRpcMessage::Response(r) => match &r.result {
+                            ServerResult::ReadResourceResult(read) => {
+                                read.contents
+                                    .iter()
+                                    .fold(0usize, |n, c| n.saturating_add(contents_len(c)))
+                                    > INLINE_SERIALIZE
+                            }
+                            ServerResult::CallToolResult(_) | ServerResult::GetPromptResult(_) => {
+                                true
+                            }
+                            _ => false,
+                        },
+                        _ => false,
+                    };
                     // The runtime has one thread, which routes every message: a large answer
                     // is serialized on the blocking pool.
                     let mut bytes = if big {
@@ -972,8 +1049,11 @@ impl rmcp::transport::Transport<RoleServer> for LineTransport {
                     }
                     let mut st = session.lock();
                     st.answered(internal, bytes, &session.writable);
-                    drop(st);
-                    session.ready.notify_one();
+                    if st.initialized {
+                        session.fast_ping.store(true, Ordering::Relaxed);
+                    }
+                    // A batch's request frees its slot here.
+                    session.wake(&st);
                 }
                 Route::Notification(listen) => {
                     // Notifications wait while the client does not read (answers never do:
@@ -993,20 +1073,22 @@ impl rmcp::transport::Transport<RoleServer> for LineTransport {
                         splice_subscription_id(&mut bytes, internal, &id);
                     }
                     bytes.push(b'\n');
-                    session.lock().enqueue(Out {
+                    let mut st = session.lock();
+                    st.enqueue(Out {
                         bytes,
                         release: None,
                     });
-                    session.writable.notify_one();
+                    st.wake_writer(&session.writable);
                 }
                 Route::AsIs => {
                     let mut bytes = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
                     bytes.push(b'\n');
-                    session.lock().enqueue(Out {
+                    let mut st = session.lock();
+                    st.enqueue(Out {
                         bytes,
                         release: None,
                     });
-                    session.writable.notify_one();
+                    st.wake_writer(&session.writable);
                 }
             }
             Ok(())
@@ -1022,11 +1104,13 @@ impl rmcp::transport::Transport<RoleServer> for LineTransport {
                 let picked = st.pick();
                 if !st.out.is_empty() {
                     // `pick` may have answered (a listen over the cap).
-                    self.session.writable.notify_one();
+                    st.wake_writer(&self.session.writable);
                 }
                 if let Some((mut msg, internal)) = picked {
+                    if st.reader_waiting {
+                        self.session.room.notify_one();
+                    }
                     drop(st);
-                    self.session.room.notify_all();
                     if let (JsonRpcMessage::Request(r), Some(id)) = (&mut *msg, internal) {
                         r.request.extensions_mut().insert(Ticket {
                             session: self.session.clone(),
@@ -1084,6 +1168,7 @@ impl LineTransport {
             && pending == internal
         {
             st.lifecycle = if init && is_result {
+                st.initialized = true;
                 Lifecycle::Started
             } else {
                 Lifecycle::Before { pending: None }

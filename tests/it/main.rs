@@ -13,6 +13,7 @@ mod git;
 mod http;
 mod hygiene;
 mod manifest_errors;
+mod paging;
 mod postgres;
 mod procs;
 mod prompts;

@@ -291,7 +291,8 @@ fn a_million_rows_give_row_limit_rows_and_truncated_quickly() {
     assert_eq!(table["rows"].as_array().unwrap().len(), 25);
     assert_eq!(table["rows"][24], json!({"id": 25, "label": "row 25"}));
     assert_eq!(table["truncated"], true);
-    // A guard against reading the whole table, not a benchmark (that is scripts/bench_sqlite.py).
+    // A guard against reading the whole table, not a benchmark (that is
+    // `cargo bench --bench suite -- sqlite`).
     assert!(elapsed < Duration::from_secs(3), "took {elapsed:?}");
     // A query without LIMIT streams: the first rows, then it stops.
     let started = Instant::now();

@@ -143,6 +143,30 @@ const NOT_IN_2026: &[&str] = &[
     "resources/unsubscribe",
 ];
 
+/// The answer to a bare `ping` (no params, or `{}`), which the transport gives itself once a
+/// session started with `initialize` (see `Session::take_line`): the empty result, with the id
+/// as written. `None` for anything else, which rmcp gets as usual.
+pub fn bare_ping(text: &[u8]) -> Option<String> {
+    // Cheap tests first: a bare ping is a short line naming it.
+    if text.len() > 256 || !text.windows(6).any(|w| w == b"\"ping\"") {
+        return None;
+    }
+    let env = serde_json::from_slice::<Envelope>(text).ok()?;
+    if env.method.as_deref() != Some("ping")
+        || env.jsonrpc.as_deref() != Some("2.0")
+        || env.result.is_some()
+        || env.error.is_some()
+        || env.params.is_some_and(|p| p.get() != "{}")
+    {
+        return None;
+    }
+    let id = ClientId::new(env.id?)?;
+    Some(format!(
+        r#"{{"jsonrpc":"2.0","id":{},"result":{{}}}}"#,
+        id.raw
+    ))
+}
+
 /// The text of one line without its line ending, surrounding blanks and byte-order mark.
 pub fn trim(raw: &[u8]) -> &[u8] {
     let mut text = raw;
@@ -400,6 +424,31 @@ pub fn error_line(id: &ClientId, code: i64, message: &str) -> String {
 mod tests {
     use super::*;
     use serde_json::Value;
+
+    #[test]
+    fn only_a_bare_ping_is_answered_in_place() {
+        let ping = |line: &str| bare_ping(trim(line.as_bytes()));
+        assert_eq!(
+            ping(r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#).as_deref(),
+            Some(r#"{"jsonrpc":"2.0","id":7,"result":{}}"#)
+        );
+        assert_eq!(
+            ping(r#"{"method":"ping","params":{},"id":"a\u0062","jsonrpc":"2.0"}"#).as_deref(),
+            Some(r#"{"jsonrpc":"2.0","id":"a\u0062","result":{}}"#)
+        );
+        for other in [
+            r#"{"jsonrpc":"2.0","id":7,"method":"ping","params":{"_meta":{"protocolVersion":"2026-07-28"}}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"ping","params":null}"#,
+            r#"{"jsonrpc":"2.0","method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#,
+            r#"{"jsonrpc":"1.0","id":7,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"x":"ping"}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"ping""#,
+        ] {
+            assert_eq!(ping(other), None, "{other}");
+        }
+    }
 
     fn parse(line: &str) -> Parsed {
         let mut n = 100;
