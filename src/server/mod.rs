@@ -239,6 +239,7 @@ impl ServerHandler for Handler {
         params: Option<PaginatedRequestParams>,
         cx: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
+        transport::reserve(&cx, transport::LIST_RESERVE).await;
         let snap = self.shared.snapshot();
         let cursor = params.as_ref().and_then(|p| p.cursor.as_deref());
         let (items, next) = snap
@@ -257,6 +258,7 @@ impl ServerHandler for Handler {
         params: Option<PaginatedRequestParams>,
         cx: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        transport::reserve(&cx, transport::LIST_RESERVE).await;
         let snap = self.shared.snapshot();
         let all = snap.registry.templates();
         let page = one_page(&snap, &cx, &params, &all, |t| {
@@ -332,6 +334,7 @@ impl ServerHandler for Handler {
         params: Option<PaginatedRequestParams>,
         cx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        transport::reserve(&cx, transport::LIST_RESERVE).await;
         let snap = self.shared.snapshot();
         if snap.info.capabilities.tools.is_none() {
             return Err(ErrorData::method_not_found::<
@@ -390,6 +393,7 @@ impl ServerHandler for Handler {
         params: Option<PaginatedRequestParams>,
         cx: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
+        transport::reserve(&cx, transport::LIST_RESERVE).await;
         let snap = self.shared.snapshot();
         if snap.info.capabilities.prompts.is_none() {
             return Err(ErrorData::method_not_found::<

@@ -108,6 +108,9 @@ pub const MAX_OPEN_BATCHES: usize = 2;
 /// What a `resources/read` (or a prompt embedding resources) reserves before it reads: a
 /// 1 MiB binary file is 1 MiB read, 1.33 MiB of base64 and as much serialized.
 pub const READ_RESERVE: usize = 3 * MIB;
+/// What a `*/list` request reserves before it builds its page (a page of 1 000 resources, or
+/// hundreds of tools with their schemas, is tens to hundreds of KiB).
+pub const LIST_RESERVE: usize = MIB;
 /// What a `tools/call` reserves before it runs (a tool's output is capped, 1 MiB by default):
 /// 16 calls fit in the budget, as many as tool processes run at once.
 pub const TOOL_RESERVE: usize = BUDGET / 16;

@@ -626,3 +626,55 @@ impl Drop for Raw {
         }
     }
 }
+
+/// `tools/list` answers count in the answer budget like reads: 1 000 pipelined listings of a
+/// manifest with 300 template tools (about 90 KiB each, 90 MiB in all) while the client does not
+/// read add at most 32 MiB to what the server holds at rest, and all are answered once it reads.
+#[test]
+fn pipelined_large_tool_listings_add_at_most_32_mib() {
+    let f = Fixture::new();
+    f.write("notes/a.md", "# a\n");
+    let mut text = String::from("[server]\npage_size = 1000\n\n");
+    for i in 0..300 {
+        text.push_str(&format!(
+            "[templates.note_{i}]\nuri = \"note{i}://{{topic}}\"\ndescription = \"Note {i} by topic: the notes folder's markdown file of that name, a long description to make the listing heavy\"\nfile = \"notes/{{topic}}.md\"\nvars.topic = {{ pattern = \"^[a-z0-9-]+$\", description = \"The topic, lower-case, as in the file name\" }}\n\n"
+        ));
+    }
+    f.manifest(&text);
+    let mut s = Raw::start(&f);
+    s.initialize();
+    // What 300 template tools cost at rest (about 40 MiB in a release build, 60 in a debug one)
+    // is the baseline: the bound is on what pipelining adds.
+    s.send(&request(json!("first"), "tools/list", json!({})).to_string());
+    s.until(|l| l.contains(r#""id":"first""#));
+    let base = s.peak_rss();
+    let n = 1000;
+    let mut input = String::new();
+    for i in 0..n {
+        input.push_str(&request(json!(i), "tools/list", json!({})).to_string());
+        input.push('\n');
+    }
+    s.write_in_background(input.into_bytes());
+    s.wait_stalled();
+    let stalled = s.peak_rss();
+    let mut got = 0;
+    s.until(|l| {
+        assert!(
+            l.contains(r#""tools":[{"name":"list_resources""#),
+            "{}",
+            &l[..l.len().min(200)]
+        );
+        got += 1;
+        got == n
+    });
+    let peak = s.peak_rss();
+    // Before listings counted in the budget: +167 MiB (release, read as they came).
+    let limit = base + 32 * MIB as u64;
+    assert!(
+        stalled <= limit && peak <= limit,
+        "peak RSS {} MiB while the client did not read, {} MiB in all, {} MiB at rest",
+        stalled / MIB as u64,
+        peak / MIB as u64,
+        base / MIB as u64
+    );
+}
