@@ -7,7 +7,7 @@
 #      manifest for this OS, ${__dirname} and ${user_config.manifest} filled in, working
 #      directory /) on a manifest that the unpacked binary's own `init` wrote, answers
 #      `initialize` over stdio, and exits when stdin closes;
-#   4. server.json, as committed and as filled in for a release by scripts/server-json.py,
+#   4. server.json, as committed and as filled in for a release by scripts/server_json.py,
 #      validates against the MCP Registry's published schema (2025-12-11). Its URL is not
 #      reachable from CI, so the schema comes from the PyPI package skillsaw (pinned), which
 #      ships the released schema files byte for byte.
@@ -105,7 +105,7 @@ if schema.get("$id") != want:
     sys.exit(f"check-bundle: the schema in {wheel} is {schema.get('$id')}, not {want}")
 json.dump(schema, open(dest, "w"))
 PY
-python3 scripts/server-json.py --repo example/mcp-manifest --bundle "$bundle" --out "$work/server.release.json"
+python3 scripts/server_json.py --repo example/mcp-manifest --bundle "$bundle" --out "$work/server.release.json"
 NODE_PATH="$tools/node_modules" node - "$work/server.schema.json" server.json "$work/server.release.json" <<'JS'
 const fs = require("fs");
 const Ajv = require("ajv");

@@ -1,5 +1,5 @@
-//! Repository habits checked by a test: every Rust file says what it owns on its first line, and
-//! nothing generated is tracked.
+//! Repository habits checked by a test: every Rust file says what it owns on its first line,
+//! nothing generated is tracked, and scripts follow one naming style.
 
 use std::path::{Path, PathBuf};
 
@@ -63,5 +63,29 @@ fn nothing_generated_is_tracked() {
     assert!(
         generated.is_empty(),
         "generated files are tracked: {generated:?}"
+    );
+}
+
+/// One naming style for scripts: Python files with underscores (they import each other), shell
+/// scripts with hyphens.
+#[test]
+fn scripts_follow_one_naming_style() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts");
+    let mut wrong = Vec::new();
+    for entry in std::fs::read_dir(&dir).expect("scripts/") {
+        let name = entry
+            .expect("entry")
+            .file_name()
+            .to_string_lossy()
+            .into_owned();
+        if (name.ends_with(".py") && name.contains('-'))
+            || (name.ends_with(".sh") && name.contains('_'))
+        {
+            wrong.push(name);
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "scripts named against the style: {wrong:?}"
     );
 }

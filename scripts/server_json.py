@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the server.json of a release for the MCP Registry, from the committed template.
 
-    scripts/server-json.py --repo OWNER/NAME --bundle dist/mcp-manifest-VERSION.mcpb --out FILE
+    scripts/server_json.py --repo OWNER/NAME --bundle dist/mcp-manifest-VERSION.mcpb --out FILE
 
 The template's `OWNER/mcp-manifest` becomes the repository given, every version the crate's
 (Cargo.toml), and the mcpb package gets the release asset URL and the bundle's SHA-256 (the
