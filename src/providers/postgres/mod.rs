@@ -376,27 +376,18 @@ impl PostgresSource {
                 }
             }
         }
-        for PgQuery { q, .. } in &self.queries {
-            if q.params.all_optional() {
-                let mut r = ResourceInfo::new(
-                    format!("{}queries/{}", self.prefix, q.name),
-                    format!("{}/queries/{}", self.name, q.name),
-                );
-                r.description = Some(self.query_description(q));
-                r.mime_type = Some(JSON.into());
-                out.push(r);
-            }
-        }
+        out.extend(
+            self.queries
+                .iter()
+                .filter_map(|pq| pq.q.fixed_resource(&self.prefix, "postgres", &self.name)),
+        );
         Ok(out)
     }
 
     fn query_description(&self, q: &NamedQuery) -> String {
-        q.description
-            .clone()
-            .unwrap_or_else(|| format!("Named query `{}` of [postgres.{}]", q.name, self.name))
+        q.describe("postgres", &self.name)
     }
 
-    /// The table template (when `tables`) and one template per query with parameters.
     /// The table template and every named query (also those without parameters), as
     /// `template_tools` serves them.
     fn specs(&self) -> Vec<crate::tools::templates::TemplateSpec> {

@@ -74,6 +74,34 @@ pub(crate) struct NamedQuery {
     pub(crate) tool: Option<String>,
 }
 
+impl NamedQuery {
+    /// Its description, or one naming it and its source (`section` is `sqlite` or `postgres`).
+    pub(crate) fn describe(&self, section: &str, source: &str) -> String {
+        self.description
+            .clone()
+            .unwrap_or_else(|| format!("Named query `{}` of [{section}.{source}]", self.name))
+    }
+
+    /// Its fixed resource `{prefix}queries/NAME`, listed when every parameter can be left out.
+    pub(crate) fn fixed_resource(
+        &self,
+        prefix: &str,
+        section: &str,
+        source: &str,
+    ) -> Option<ResourceInfo> {
+        if !self.params.all_optional() {
+            return None;
+        }
+        let mut r = ResourceInfo::new(
+            format!("{prefix}queries/{}", self.name),
+            format!("{source}/queries/{}", self.name),
+        );
+        r.description = Some(self.describe(section, source));
+        r.mime_type = Some(JSON.into());
+        Some(r)
+    }
+}
+
 impl SqliteSource {
     /// Builds the source: the file must exist and be a database, and every named query must
     /// compile as one reading statement whose `:name` parameters are exactly the declared ones.
@@ -222,27 +250,18 @@ impl SqliteSource {
                 out.push(r);
             }
         }
-        for q in &self.queries {
-            if q.params.all_optional() {
-                let mut r = ResourceInfo::new(
-                    format!("{}queries/{}", self.prefix, q.name),
-                    format!("{}/queries/{}", self.name, q.name),
-                );
-                r.description = Some(self.query_description(q));
-                r.mime_type = Some(JSON.into());
-                out.push(r);
-            }
-        }
+        out.extend(
+            self.queries
+                .iter()
+                .filter_map(|q| q.fixed_resource(&self.prefix, "sqlite", &self.name)),
+        );
         Ok(out)
     }
 
     fn query_description(&self, q: &NamedQuery) -> String {
-        q.description
-            .clone()
-            .unwrap_or_else(|| format!("Named query `{}` of [sqlite.{}]", q.name, self.name))
+        q.describe("sqlite", &self.name)
     }
 
-    /// The table template (when `tables`) and one template per query with parameters.
     /// The table template and every named query (also those without parameters), as
     /// `template_tools` serves them.
     fn specs(&self) -> Vec<crate::tools::templates::TemplateSpec> {
