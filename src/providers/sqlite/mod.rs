@@ -100,6 +100,28 @@ impl NamedQuery {
         r.mime_type = Some(JSON.into());
         Some(r)
     }
+
+    /// Its template (`uri_template`, built by the source), when it has parameters.
+    pub(crate) fn template_info(
+        &self,
+        uri_template: String,
+        section: &str,
+        source: &str,
+    ) -> Option<TemplateInfo> {
+        if self.params.is_empty() {
+            return None;
+        }
+        Some(TemplateInfo {
+            uri_template,
+            name: format!("{source}/queries/{}", self.name),
+            description: Some(format!(
+                "{}. Parameters: {}",
+                self.describe(section, source).trim_end_matches('.'),
+                self.params.summary().join(", ")
+            )),
+            mime_type: Some(JSON.into()),
+        })
+    }
 }
 
 impl SqliteSource {
@@ -265,15 +287,10 @@ impl SqliteSource {
     /// The table template and every named query (also those without parameters), as
     /// `template_tools` serves them.
     fn specs(&self) -> Vec<crate::tools::templates::TemplateSpec> {
-        let infos = self.template_infos();
         let table = self.tables.then(|| {
-            let template = self.table_template();
-            let description = infos
-                .iter()
-                .find(|t| t.uri_template == template)
-                .and_then(|t| t.description.clone())
-                .unwrap_or_default();
-            (template, description, self.table_tool.clone())
+            let info = self.table_info();
+            let description = info.description.unwrap_or_default();
+            (info.uri_template, description, self.table_tool.clone())
         });
         crate::tools::templates::database_specs(
             "sqlite",
@@ -285,33 +302,26 @@ impl SqliteSource {
         )
     }
 
+    /// The table template.
+    fn table_info(&self) -> TemplateInfo {
+        TemplateInfo {
+            uri_template: self.table_template(),
+            name: format!("{}/tables", self.name),
+            description: Some(format!(
+                "A table or view of [sqlite.{}] by name: up to {} rows as JSON",
+                self.name, self.row_limit
+            )),
+            mime_type: Some(JSON.into()),
+        }
+    }
+
     fn template_infos(&self) -> Vec<TemplateInfo> {
-        let mut out = Vec::new();
-        if self.tables {
-            out.push(TemplateInfo {
-                uri_template: self.table_template(),
-                name: format!("{}/tables", self.name),
-                description: Some(format!(
-                    "A table or view of [sqlite.{}] by name: up to {} rows as JSON",
-                    self.name, self.row_limit
-                )),
-                mime_type: Some(JSON.into()),
-            });
-        }
-        for q in self.queries.iter().filter(|q| !q.params.is_empty()) {
-            let params = q.params.summary();
-            out.push(TemplateInfo {
-                uri_template: self.query_template(q),
-                name: format!("{}/queries/{}", self.name, q.name),
-                description: Some(format!(
-                    "{}. Parameters: {}",
-                    self.query_description(q).trim_end_matches('.'),
-                    params.join(", ")
-                )),
-                mime_type: Some(JSON.into()),
-            });
-        }
-        out
+        let table = self.tables.then(|| self.table_info());
+        let queries = self
+            .queries
+            .iter()
+            .filter_map(|q| q.template_info(self.query_template(q), "sqlite", &self.name));
+        table.into_iter().chain(queries).collect()
     }
 
     /// Completes a variable of one of this source's templates: table names, or the values a
