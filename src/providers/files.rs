@@ -192,16 +192,7 @@ impl FilesSource {
     fn page_blocking(&self, after: Option<&str>, limit: usize) -> PageOf<ResourceInfo> {
         let limit = limit.max(1);
         if self.watch || self.root_is_file {
-            let all = self.entries();
-            let start = after.map_or(0, |a| all.partition_point(|e| e.rel.as_str() <= a));
-            let end = start.saturating_add(limit).min(all.len());
-            let page = &all[start.min(end)..end];
-            return PageOf {
-                items: page.iter().map(|e| self.info(e)).collect(),
-                next: (end < all.len())
-                    .then(|| page.last().map(|e| e.rel.clone()))
-                    .flatten(),
-            };
+            return self.page_of(&self.entries(), after, limit);
         }
         self.forget_rules_unless_watched();
         let mut found = self.walk_sorted(after, limit.saturating_add(1));
@@ -211,6 +202,27 @@ impl FilesSource {
             items: found.iter().map(|e| self.info(e)).collect(),
             next: more.then(|| found.last().map(|e| e.rel.clone())).flatten(),
         }
+    }
+
+    /// The page of `all` (a sorted listing) after `after`.
+    fn page_of(&self, all: &[Entry], after: Option<&str>, limit: usize) -> PageOf<ResourceInfo> {
+        let start = after.map_or(0, |a| all.partition_point(|e| e.rel.as_str() <= a));
+        let end = start.saturating_add(limit.max(1)).min(all.len());
+        let page = &all[start.min(end)..end];
+        PageOf {
+            items: page.iter().map(|e| self.info(e)).collect(),
+            next: (end < all.len())
+                .then(|| page.last().map(|e| e.rel.clone()))
+                .flatten(),
+        }
+    }
+
+    /// The cached listing, if the source is watched and has one.
+    fn cached(&self) -> Option<Arc<Vec<Entry>>> {
+        if !self.watch {
+            return None;
+        }
+        self.listing.lock().ok()?.clone()
     }
 
     fn info(&self, e: &Entry) -> ResourceInfo {
@@ -234,11 +246,8 @@ impl FilesSource {
     }
 
     fn entries(&self) -> Arc<Vec<Entry>> {
-        if self.watch
-            && let Ok(l) = self.listing.lock()
-            && let Some(cached) = l.as_ref()
-        {
-            return cached.clone();
+        if let Some(cached) = self.cached() {
+            return cached;
         }
         self.forget_rules_unless_watched();
         let mut out = Vec::new();
@@ -718,6 +727,16 @@ impl Source for FilesSource {
         on_blocking(move || Ok(self.page_blocking(after.as_deref(), limit)))
     }
 
+    /// A watched source pages its cached listing at once (once listed, until a change drops it).
+    fn list_page_now(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Option<Result<PageOf<ResourceInfo>, RequestError>> {
+        let all = self.cached()?;
+        Some(Ok(self.page_of(&all, after, limit)))
+    }
+
     fn templates(&self) -> Vec<TemplateInfo> {
         if self.root_is_file {
             return Vec::new();
@@ -747,6 +766,16 @@ impl Source for FilesSource {
             }
             blocking(move || self.read_opened(&uri, opened)).await?
         })
+    }
+
+    /// What `read` does in place: a file of at most [`INLINE_READ`] bytes (or an error found on
+    /// the way to it).
+    fn read_now(&self, uri: &str) -> Option<Result<Contents, RequestError>> {
+        match self.open_for_read(uri) {
+            Ok(opened) if opened.size > INLINE_READ => None,
+            Ok(opened) => Some(self.read_opened(uri, opened)),
+            Err(e) => Some(Err(e)),
+        }
     }
 
     fn serves(self: Arc<Self>, uri: String) -> BoxFut<bool> {

@@ -226,13 +226,38 @@ pub(crate) enum ReadError {
     Io(std::io::Error),
 }
 
+/// Files up to this size are read with one `read` (see `read_capped`).
+const SMALL_READ: usize = 64 * 1024;
+
 /// Reads `file` to its end, but never more than `cap` bytes (`TooLarge` past it). `hint` sizes
 /// the buffer (the size `fstat` gave).
 pub(crate) fn read_capped(file: &mut File, cap: u64, hint: u64) -> Result<Vec<u8>, ReadError> {
     if hint > cap {
         return Err(ReadError::TooLarge(hint));
     }
-    let mut out = Vec::with_capacity(usize::try_from(hint.min(cap)).unwrap_or(0) + 1);
+    let want = usize::try_from(hint.min(cap)).unwrap_or(0) + 1;
+    let mut out = Vec::with_capacity(want);
+    if want <= SMALL_READ {
+        // One `read` for a small file: asked for one byte more than it holds, a regular file
+        // gives fewer only at its end, so no second `read` is needed to see the end.
+        out.resize(want, 0);
+        match file.read(&mut out) {
+            Ok(n) if n < want => {
+                out.truncate(n);
+                return Ok(out);
+            }
+            Ok(n) => out.truncate(n),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::Interrupted | std::io::ErrorKind::WouldBlock
+                ) =>
+            {
+                out.clear()
+            }
+            Err(e) => return Err(ReadError::Io(e)),
+        }
+    }
     let limit = cap.saturating_add(1);
     loop {
         match file
@@ -442,5 +467,18 @@ mod tests {
             read_capped(&mut o.file, 50, 100),
             Err(ReadError::TooLarge(100))
         ));
+        // A stale size from before the file grew or shrank: the bytes it holds now.
+        for stale in [0, 10, 99, 101, 500] {
+            let mut o = open_beneath(&root, "f").unwrap();
+            assert_eq!(
+                read_capped(&mut o.file, 1000, stale).unwrap(),
+                vec![b'x'; 100]
+            );
+        }
+        // Larger than one `read` at once.
+        let big: Vec<u8> = (0..SMALL_READ * 3).map(|i| (i % 251) as u8).collect();
+        std::fs::write(root.join("big"), &big).unwrap();
+        let mut o = open_beneath(&root, "big").unwrap();
+        assert_eq!(read_capped(&mut o.file, 1 << 20, 100).unwrap(), big);
     }
 }
