@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 use std::fs;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
@@ -49,6 +50,9 @@ pub(crate) struct FilesSource {
     ignores: Mutex<HashMap<PathBuf, Arc<DirRules>>>,
     /// The last listing; only kept while the source is watched (see `invalidate`).
     listing: Mutex<Option<Arc<Vec<Entry>>>>,
+    /// The root folder, opened once while the source is watched (every read starts from it);
+    /// dropped when the watcher sees the root come or go.
+    root_dir: Mutex<Option<Arc<OwnedFd>>>,
     /// Folders above the root whose ignore files apply (up to the enclosing git work tree).
     parents: Vec<PathBuf>,
 }
@@ -128,6 +132,7 @@ impl FilesSource {
             search: def.search,
             ignores: Mutex::new(HashMap::new()),
             listing: Mutex::new(None),
+            root_dir: Mutex::new(None),
             parents,
             root,
         })
@@ -160,6 +165,7 @@ impl FilesSource {
             search: false,
             ignores: Mutex::new(HashMap::new()),
             listing: Mutex::new(None),
+            root_dir: Mutex::new(None),
             parents: if gitignore {
                 ignore_parents(root)
             } else {
@@ -425,7 +431,7 @@ impl FilesSource {
     /// `open_rel` for a path whose visibility was just checked (by the walk that listed it):
     /// the race-free open, and the visibility of the real path when a symlink was followed.
     fn open_visible(&self, rel: &str) -> Option<paths::Opened> {
-        let opened = match paths::open_beneath(&self.root, rel) {
+        let opened = match self.open_from_root(rel) {
             Ok(o) => o,
             Err(OpenError::NotFound) => return None,
             Err(OpenError::Io(e)) => {
@@ -434,6 +440,25 @@ impl FilesSource {
             }
         };
         (opened.real_rel == rel || self.visible(&opened.real_rel)).then_some(opened)
+    }
+
+    /// `paths::open_beneath` of `rel`; from the root folder kept open while watched.
+    fn open_from_root(&self, rel: &str) -> Result<paths::Opened, OpenError> {
+        if !self.watch {
+            return paths::open_beneath(&self.root, rel);
+        }
+        let kept = self.root_dir.lock().ok().and_then(|d| d.clone());
+        let dir = match kept {
+            Some(dir) => dir,
+            None => {
+                let dir = Arc::new(paths::open_root(&self.root)?);
+                if let Ok(mut d) = self.root_dir.lock() {
+                    *d = Some(dir.clone());
+                }
+                dir
+            }
+        };
+        paths::open_beneath_in(dir.as_fd(), &self.root, rel)
     }
 
     /// The relative paths of every served file, sorted, as listed (blocking). The listing's
@@ -637,6 +662,9 @@ impl FilesSource {
             if c.is_rescan() || (self.root.starts_with(&c.path) && c.kind != ChangeKind::Modified) {
                 // Events were lost, or the root itself (or a folder above it) came or went.
                 touched = true;
+                if let Ok(mut d) = self.root_dir.lock() {
+                    *d = None;
+                }
                 if let Ok(mut map) = self.ignores.lock() {
                     map.clear();
                 }

@@ -20,7 +20,7 @@
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::Read;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
@@ -74,9 +74,23 @@ pub(crate) struct Opened {
 /// Opens `rel` (a plain relative path) below the folder `root` (a canonical path), following
 /// symlinks only while they stay below it, and only if it is a regular file. See the module doc.
 pub(crate) fn open_beneath(root: &Path, rel: &str) -> Result<Opened, OpenError> {
+    open_beneath_in(open_root(root)?.as_fd(), root, rel)
+}
+
+/// Opens the folder `root` (a canonical path) for `open_beneath_in`.
+pub(crate) fn open_root(root: &Path) -> Result<OwnedFd, OpenError> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+    rustix::fs::open(root, flags, Mode::empty()).map_err(not_found_or)
+}
+
+/// `open_beneath` from `root_fd`, the folder `root` opened (`open_root`) beforehand: a caller
+/// that keeps it open saves two system calls per file.
+pub(crate) fn open_beneath_in(
+    root_fd: BorrowedFd<'_>,
+    root: &Path,
+    rel: &str,
+) -> Result<Opened, OpenError> {
     let dir_flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-    let root_fd = rustix::fs::open(root, dir_flags | OFlags::NOFOLLOW, Mode::empty())
-        .map_err(not_found_or)?;
     let mut todo: VecDeque<String> = rel.split('/').map(str::to_owned).collect();
     // The folders walked so far (the root first) and their names below the root.
     let mut dirs: Vec<OwnedFd> = Vec::new();
@@ -97,7 +111,7 @@ pub(crate) fn open_beneath(root: &Path, rel: &str) -> Result<Opened, OpenError> 
         if part.contains('\0') {
             return Err(OpenError::NotFound);
         }
-        let here = dirs.last().map_or(root_fd.as_fd(), |d| d.as_fd());
+        let here = dirs.last().map_or(root_fd, |d| d.as_fd());
         // Look before opening, so a FIFO or a device is never even opened; the descriptor is
         // checked again after the open (it may have been swapped in between).
         let stat = rustix::fs::statat(here, part.as_str(), AtFlags::SYMLINK_NOFOLLOW)
