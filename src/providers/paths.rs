@@ -323,12 +323,18 @@ pub(crate) fn mime_for(path: &Path, is_text: impl FnOnce() -> bool) -> String {
         Some("md" | "markdown") => Some("text/markdown"),
         Some("toml") => Some("application/toml"),
         Some("lock") => Some("text/plain"),
+        // What mime_guess says, without its table search, for the most common names.
+        Some("txt") => Some("text/plain"),
+        Some("json") => Some("application/json"),
         _ => None,
     };
     if let Some(m) = fixed {
         return m.to_owned();
     }
-    if let Some(m) = mime_guess::from_path(path).first_raw() {
+    if let Some(m) = ext
+        .as_deref()
+        .and_then(|e| mime_guess::from_ext(e).first_raw())
+    {
         return m.to_owned();
     }
     if is_text() {
@@ -462,6 +468,24 @@ mod tests {
             Err(OpenError::NotFound)
         ));
         assert!(read_regular(&root.join("pipe"), 10).is_err());
+    }
+
+    #[test]
+    fn common_names_get_what_mime_guess_gives() {
+        for ext in ["txt", "json", "TXT", "html", "png", "py"] {
+            let name = format!("f.{ext}");
+            assert_eq!(
+                mime_for(Path::new(&name), || false),
+                mime_guess::from_ext(ext).first_raw().unwrap(),
+                "{name}"
+            );
+        }
+        assert_eq!(mime_for(Path::new("a.rs"), || false), "text/x-rust");
+        assert_eq!(mime_for(Path::new("noext"), || true), "text/plain");
+        assert_eq!(
+            mime_for(Path::new("noext"), || false),
+            "application/octet-stream"
+        );
     }
 
     #[test]
