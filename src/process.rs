@@ -144,7 +144,7 @@ pub async fn run(
         // Never SIGKILL the supervisor on a drop: it must live to kill what is below it
         // (`Group`'s drop asks it to stop; `Reaped` waits for it).
         .kill_on_drop(false);
-    supervisor::install(&mut cmd);
+    supervisor::install(&mut cmd, spec.program.as_ref());
     let mut child = Reaped(Some(cmd.spawn().map_err(|e| spawn_error(&spec, &e))?));
     let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) else {
         return Err(SpawnError::Other(
