@@ -98,8 +98,8 @@ const MESSAGE_COST: usize = 1024;
 pub const OUTPUT_CAP: usize = 8 * MIB;
 /// Bytes reserved by answers being computed plus bytes waiting for stdout, at most. With the
 /// process's own ~10 MiB this keeps a server under 64 MiB whatever the load (a debug build
-/// maps ~27 MiB of itself).
-pub const BUDGET: usize = 24 * MIB;
+/// maps ~27 MiB of itself); a release build under ~32 MiB for pipelined 64 KiB and 1 MiB reads.
+pub const BUDGET: usize = 16 * MIB;
 /// Work requests handed to rmcp whose answers are not written yet, at most.
 pub const MAX_WORK: usize = 256;
 /// Control requests handed to rmcp whose answers are not written yet, at most.
