@@ -615,7 +615,9 @@ impl Table {
                     .ok_or_else(|| anyhow!("row {k} has no column {col}"))?;
                 ensure!(
                     same(got, cell.as_deref()),
-                    "row {k}, column {col}: mcp-manifest answered {got}, psql {cell:?}"
+                    "row {k}, column {col}: mcp-manifest answered {got}, psql {}",
+                    cell.as_ref()
+                        .map_or_else(|| "NULL".to_owned(), |t| format!("{t:?}"))
                 );
             }
         }
