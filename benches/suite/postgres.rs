@@ -312,8 +312,11 @@ pub struct Psql {
     script: Box<dyn Fn(u64) -> String>,
     expected: Vec<u8>,
     /// Figures measured once per run, beside the rounds, given the mcp-manifest binary.
-    extra: Box<dyn Fn(&Path) -> Result<Vec<String>>>,
+    extra: Extra,
 }
+
+/// Figures measured once per run, given the mcp-manifest binary: remarks of the workload.
+type Extra = Box<dyn Fn(&Path) -> Result<Vec<String>>>;
 
 impl Psql {
     /// One round: `warm + n` operations, the last `n` timed; returns psql's peak RSS.
