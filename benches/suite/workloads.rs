@@ -726,7 +726,7 @@ fn check_read(r: &Value, uri: &str, expected: &[u8], text: bool) -> Result<()> {
     }
 }
 
-/// The JSON text of a SQLite read.
+/// The JSON text of a SQLite or PostgreSQL read.
 pub fn json_text(r: &Value) -> Result<Value> {
     let text = r["contents"][0]["text"].as_str().unwrap_or_default();
     Ok(serde_json::from_str(text)?)
