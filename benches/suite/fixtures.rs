@@ -37,6 +37,9 @@ pub const REPO_PATTERN: &str = r"fn [a-z_]+_blocking";
 
 pub struct Fixtures {
     root: PathBuf,
+    /// The PostgreSQL cluster, started by the first `postgres/…` workload; stopped (and its
+    /// folder removed) when the fixtures are dropped.
+    pg: std::cell::RefCell<Option<crate::postgres::Cluster>>,
     _dir: tempfile::TempDir,
 }
 
@@ -57,7 +60,11 @@ impl Fixtures {
             .tempdir()
             .context("creating the fixture folder")?;
         let root = dir.path().canonicalize()?;
-        Ok(Fixtures { root, _dir: dir })
+        Ok(Fixtures {
+            root,
+            pg: std::cell::RefCell::new(None),
+            _dir: dir,
+        })
     }
 
     /// The folder of one fixture group, built by `build` the first time it is asked for.
@@ -143,6 +150,23 @@ impl Fixtures {
                 .as_bytes(),
             )
         })
+    }
+
+    /// `postgres/`: a manifest serving the throwaway cluster's `bench` database (started the
+    /// first time; `postgres.rs`), and how to reach it. `Unavailable` without PostgreSQL.
+    pub fn postgres(&self) -> Result<(PathBuf, crate::postgres::Access)> {
+        let mut pg = self.pg.borrow_mut();
+        let access = match pg.as_ref() {
+            Some(c) => c.access.clone(),
+            None => pg.insert(crate::postgres::Cluster::start()?).access.clone(),
+        };
+        let dir = self.group("postgres", |dir| {
+            write(
+                &dir.join("mcp-server.toml"),
+                crate::postgres::manifest(&access).as_bytes(),
+            )
+        })?;
+        Ok((dir, access))
     }
 
     /// `git/`: a repository of `COMMITS` commits over 200 files (git fast-import, one pack,

@@ -4,8 +4,9 @@
 //! `initialize` answer), sequential p50/p90/p99, pipelined throughput and peak RSS (VmHWM), in
 //! alternating rounds with its floors from the same run: the null server (this binary run with
 //! `--null-server`, answering `{}` to every request line) and, where there is one, the command
-//! a user would run instead (`find`, `sqlite3`, `git`, `true`, `rg`). Figures are medians of the
-//! rounds. A benchmark, not a test: `cargo test` never runs it. Linux only (`/proc`, inotify).
+//! a user would run instead (`find`, `sqlite3`, `psql`, `git`, `true`, `rg`). Figures are
+//! medians of the rounds. A benchmark, not a test: `cargo test` never runs it. Linux only
+//! (`/proc`, inotify).
 
 // The suite is a command-line program: its report is its output. It starts the server and the
 // comparison commands itself: `process.rs`'s rules are for the processes the product starts.
@@ -13,6 +14,7 @@
 
 mod fixtures;
 mod peer;
+mod postgres;
 mod report;
 mod workloads;
 
@@ -148,10 +150,17 @@ fn run(config: Config) -> Result<()> {
                 print!("{}", r.block());
                 results.push(r);
             }
-            Err(e) => {
-                println!("\n== {} — FAILED: {e:#}", entry.name);
-                failed.push(entry.name);
-            }
+            Err(e) => match e.downcast_ref::<workloads::Unavailable>() {
+                Some(why) => {
+                    let r = report::Result::unavailable(entry.name, entry.about, &why.0);
+                    print!("{}", r.block());
+                    results.push(r);
+                }
+                None => {
+                    println!("\n== {} — FAILED: {e:#}", entry.name);
+                    failed.push(entry.name);
+                }
+            },
         }
         let _ = std::io::stdout().flush();
     }
@@ -218,6 +227,14 @@ fn measure(
         if !remarks.contains(r) {
             remarks.push(r.clone());
         }
+    }
+    if let Some(BesideSpec {
+        kind: Beside::Psql(psql),
+        ..
+    }) = &w.beside
+    {
+        eprintln!("{name}: figures measured once");
+        remarks.extend(psql.extra(bin)?);
     }
     let server = if served {
         Figures::from_rounds("mcp-manifest", &s)
@@ -524,6 +541,7 @@ fn beside_round(spec: &BesideSpec) -> Result<Round> {
             child.wait()?;
         }
         Beside::Inotify { file } => inotify_round(file, warm, spec.n, &mut times)?,
+        Beside::Psql(psql) => rss = psql.round(warm, spec.n, &mut times)?,
     }
     let mut round = Round {
         rss,

@@ -125,6 +125,21 @@ pub struct Result {
 }
 
 impl Result {
+    /// A workload that could not run on this machine: "not available", and why as a remark.
+    pub fn unavailable(name: &str, about: &str, why: &str) -> Result {
+        Result {
+            name: name.to_owned(),
+            about: about.to_owned(),
+            rounds: 0,
+            null: None,
+            server: Figures::noted("mcp-manifest", "not available"),
+            beside: None,
+            pipelined: 0,
+            targets: Vec::new(),
+            remarks: vec![why.to_owned()],
+        }
+    }
+
     /// The targets attached to one metric, with whether each is met.
     fn targets_for(&self, metric: Metric) -> Vec<(String, Option<bool>)> {
         let s = &self.server;
@@ -185,6 +200,14 @@ impl Result {
         sides.push(&self.server);
         sides.extend(self.beside.as_ref());
         let mut out = String::new();
+        if self.rounds == 0 {
+            let note = self.server.note.as_deref().unwrap_or("not measured");
+            let _ = writeln!(out, "\n== {} — {}: {note}", self.name, self.about);
+            for r in &self.remarks {
+                let _ = writeln!(out, "  remark: {r}");
+            }
+            return out;
+        }
         let _ = writeln!(
             out,
             "\n== {} — {} (median of {} rounds)",

@@ -49,6 +49,8 @@ pub enum Beside {
     },
     /// inotify watching the file's folder in this process: the kernel's close-after-write event.
     Inotify { file: PathBuf },
+    /// One long-lived `psql` session fed a script per operation on its stdin (`postgres.rs`).
+    Psql(crate::postgres::Psql),
 }
 
 pub struct BesideSpec {
@@ -57,6 +59,19 @@ pub struct BesideSpec {
     /// Operations per round.
     pub n: usize,
 }
+
+/// Why a workload cannot run on this machine (a program it needs is not installed): it is
+/// reported as not available, not as a failure.
+#[derive(Debug)]
+pub struct Unavailable(pub String);
+
+impl std::fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Unavailable {}
 
 /// A figure to reach, on the server's median figures.
 #[derive(Clone, Copy)]
@@ -120,13 +135,13 @@ impl Entry {
     }
 }
 
-const MIB: u64 = 1024 * 1024;
+pub const MIB: u64 = 1024 * 1024;
 
 fn us(n: u64) -> Duration {
     Duration::from_micros(n)
 }
 
-fn entry(
+pub fn entry(
     name: &'static str,
     about: &'static str,
     build: impl Fn(&Fixtures, Scale) -> Result<Workload> + 'static,
@@ -139,7 +154,7 @@ fn entry(
 }
 
 /// A request workload with the usual counts, to adjust.
-fn request(
+pub fn request(
     manifest: PathBuf,
     method: &'static str,
     params: impl Fn(u64) -> Value + 'static,
@@ -391,6 +406,7 @@ pub fn catalog() -> Vec<Entry> {
             Ok(w)
         },
     ));
+    out.extend(crate::postgres::entries());
     out.push(entry(
         "git/log",
         "`git://bench/log` (50 commits of 10 000), beside `git log -n 50 --format=…`",
@@ -710,8 +726,8 @@ fn check_read(r: &Value, uri: &str, expected: &[u8], text: bool) -> Result<()> {
     }
 }
 
-/// The JSON text of a SQLite read.
-fn json_text(r: &Value) -> Result<Value> {
+/// The JSON text of a SQLite or PostgreSQL read.
+pub fn json_text(r: &Value) -> Result<Value> {
     let text = r["contents"][0]["text"].as_str().unwrap_or_default();
     Ok(serde_json::from_str(text)?)
 }
