@@ -1,7 +1,9 @@
 //! RFC 6570 URI templates (levels 1–4): parsing with positioned errors, expansion, and matching URIs back to variables.
 //!
-//! Expansion is delegated to `uritemplate-next`, one variable at a time: that crate truncates `{x:n}` by bytes
-//! (panicking inside a multi-byte character), so we apply prefixes ourselves, by characters, as the RFC says.
+//! Expansion is our own ([`expand_spec`], RFC 6570 §3.2): it gives what `uritemplate-next` gives (a test
+//! compares them), without that crate's cost (it compiles a regex for every `{+x}`, `{#x}` and literal it
+//! expands: ~0.4 ms a template tool call) and with prefixes `{x:n}` counted in characters, as the RFC says
+//! (that crate counts bytes and panics inside a multi-byte character).
 //!
 //! Matching is our own: [`UriTemplate::parse`] compiles the template once into an anchored regex plus a plan
 //! saying which capture group holds which variable. Positional operators (`{x}`, `{+x}`, `{#x}`, `{.x}`, `{/x}`)
@@ -117,7 +119,7 @@ struct VarSpec {
 
 #[derive(Debug, Clone)]
 enum Part {
-    /// Template text and its expansion (computed once: `uritemplate-next` compiles a regex per literal).
+    /// Template text and its expansion (computed once).
     Literal(String, String),
     Expr(Op, Vec<VarSpec>),
 }
@@ -229,7 +231,7 @@ impl UriTemplate {
                 }
                 Part::Expr(op, specs) => (op, specs),
             };
-            let (written, first, sep) = op.syntax();
+            let (_, first, sep) = op.syntax();
             let items: Vec<String> = specs
                 .iter()
                 .filter_map(|spec| {
@@ -249,19 +251,7 @@ impl UriTemplate {
                     } else {
                         value
                     };
-                    let star = if spec.explode { "*" } else { "" };
-                    let mut one =
-                        uritemplate::UriTemplate::new(&format!("{{{written}{}{star}}}", spec.name));
-                    match value {
-                        VarValue::String(s) => match spec.prefix {
-                            Some(n) => one.set(&spec.name, s.chars().take(n).collect::<String>()),
-                            None => one.set(&spec.name, s.as_str()),
-                        },
-                        VarValue::List(l) => one.set(&spec.name, l.as_slice()),
-                        VarValue::Map(m) => one.set(&spec.name, m.as_slice()),
-                    };
-                    let built = one.build();
-                    Some(built.strip_prefix(first).unwrap_or(&built).to_string())
+                    expand_spec(*op, spec, value)
                 })
                 .collect();
             if !items.is_empty() {
@@ -380,8 +370,130 @@ fn parse_parts(t: &str) -> Result<Vec<Part>, TemplateError> {
 }
 
 fn literal(text: &str) -> Part {
-    let expanded = uritemplate::UriTemplate::new(text).build();
+    let mut expanded = String::with_capacity(text.len());
+    encode(text, true, &mut expanded);
     Part::Literal(text.to_string(), expanded)
+}
+
+/// Appends `s` percent-encoded (RFC 6570 §3.2.1): unreserved characters stay; with `reserved`
+/// (`{+x}`, `{#x}`, literals) reserved characters and `%HH` triplets stay too; every other byte
+/// of the UTF-8 becomes `%HH`.
+fn encode(s: &str, reserved: bool, out: &mut String) {
+    let b = s.as_bytes();
+    for (i, &c) in b.iter().enumerate() {
+        let keep = c.is_ascii_alphanumeric()
+            || b"-._~".contains(&c)
+            || (reserved
+                && (b":/?#[]@!$&'()*+,;=".contains(&c)
+                    || (c == b'%'
+                        && b.get(i + 1).is_some_and(u8::is_ascii_hexdigit)
+                        && b.get(i + 2).is_some_and(u8::is_ascii_hexdigit))));
+        if keep {
+            out.push(char::from(c));
+        } else {
+            const HEX: &[u8; 16] = b"0123456789ABCDEF";
+            out.push('%');
+            out.push(char::from(HEX[usize::from(c >> 4)]));
+            out.push(char::from(HEX[usize::from(c & 15)]));
+        }
+    }
+}
+
+/// One variable of an expression, expanded (RFC 6570 §3.2.1), without the operator's leading
+/// character; `None` when it expands to nothing (an empty list or map). A prefix `{x:n}` keeps
+/// the first `n` characters of a string.
+fn expand_spec(op: Op, spec: &VarSpec, value: &VarValue) -> Option<String> {
+    let (_, _, sep) = op.syntax();
+    let named = matches!(op, Op::Param | Op::Query | Op::Cont);
+    let reserved = matches!(op, Op::Reserved | Op::Fragment);
+    // What a named variable with an empty value becomes after its name.
+    let if_empty = if matches!(op, Op::Query | Op::Cont) {
+        "="
+    } else {
+        ""
+    };
+    let mut out = String::new();
+    let enc = |s: &str, out: &mut String| encode(s, reserved, out);
+    let name = |out: &mut String| encode(&spec.name, true, out);
+    match value {
+        VarValue::String(s) => {
+            if named {
+                name(&mut out);
+                if s.is_empty() {
+                    out.push_str(if_empty);
+                    return Some(out);
+                }
+                out.push('=');
+            }
+            match spec.prefix {
+                Some(n) => enc(&s.chars().take(n).collect::<String>(), &mut out),
+                None => enc(s, &mut out),
+            }
+        }
+        VarValue::List(items) if items.is_empty() => return None,
+        VarValue::Map(pairs) if pairs.is_empty() => return None,
+        VarValue::List(items) if !spec.explode => {
+            if named {
+                name(&mut out);
+                if items.iter().all(String::is_empty) {
+                    out.push_str(if_empty);
+                    return Some(out);
+                }
+                out.push('=');
+            }
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                enc(item, &mut out);
+            }
+        }
+        VarValue::List(items) => {
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(sep);
+                }
+                if named {
+                    name(&mut out);
+                    if item.is_empty() {
+                        out.push_str(if_empty);
+                        continue;
+                    }
+                    out.push('=');
+                }
+                enc(item, &mut out);
+            }
+        }
+        VarValue::Map(pairs) if !spec.explode => {
+            if named {
+                name(&mut out);
+                out.push('=');
+            }
+            for (i, (k, v)) in pairs.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                encode(k, true, &mut out);
+                out.push(',');
+                enc(v, &mut out);
+            }
+        }
+        VarValue::Map(pairs) => {
+            for (i, (k, v)) in pairs.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(sep);
+                }
+                encode(k, true, &mut out);
+                if named && v.is_empty() {
+                    out.push_str(if_empty);
+                    continue;
+                }
+                out.push('=');
+                enc(v, &mut out);
+            }
+        }
+    }
+    Some(out)
 }
 
 /// `body` is the text between `{` and `}`, starting at byte `start` of `t`.
@@ -689,6 +801,42 @@ mod tests {
             let parsed = || UriTemplate::parse(t).unwrap_or_else(|e| panic!("{t}: {e}"));
             cache.entry(t.to_string()).or_insert_with(parsed).clone()
         })
+    }
+
+    proptest! {
+        /// Our expansion gives what `uritemplate-next` (the crate it replaced) gives: every
+        /// operator, exploded or not, strings, lists and maps of any characters (reserved ones,
+        /// `%HH` triplets, a `%` alone, non-ASCII), after a literal.
+        #[test]
+        fn expansion_is_what_uritemplate_next_gives(
+            op in 0usize..8,
+            explode: bool,
+            kind in 0usize..3,
+            values in prop::collection::vec(
+                "[a-zA-Z0-9._~-]{0,3}|%[0-9a-fA-F]{2}|%|[,=&;/?#\\[\\]@!$'()*+ \"<>^`{}|]{1,3}|[é€😀\u{1}]{1,2}",
+                0..4,
+            ),
+            lit in "[a-z0-9:/._~!$&'()*+,;=@-]{0,6}(%4[1-9a-fA-F])?",
+        ) {
+            let ops = ["", "+", "#", ".", "/", ";", "?", "&"];
+            let star = if explode { "*" } else { "" };
+            let text = format!("{lit}{{{}x{star}}}", ops[op]);
+            let value = match kind {
+                0 => VarValue::String(values.concat()),
+                1 => VarValue::List(values.clone()),
+                _ => VarValue::Map(
+                    values.chunks(2).map(|c| (c[0].clone(), c.get(1).cloned().unwrap_or_default())).collect(),
+                ),
+            };
+            let mut theirs = uritemplate::UriTemplate::new(&text);
+            match &value {
+                VarValue::String(v) => theirs.set("x", v.as_str()),
+                VarValue::List(v) => theirs.set("x", v.as_slice()),
+                VarValue::Map(v) => theirs.set("x", v.as_slice()),
+            };
+            let ours = tpl(&text).expand(&vars(&[("x", value)]));
+            prop_assert_eq!(ours, theirs.build(), "{}", text);
+        }
     }
 
     #[test]
