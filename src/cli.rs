@@ -300,8 +300,14 @@ pub async fn list(manifest: Option<PathBuf>, json: bool) -> i32 {
             r.size.map_or_else(|| "-".to_owned(), |s| format!("{s} B"))
         );
     }
-    // Overlapping sources: their shared URIs are listed once, by the first source.
-    for o in registry.overlaps().await.unwrap_or_default() {
+    // Overlapping sources: their shared URIs are listed once, by the first source. Finding
+    // them lists every source again, so only when there are two to overlap.
+    let overlaps = if registry.source_count() > 1 {
+        registry.overlaps().await.unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    for o in overlaps {
         eprintln!(
             "note: {} URI(s) of the source at line {} are also served by the source at line {} and listed once (e.g. {})",
             o.count, o.second.line, o.first.line, o.example
