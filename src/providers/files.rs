@@ -9,17 +9,20 @@
 
 use std::collections::HashMap;
 use std::fs;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use globset::{GlobSet, GlobSetBuilder};
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
 use super::paths::{self, OpenError, ReadError, io_reason, mime_for, sniff_is_text};
 use super::{
     Body, BoxFut, ChangeEffect, Completion, CompletionRequest, Contents, PageOf, RequestError,
-    ResourceInfo, Source, TemplateInfo, blocking, encode_path, on_blocking, on_blocking_or, ready,
+    ResourceInfo, Source, TemplateInfo, blocking, encode_path, encode_path_into, on_blocking,
+    on_blocking_or, ready,
 };
 use crate::manifest::{self, Diagnostics, expand::format_size};
 use crate::watch::{Change, ChangeKind};
@@ -65,7 +68,7 @@ struct Entry {
     rel: String,
     size: u64,
     modified: Option<SystemTime>,
-    mime: String,
+    mime: &'static str,
 }
 
 impl FilesSource {
@@ -182,7 +185,11 @@ impl FilesSource {
 
     /// Every visible file, sorted by name. Walks the tree (blocking: call from a blocking thread).
     fn list_blocking(&self) -> Vec<ResourceInfo> {
-        self.entries().iter().map(|e| self.info(e)).collect()
+        match Arc::try_unwrap(self.entries()) {
+            Ok(own) => own.into_iter().map(|e| self.info_of(e)).collect(),
+            // Shared with the cache of a watched source.
+            Err(shared) => shared.iter().map(|e| self.info(e)).collect(),
+        }
     }
 
     /// At most `limit` visible files after the relative path `after`, and the path to resume
@@ -207,19 +214,25 @@ impl FilesSource {
         let mut found = self.walk_sorted(after, limit.saturating_add(1));
         let more = found.len() > limit;
         found.truncate(limit);
+        let next = more.then(|| found.last().map(|e| e.rel.clone())).flatten();
         PageOf {
-            items: found.iter().map(|e| self.info(e)).collect(),
-            next: more.then(|| found.last().map(|e| e.rel.clone())).flatten(),
+            items: found.into_iter().map(|e| self.info_of(e)).collect(),
+            next,
         }
     }
 
     fn info(&self, e: &Entry) -> ResourceInfo {
+        self.info_of(e.clone())
+    }
+
+    /// `info`, the entry's path moved into the resource's name.
+    fn info_of(&self, e: Entry) -> ResourceInfo {
         ResourceInfo {
             uri: self.uri_of(&e.rel),
-            name: e.rel.clone(),
+            name: e.rel,
             title: None,
             description: self.description.clone(),
-            mime_type: Some(e.mime.clone()),
+            mime_type: Some(e.mime.to_owned()),
             size: Some(e.size),
             last_modified: e.modified,
         }
@@ -229,7 +242,11 @@ impl FilesSource {
         if self.root_is_file {
             self.root_uri.clone()
         } else {
-            format!("{}/{}", self.root_uri, encode_path(rel))
+            let mut uri = String::with_capacity(self.root_uri.len() + 1 + rel.len());
+            uri.push_str(&self.root_uri);
+            uri.push('/');
+            encode_path_into(&mut uri, rel);
+            uri
         }
     }
 
@@ -264,7 +281,8 @@ impl FilesSource {
     }
 
     fn entry(&self, rel: String, path: &Path, meta: &fs::Metadata) -> Entry {
-        let mime = mime_for(path, || sniff_is_text(path));
+        let ext = path.extension().and_then(|e| e.to_str());
+        let mime = paths::mime_static(ext, || sniff_is_text(path));
         Entry {
             rel,
             size: meta.len(),
@@ -283,7 +301,10 @@ impl FilesSource {
             rules: self.parents.iter().rev().map(|p| self.rules(p)).collect(),
             out: Vec::new(),
         };
-        walk.dir(&self.root, "", after);
+        // The root is canonical: no symlink to follow.
+        if let Ok(fd) = rustix::fs::open(&self.root, DIR_FLAGS, Mode::empty()) {
+            walk.dir(fd, "", after);
+        }
         walk.out
     }
 
@@ -813,6 +834,13 @@ fn ignore_parents(root: &Path) -> Vec<PathBuf> {
 /// A sorted walk of the visible files. Each folder's names are sorted as if a folder's name
 /// ended in `/`, which makes the walk's output sorted by relative path (`a-b`, `a.txt`, `a/x`),
 /// so a walk can resume after a path: folders that sort wholly before it are not read.
+///
+/// Every folder is opened relative to its parent's descriptor without following a symlink (one
+/// swapped in for a folder while we walk is not entered), and read once: the kind of each name
+/// comes from the folder itself (`d_type`; a `stat` only where the file system does not say),
+/// so only files that pass every rule are statted, by their bare name in their folder's
+/// descriptor. (Statting a long run of files on two threads bought nothing measurable on two
+/// shared cores: waking the second one costs what it saves.)
 struct Walk<'a> {
     src: &'a FilesSource,
     limit: usize,
@@ -821,6 +849,12 @@ struct Walk<'a> {
     out: Vec<Entry>,
 }
 
+/// How folders are opened by the walk: never through a symlink.
+const DIR_FLAGS: OFlags = OFlags::RDONLY
+    .union(OFlags::DIRECTORY)
+    .union(OFlags::CLOEXEC)
+    .union(OFlags::NOFOLLOW);
+
 /// `name` (followed by `/` for a folder) against `other`, bytewise.
 fn key_cmp(name: &str, is_dir: bool, other: &str) -> std::cmp::Ordering {
     name.bytes()
@@ -828,110 +862,176 @@ fn key_cmp(name: &str, is_dir: bool, other: &str) -> std::cmp::Ordering {
         .cmp(other.bytes())
 }
 
+/// What a listed file's `stat` gave.
+struct FileMeta {
+    size: u64,
+    modified: Option<SystemTime>,
+    mime: &'static str,
+}
+
 impl Walk<'_> {
-    /// Walks `dir` (`rel_dir` below the root), skipping what sorts at or before `after` (a path
-    /// relative to `dir`). False once `limit` files are found.
-    fn dir(&mut self, dir: &Path, rel_dir: &str, after: Option<&str>) -> bool {
-        let Ok(read) = fs::read_dir(dir) else {
-            return true;
+    /// Walks the folder `fd` (`rel_dir` below the root), skipping what sorts at or before
+    /// `after` (a path relative to it). False once `limit` files are found.
+    fn dir(&mut self, fd: OwnedFd, rel_dir: &str, after: Option<&str>) -> bool {
+        let src = self.src;
+        // Where a name starts in a path below the root.
+        let name_at = if rel_dir.is_empty() {
+            0
+        } else {
+            rel_dir.len() + 1
         };
-        let mut items: Vec<(String, bool, fs::DirEntry)> = Vec::new();
-        for item in read.flatten() {
-            let Ok(ft) = item.file_type() else { continue };
-            // Symlinks are never listed: one inside the root is listed at its target, one
-            // leading outside is not served at all.
-            let is_dir = ft.is_dir();
-            if ft.is_symlink() || !(is_dir || ft.is_file()) {
-                continue;
-            }
-            let Ok(name) = item.file_name().into_string() else {
-                // Names that are not UTF-8 cannot be written in a URI we could read back.
-                continue;
+        // Each item is its path below the root, a folder's followed by `/`: sorting the paths
+        // bytewise sorts the names as described above.
+        let mut items: Vec<(String, bool)> = Vec::new();
+        {
+            let Ok(mut read) = rustix::fs::Dir::read_from(&fd) else {
+                return true;
             };
-            if let Some(a) = after {
-                let before = if is_dir {
-                    // Wholly before `a` unless `a` is inside it.
-                    key_cmp(&name, true, a).is_lt()
-                        && !(a.starts_with(name.as_str()) && a[name.len()..].starts_with('/'))
-                } else {
-                    name.as_str() <= a
-                };
-                if before {
+            while let Some(Ok(item)) = read.read() {
+                let raw = item.file_name().to_bytes();
+                if raw == b"." || raw == b".." {
                     continue;
                 }
+                // Names that are not UTF-8 cannot be written in a URI we could read back.
+                let Ok(name) = std::str::from_utf8(raw) else {
+                    continue;
+                };
+                // Symlinks are never listed: one inside the root is listed at its target, one
+                // leading outside is not served at all. Nor are FIFOs, sockets, devices.
+                let is_dir = match item.file_type() {
+                    FileType::Directory => true,
+                    FileType::RegularFile => false,
+                    FileType::Unknown => {
+                        match rustix::fs::statat(&fd, name, AtFlags::SYMLINK_NOFOLLOW)
+                            .map(|st| FileType::from_raw_mode(st.st_mode))
+                        {
+                            Ok(FileType::Directory) => true,
+                            Ok(FileType::RegularFile) => false,
+                            _ => continue,
+                        }
+                    }
+                    _ => continue,
+                };
+                if (name == ".git" && is_dir) || (!src.hidden && name.starts_with('.')) {
+                    continue;
+                }
+                if let Some(a) = after {
+                    let before = if is_dir {
+                        // Wholly before `a` unless `a` is inside it.
+                        key_cmp(name, true, a).is_lt()
+                            && !(a.starts_with(name) && a[name.len()..].starts_with('/'))
+                    } else {
+                        name <= a
+                    };
+                    if before {
+                        continue;
+                    }
+                }
+                let mut key = String::with_capacity(name_at + name.len() + 1);
+                if name_at > 0 {
+                    key.push_str(rel_dir);
+                    key.push('/');
+                }
+                key.push_str(name);
+                if is_dir {
+                    key.push('/');
+                }
+                items.push((key, is_dir));
             }
-            items.push((name, is_dir, item));
         }
-        items.sort_unstable_by(|(a, a_dir, _), (b, b_dir, _)| {
-            a.bytes()
-                .chain(a_dir.then_some(b'/'))
-                .cmp(b.bytes().chain(b_dir.then_some(b'/')))
-        });
-        let pushed = self.src.gitignore;
+        items.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
+        let pushed = src.gitignore;
         if pushed {
-            self.rules.push(self.src.rules(dir));
+            let path = if rel_dir.is_empty() {
+                src.root.clone()
+            } else {
+                src.root.join(rel_dir)
+            };
+            self.rules.push(src.rules(&path));
         }
         let any_rules = pushed
             && self
                 .rules
                 .iter()
                 .any(|r| r.dot_ignore.is_some() || r.git_ignore.is_some());
-        let going_on = self.items(items, rel_dir, after, any_rules);
+        let going_on = self.items(fd.as_fd(), items, name_at, after, any_rules);
         if pushed {
             self.rules.pop();
         }
         going_on
     }
 
+    /// The sorted items of the folder `dir`: folders walked, files checked against the rules,
+    /// each run of files between two folders statted at once.
     fn items(
         &mut self,
-        items: Vec<(String, bool, fs::DirEntry)>,
-        rel_dir: &str,
+        dir: BorrowedFd<'_>,
+        items: Vec<(String, bool)>,
+        name_at: usize,
         after: Option<&str>,
         any_rules: bool,
     ) -> bool {
         let src = self.src;
-        for (name, is_dir, item) in items {
-            if (name == ".git" && is_dir) || (!src.hidden && name.starts_with('.')) {
-                continue;
-            }
-            let rel = if rel_dir.is_empty() {
-                name
-            } else {
-                format!("{rel_dir}/{name}")
-            };
-            let name = rel.rsplit('/').next().unwrap_or(&rel);
+        let mut run: Vec<String> = Vec::new();
+        for (mut rel, is_dir) in items {
             if is_dir {
-                let path = item.path();
-                if any_rules && self.ignored(&path, true) {
+                if !self.flush(dir, &mut run, name_at) {
+                    return false;
+                }
+                rel.pop();
+                if any_rules && self.ignored(&src.root.join(&rel), true) {
                     continue;
                 }
+                let name = &rel[name_at..];
                 // `after`, if it points inside this folder, relative to it.
                 let inner = after.and_then(|a| a.strip_prefix(name)?.strip_prefix('/'));
-                if !self.dir(&path, &rel, inner) {
+                let Ok(fd) = rustix::fs::openat(dir, name, DIR_FLAGS, Mode::empty()) else {
+                    continue;
+                };
+                if !self.dir(fd, &rel, inner) {
                     return false;
                 }
             } else {
                 if !src.include.is_match(&rel) || src.exclude.is_match(&rel) {
                     continue;
                 }
-                if any_rules && self.ignored(&item.path(), false) {
+                if any_rules && self.ignored(&src.root.join(&rel), false) {
                     continue;
                 }
-                let Ok(meta) = item.metadata() else { continue };
-                let mime = mime_for(Path::new(name), || sniff_is_text(&item.path()));
-                self.out.push(Entry {
-                    size: meta.len(),
-                    modified: meta.modified().ok(),
-                    mime,
-                    rel,
-                });
-                if self.out.len() >= self.limit {
-                    return false;
+                run.push(rel);
+            }
+        }
+        self.flush(dir, &mut run, name_at)
+    }
+
+    /// Stats the files of `run` (paths below the root of files in `dir`) and adds those still
+    /// regular files, in order, until `limit` files are found. False once they are.
+    fn flush(&mut self, dir: BorrowedFd<'_>, run: &mut Vec<String>, name_at: usize) -> bool {
+        let mut rest = std::mem::take(run);
+        while !rest.is_empty() {
+            let need = self.limit.saturating_sub(self.out.len());
+            if need == 0 {
+                return false;
+            }
+            let tail = if rest.len() > need {
+                rest.split_off(need)
+            } else {
+                Vec::new()
+            };
+            let batch = std::mem::replace(&mut rest, tail);
+            let metas = stat_each(dir, &batch, name_at);
+            for (rel, meta) in batch.into_iter().zip(metas) {
+                if let Some(m) = meta {
+                    self.out.push(Entry {
+                        rel,
+                        size: m.size,
+                        modified: m.modified,
+                        mime: m.mime,
+                    });
                 }
             }
         }
-        true
+        self.out.len() < self.limit
     }
 
     /// Gitignore semantics: the deepest folder's rules decide, `.ignore` before `.gitignore`.
@@ -946,5 +1046,61 @@ impl Walk<'_> {
             }
         }
         false
+    }
+}
+
+/// The size, modification time and MIME type of each file of `dir` (by its name: `rel` from
+/// byte `name_at` on), or `None` if it is gone or no longer a regular file. Not followed
+/// through a symlink. The MIME type is looked up once per extension; only files whose
+/// extension names none are read (sniffed).
+fn stat_each(dir: BorrowedFd<'_>, rels: &[String], name_at: usize) -> Vec<Option<FileMeta>> {
+    // (extension, its MIME type if it names one): folders hold few kinds of files.
+    let mut mimes: Vec<(&str, Option<&'static str>)> = Vec::new();
+    rels.iter()
+        .map(|rel| {
+            let name = rel.get(name_at..)?;
+            let st = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
+            if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+                return None;
+            }
+            let ext = Path::new(name).extension().and_then(|e| e.to_str());
+            let known = match ext {
+                None => None,
+                Some(ext) => match mimes.iter().find(|(e, _)| *e == ext) {
+                    Some((_, m)) => *m,
+                    None => {
+                        let m = paths::mime_of_ext(Some(ext));
+                        if mimes.len() < 16 {
+                            mimes.push((ext, m));
+                        }
+                        m
+                    }
+                },
+            };
+            let mime = known
+                .unwrap_or_else(|| paths::mime_static(None, || paths::sniff_is_text_at(dir, name)));
+            Some(FileMeta {
+                size: u64::try_from(st.st_size).unwrap_or(0),
+                modified: modified(&st),
+                mime,
+            })
+        })
+        .collect()
+}
+
+/// A `stat`'s modification time, as `std::fs::Metadata::modified` gives it.
+// The fields' integer types differ between platforms.
+#[allow(clippy::useless_conversion)]
+fn modified(st: &rustix::fs::Stat) -> Option<SystemTime> {
+    let secs = i64::try_from(st.st_mtime).ok()?;
+    let nanos = u32::try_from(st.st_mtime_nsec)
+        .ok()
+        .filter(|n| *n < 1_000_000_000)?;
+    if secs >= 0 {
+        UNIX_EPOCH.checked_add(Duration::new(secs.unsigned_abs(), nanos))
+    } else {
+        UNIX_EPOCH
+            .checked_sub(Duration::from_secs(secs.unsigned_abs()))?
+            .checked_add(Duration::from_nanos(u64::from(nanos)))
     }
 }
