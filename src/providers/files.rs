@@ -196,6 +196,12 @@ impl FilesSource {
     /// after when more follow (blocking). A watched source pages its cached listing; otherwise a
     /// sorted walk reads only the folders on the way to `after` and what the page holds, so a
     /// page costs O(page) and nothing is kept between requests.
+    ///
+    /// Whether more follow is known from one file more, or from a folder after the page found
+    /// to hold one (without sorting it). When the next file lies in another folder than the
+    /// page's last, the next page resumes after that folder's path followed by `/` (which sorts
+    /// after the page and before anything in the folder), so it does not read again the folder
+    /// the page ended in.
     fn page_blocking(&self, after: Option<&str>, limit: usize) -> PageOf<ResourceInfo> {
         let limit = limit.max(1);
         if self.watch || self.root_is_file {
@@ -211,10 +217,29 @@ impl FilesSource {
             };
         }
         self.forget_rules_unless_watched();
-        let mut found = self.walk_sorted(after, limit.saturating_add(1));
-        let more = found.len() > limit;
+        let mut walk = self.walker(limit.saturating_add(1), true);
+        walk.run(after);
+        let Walk {
+            out: mut found,
+            probed,
+            ..
+        } = walk;
+        // The folder of the next file, if there is one.
+        let next_dir = match found.get(limit) {
+            Some(x) => Some(x.rel.rsplit_once('/').map_or("", |(d, _)| d).to_owned()),
+            None => probed,
+        };
         found.truncate(limit);
-        let next = more.then(|| found.last().map(|e| e.rel.clone())).flatten();
+        let next = next_dir.and_then(|dir| {
+            let last = &found.last()?.rel;
+            Some(
+                match last.strip_prefix(dir.as_str()).map(|r| r.starts_with('/')) {
+                    Some(true) => last.clone(),
+                    _ if dir.is_empty() => last.clone(),
+                    _ => format!("{dir}/"),
+                },
+            )
+        });
         PageOf {
             items: found.into_iter().map(|e| self.info_of(e)).collect(),
             next,
@@ -295,17 +320,20 @@ impl FilesSource {
     /// `limit` of them. Folders are read one at a time, each sorted, with the ignore rules of
     /// the folders above carried down as a stack (`Walk`).
     fn walk_sorted(&self, after: Option<&str>, limit: usize) -> Vec<Entry> {
-        let mut walk = Walk {
+        let mut walk = self.walker(limit, false);
+        walk.run(after);
+        walk.out
+    }
+
+    fn walker(&self, limit: usize, probe: bool) -> Walk<'_> {
+        Walk {
             src: self,
             limit,
             rules: self.parents.iter().rev().map(|p| self.rules(p)).collect(),
             out: Vec::new(),
-        };
-        // The root is canonical: no symlink to follow.
-        if let Ok(fd) = rustix::fs::open(&self.root, DIR_FLAGS, Mode::empty()) {
-            walk.dir(fd, "", after);
+            probe,
+            probed: None,
         }
-        walk.out
     }
 
     /// Whether a folder under the root may hold served files (hidden names, ignore rules).
@@ -847,6 +875,10 @@ struct Walk<'a> {
     /// Ignore rules of the folders above the one being read (and of `parents`), outermost first.
     rules: Vec<Arc<DirRules>>,
     out: Vec<Entry>,
+    /// One file short of `limit`, a folder only needs to hold a visible file: it is scanned
+    /// unsorted, its path kept in `probed`.
+    probe: bool,
+    probed: Option<String>,
 }
 
 /// How folders are opened by the walk: never through a symlink.
@@ -862,6 +894,53 @@ fn key_cmp(name: &str, is_dir: bool, other: &str) -> std::cmp::Ordering {
         .cmp(other.bytes())
 }
 
+/// The name of a folder's entry and whether it is a folder, if a walk looks at it at all: not
+/// `.`/`..`, UTF-8 (other names cannot be written in a URI we could read back), not hidden
+/// (unless `hidden`), not `.git`, and a folder or a regular file by the entry's type (a `stat`
+/// only where the file system does not say). Symlinks are never listed: one inside the root is
+/// listed at its target, one leading outside is not served at all. Nor are FIFOs, sockets and
+/// devices.
+fn walked<'e>(
+    src: &FilesSource,
+    dir: BorrowedFd<'_>,
+    item: &'e rustix::fs::DirEntry,
+) -> Option<(&'e str, bool)> {
+    let raw = item.file_name().to_bytes();
+    if raw == b"." || raw == b".." {
+        return None;
+    }
+    let name = std::str::from_utf8(raw).ok()?;
+    let is_dir = match item.file_type() {
+        FileType::Directory => true,
+        FileType::RegularFile => false,
+        FileType::Unknown => {
+            match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)
+                .map(|st| FileType::from_raw_mode(st.st_mode))
+            {
+                Ok(FileType::Directory) => true,
+                Ok(FileType::RegularFile) => false,
+                _ => return None,
+            }
+        }
+        _ => return None,
+    };
+    if (name == ".git" && is_dir) || (!src.hidden && name.starts_with('.')) {
+        return None;
+    }
+    Some((name, is_dir))
+}
+
+/// `rel_dir/name` (`name` in the root), with room for `spare` more bytes.
+fn join(rel_dir: &str, name: &str, spare: usize) -> String {
+    let mut out = String::with_capacity(rel_dir.len() + 1 + name.len() + spare);
+    if !rel_dir.is_empty() {
+        out.push_str(rel_dir);
+        out.push('/');
+    }
+    out.push_str(name);
+    out
+}
+
 /// What a listed file's `stat` gave.
 struct FileMeta {
     size: u64,
@@ -870,6 +949,13 @@ struct FileMeta {
 }
 
 impl Walk<'_> {
+    fn run(&mut self, after: Option<&str>) {
+        // The root is canonical: no symlink to follow.
+        if let Ok(fd) = rustix::fs::open(&self.src.root, DIR_FLAGS, Mode::empty()) {
+            self.dir(fd, "", after);
+        }
+    }
+
     /// Walks the folder `fd` (`rel_dir` below the root), skipping what sorts at or before
     /// `after` (a path relative to it). False once `limit` files are found.
     fn dir(&mut self, fd: OwnedFd, rel_dir: &str, after: Option<&str>) -> bool {
@@ -888,33 +974,9 @@ impl Walk<'_> {
                 return true;
             };
             while let Some(Ok(item)) = read.read() {
-                let raw = item.file_name().to_bytes();
-                if raw == b"." || raw == b".." {
-                    continue;
-                }
-                // Names that are not UTF-8 cannot be written in a URI we could read back.
-                let Ok(name) = std::str::from_utf8(raw) else {
+                let Some((name, is_dir)) = walked(src, fd.as_fd(), &item) else {
                     continue;
                 };
-                // Symlinks are never listed: one inside the root is listed at its target, one
-                // leading outside is not served at all. Nor are FIFOs, sockets, devices.
-                let is_dir = match item.file_type() {
-                    FileType::Directory => true,
-                    FileType::RegularFile => false,
-                    FileType::Unknown => {
-                        match rustix::fs::statat(&fd, name, AtFlags::SYMLINK_NOFOLLOW)
-                            .map(|st| FileType::from_raw_mode(st.st_mode))
-                        {
-                            Ok(FileType::Directory) => true,
-                            Ok(FileType::RegularFile) => false,
-                            _ => continue,
-                        }
-                    }
-                    _ => continue,
-                };
-                if (name == ".git" && is_dir) || (!src.hidden && name.starts_with('.')) {
-                    continue;
-                }
                 if let Some(a) = after {
                     let before = if is_dir {
                         // Wholly before `a` unless `a` is inside it.
@@ -927,12 +989,7 @@ impl Walk<'_> {
                         continue;
                     }
                 }
-                let mut key = String::with_capacity(name_at + name.len() + 1);
-                if name_at > 0 {
-                    key.push_str(rel_dir);
-                    key.push('/');
-                }
-                key.push_str(name);
+                let mut key = join(rel_dir, name, 1);
                 if is_dir {
                     key.push('/');
                 }
@@ -940,25 +997,86 @@ impl Walk<'_> {
             }
         }
         items.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
-        let pushed = src.gitignore;
-        if pushed {
-            let path = if rel_dir.is_empty() {
-                src.root.clone()
-            } else {
-                src.root.join(rel_dir)
-            };
-            self.rules.push(src.rules(&path));
-        }
-        let any_rules = pushed
-            && self
-                .rules
-                .iter()
-                .any(|r| r.dot_ignore.is_some() || r.git_ignore.is_some());
+        let pushed = self.push_rules(rel_dir);
+        let any_rules = pushed && self.any_rules();
         let going_on = self.items(fd.as_fd(), items, name_at, after, any_rules);
         if pushed {
             self.rules.pop();
         }
         going_on
+    }
+
+    /// Pushes the ignore rules of the folder `rel_dir` (if ignore files count).
+    fn push_rules(&mut self, rel_dir: &str) -> bool {
+        let src = self.src;
+        if !src.gitignore {
+            return false;
+        }
+        let path = if rel_dir.is_empty() {
+            src.root.clone()
+        } else {
+            src.root.join(rel_dir)
+        };
+        self.rules.push(src.rules(&path));
+        true
+    }
+
+    fn any_rules(&self) -> bool {
+        self.rules
+            .iter()
+            .any(|r| r.dot_ignore.is_some() || r.git_ignore.is_some())
+    }
+
+    /// Whether the folder `fd` (`rel_dir` below the root, after everything listed so far)
+    /// holds a visible file, in any order: names are checked as they are read, the first
+    /// visible regular file ends the scan.
+    fn holds_visible(&mut self, fd: OwnedFd, rel_dir: &str) -> bool {
+        let pushed = self.push_rules(rel_dir);
+        let any_rules = pushed && self.any_rules();
+        let found = self.scan(fd, rel_dir, any_rules);
+        if pushed {
+            self.rules.pop();
+        }
+        found
+    }
+
+    fn scan(&mut self, fd: OwnedFd, rel_dir: &str, any_rules: bool) -> bool {
+        let src = self.src;
+        let mut dirs = Vec::new();
+        {
+            let Ok(mut read) = rustix::fs::Dir::read_from(&fd) else {
+                return false;
+            };
+            while let Some(Ok(item)) = read.read() {
+                let Some((name, is_dir)) = walked(src, fd.as_fd(), &item) else {
+                    continue;
+                };
+                let rel = join(rel_dir, name, 0);
+                if any_rules && self.ignored(&src.root.join(&rel), is_dir) {
+                    continue;
+                }
+                if is_dir {
+                    dirs.push(rel);
+                } else if src.include.is_match(&rel)
+                    && !src.exclude.is_match(&rel)
+                    && rustix::fs::statat(&fd, name, AtFlags::SYMLINK_NOFOLLOW).is_ok_and(|st| {
+                        FileType::from_raw_mode(st.st_mode) == FileType::RegularFile
+                    })
+                {
+                    return true;
+                }
+            }
+        }
+        let name_at = rel_dir.len() + usize::from(!rel_dir.is_empty());
+        for rel in dirs {
+            let Ok(sub) = rustix::fs::openat(&fd, &rel[name_at..], DIR_FLAGS, Mode::empty()) else {
+                continue;
+            };
+            if self.holds_visible(sub, &rel) {
+                return true;
+            }
+        }
+        false
     }
 
     /// The sorted items of the folder `dir`: folders walked, files checked against the rules,
@@ -988,6 +1106,14 @@ impl Walk<'_> {
                 let Ok(fd) = rustix::fs::openat(dir, name, DIR_FLAGS, Mode::empty()) else {
                     continue;
                 };
+                if self.probe && inner.is_none() && self.out.len().saturating_add(1) == self.limit {
+                    // Only whether more follow is asked: no need to sort this folder.
+                    if self.holds_visible(fd, &rel) {
+                        self.probed = Some(rel);
+                        return false;
+                    }
+                    continue;
+                }
                 if !self.dir(fd, &rel, inner) {
                     return false;
                 }
