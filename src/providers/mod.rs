@@ -361,6 +361,10 @@ pub(crate) fn encode_component(text: &str) -> String {
 /// Appends `text` to `out`, the bytes `keep` keeps (ASCII) as they are, every other as `%XX`.
 fn encode(out: &mut String, text: &str, keep: fn(u8) -> bool) {
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    if text.bytes().all(keep) {
+        out.push_str(text);
+        return;
+    }
     out.reserve(text.len());
     for b in text.bytes() {
         if keep(b) {
