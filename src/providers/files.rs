@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::fs;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use globset::{GlobSet, GlobSetBuilder};
@@ -333,6 +333,7 @@ impl FilesSource {
             out: Vec::new(),
             probe,
             probed: None,
+            split: !probe && limit == usize::MAX && two_cores(),
         }
     }
 
@@ -879,6 +880,15 @@ struct Walk<'a> {
     /// unsorted, its path kept in `probed`.
     probe: bool,
     probed: Option<String>,
+    /// A walk of everything not yet split over two threads: the first folder holding two
+    /// folders or more gives its second half of folders (and what follows) to a second thread.
+    split: bool,
+}
+
+/// Whether this process may run on two cores or more (asked once).
+fn two_cores() -> bool {
+    static TWO: OnceLock<bool> = OnceLock::new();
+    *TWO.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2))
 }
 
 /// How folders are opened by the walk: never through a symlink.
@@ -999,10 +1009,69 @@ impl Walk<'_> {
         items.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
         let pushed = self.push_rules(rel_dir);
         let any_rules = pushed && self.any_rules();
-        let going_on = self.items(fd.as_fd(), items, name_at, after, any_rules);
+        let going_on = if self.split
+            && after.is_none()
+            && items.iter().filter(|(_, is_dir)| *is_dir).nth(1).is_some()
+        {
+            self.split = false;
+            self.items_on_two(fd.as_fd(), items, name_at, any_rules)
+        } else {
+            self.items(fd.as_fd(), items, name_at, after, any_rules)
+        };
         if pushed {
             self.rules.pop();
         }
+        going_on
+    }
+
+    /// `items` of a walk of everything (no `after`, no `limit`), the items from the middle
+    /// folder on walked by a second thread, its files appended after this one's: the same
+    /// order, folders read and files statted on two cores. On this thread if no thread can
+    /// be started.
+    fn items_on_two(
+        &mut self,
+        dir: BorrowedFd<'_>,
+        mut items: Vec<(String, bool)>,
+        name_at: usize,
+        any_rules: bool,
+    ) -> bool {
+        let dirs = items.iter().filter(|(_, is_dir)| *is_dir).count();
+        let mut seen = 0;
+        let middle = items
+            .iter()
+            .position(|(_, is_dir)| {
+                seen += usize::from(*is_dir);
+                seen > dirs / 2
+            })
+            .unwrap_or(items.len());
+        let mut second = Some(items.split_off(middle));
+        let mut other = Walk {
+            src: self.src,
+            limit: self.limit,
+            rules: self.rules.clone(),
+            out: Vec::new(),
+            probe: false,
+            probed: None,
+            split: false,
+        };
+        let going_on = std::thread::scope(|s| {
+            let helper = std::thread::Builder::new().spawn_scoped(s, || {
+                if let Some(items) = second.take() {
+                    other.items(dir, items, name_at, None, any_rules);
+                }
+            });
+            let going_on = self.items(dir, items, name_at, None, any_rules);
+            if let Ok(h) = helper
+                && let Err(panic) = h.join()
+            {
+                std::panic::resume_unwind(panic);
+            }
+            going_on
+        });
+        if let Some(items) = second.take() {
+            other.items(dir, items, name_at, None, any_rules);
+        }
+        self.out.append(&mut other.out);
         going_on
     }
 
