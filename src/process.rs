@@ -144,7 +144,7 @@ pub async fn run(
         // Never SIGKILL the supervisor on a drop: it must live to kill what is below it
         // (`Group`'s drop asks it to stop; `Reaped` waits for it).
         .kill_on_drop(false);
-    supervisor::install(&mut cmd);
+    supervisor::install(&mut cmd, spec.program.as_ref());
     let mut child = Reaped(Some(cmd.spawn().map_err(|e| spawn_error(&spec, &e))?));
     let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) else {
         return Err(SpawnError::Other(
@@ -422,27 +422,38 @@ fn spawn_error(spec: &ProcessSpec, e: &std::io::Error) -> SpawnError {
 }
 
 /// Reads `r` into `out` until EOF (false) or until more than `cap` bytes came (true).
+/// Reads straight into `out`'s spare room (no zeroed chunk: while a tool runs, every page the
+/// server writes costs a copy-on-write fault, since its supervisor is a fork of the server).
 async fn read_capped(mut r: impl AsyncRead + Unpin, cap: usize, out: &mut Vec<u8>) -> bool {
-    let mut chunk = vec![0u8; 64 * 1024];
     loop {
-        let n = match r.read(&mut chunk).await {
-            Ok(0) | Err(_) => return false,
-            Ok(n) => n,
-        };
-        let room = cap.saturating_sub(out.len());
-        if n > room {
-            out.extend_from_slice(&chunk[..room]);
+        if out.len() > cap {
+            out.truncate(cap);
             return true;
         }
-        out.extend_from_slice(&chunk[..n]);
+        if out.capacity() == out.len() {
+            // At most one byte past the cap is asked for: enough to see it was passed.
+            let want = (cap + 1 - out.len()).min(out.len().max(READ_STEP));
+            out.reserve_exact(want);
+        }
+        let room = out.capacity() - out.len();
+        let want = room.min(cap + 1 - out.len());
+        match (&mut r).take(want as u64).read_buf(out).await {
+            Ok(0) | Err(_) => return false,
+            Ok(_) => {}
+        }
     }
 }
 
+/// How much room a tool's output gets at a time (it doubles with what came).
+const READ_STEP: usize = 4096;
+
 /// Reads `r` to EOF, keeping its last `STDERR_KEPT` bytes in `tail`.
 async fn read_tail(mut r: impl AsyncRead + Unpin, tail: Arc<Mutex<Vec<u8>>>) {
-    let mut chunk = vec![0u8; 16 * 1024];
+    let mut chunk = Vec::new();
     loop {
-        let n = match r.read(&mut chunk).await {
+        chunk.clear();
+        chunk.reserve(READ_STEP);
+        let n = match (&mut r).take(READ_STEP as u64).read_buf(&mut chunk).await {
             Ok(0) | Err(_) => return,
             Ok(n) => n,
         };

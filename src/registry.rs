@@ -18,12 +18,15 @@ use crate::providers::postgres::PostgresSource;
 use crate::providers::sqlite::SqliteSource;
 use crate::providers::template::TemplateSource;
 use crate::providers::{
-    Body, ChangeEffect, Completion, CompletionRequest, Contents, Database, RequestError,
+    Body, ChangeEffect, Completion, CompletionRequest, Contents, Database, PageOf, RequestError,
     ResourceInfo, Source, TemplateInfo,
 };
 use crate::tools::templates::{TemplateSpec, TemplateTool};
 use crate::tools::{CallContext, Hints, SearchTool, ShellTool, ToolContent, ToolInfo, ToolResult};
 use crate::watch::Change;
+
+/// One page of `resources/list`: the resources, and the cursor of the next page.
+pub(crate) type ResourcePage = (Vec<ResourceInfo>, Option<String>);
 
 /// Everything one manifest serves.
 #[derive(Debug)]
@@ -291,49 +294,101 @@ impl Registry {
     pub async fn list_resources_page(
         &self,
         cursor: Option<&str>,
-    ) -> Result<(Vec<ResourceInfo>, Option<String>), RequestError> {
+    ) -> Result<ResourcePage, RequestError> {
+        let page = |s: &Arc<dyn Source>, after: Option<String>, limit: usize| {
+            let listed = s.clone().list_page(after, limit);
+            async move { Some(listed.await) }
+        };
+        let serves = |s: &Arc<dyn Source>, uri: &str| {
+            let served = s.clone().serves(uri.to_owned());
+            async move { Some(served.await) }
+        };
+        self.list_resources_page_via(cursor, page, serves)
+            .await
+            .unwrap_or_else(|| Err(RequestError::Internal("no page".into())))
+    }
+
+    /// `list_resources_page` when every source involved has the page at hand
+    /// (`Source::list_page_now`): a watched files source's cached listing. `None` when one
+    /// would have to wait.
+    pub fn list_resources_page_now(
+        &self,
+        cursor: Option<&str>,
+    ) -> Option<Result<ResourcePage, RequestError>> {
+        let page = |s: &Arc<dyn Source>, after: Option<String>, limit: usize| {
+            std::future::ready(s.list_page_now(after.as_deref(), limit))
+        };
+        at_once(self.list_resources_page_via(cursor, page, |_, _| std::future::ready(None)))
+    }
+
+    /// The paging of `list_resources_page`, asking each source for its page through `page` and
+    /// whether it serves a URI through `serves`; `None` as soon as one of them gives `None`.
+    async fn list_resources_page_via<P, PF, S, SF>(
+        &self,
+        cursor: Option<&str>,
+        page: P,
+        serves: S,
+    ) -> Option<Result<ResourcePage, RequestError>>
+    where
+        P: Fn(&Arc<dyn Source>, Option<String>, usize) -> PF,
+        PF: Future<Output = Option<Result<PageOf<ResourceInfo>, RequestError>>>,
+        S: Fn(&Arc<dyn Source>, &str) -> SF,
+        SF: Future<Output = Option<bool>>,
+    {
         let page_size = self.page_size().max(1);
         let invalid = |c: &str| RequestError::InvalidParams(format!("invalid cursor `{c}`"));
         let (mut index, mut after) = match cursor {
             None => (0, None),
-            Some(c) => decode_resource_cursor(c)
-                .filter(|(i, _)| *i < self.sources.len())
-                .ok_or_else(|| invalid(c))?,
+            Some(c) => match decode_resource_cursor(c).filter(|(i, _)| *i < self.sources.len()) {
+                Some(start) => start,
+                None => return Some(Err(invalid(c))),
+            },
         };
         let mut out = Vec::new();
         while index < self.sources.len() {
             let source = &self.sources[index];
             if out.len() == page_size {
                 // Full: is there anything after? Ask for one item.
-                let probe = source.clone().list_page(None, 1).await?;
+                let probe = match page(source, None, 1).await? {
+                    Ok(p) => p,
+                    Err(e) => return Some(Err(e)),
+                };
                 if !probe.items.is_empty() {
-                    return Ok((out, Some(encode_resource_cursor(index, None))));
+                    return Some(Ok((out, Some(encode_resource_cursor(index, None)))));
                 }
                 index += 1;
                 continue;
             }
-            let page = source
-                .clone()
-                .list_page(after.take(), page_size - out.len())
-                .await
-                .map_err(|e| match e {
-                    RequestError::InvalidParams(_) => invalid(cursor.unwrap_or_default()),
-                    e => e,
-                })?;
-            out.extend(self.not_listed_before(index, page.items).await);
-            if let Some(key) = page.next {
-                return Ok((out, Some(encode_resource_cursor(index, Some(&key)))));
+            let found = match page(source, after.take(), page_size - out.len()).await? {
+                Ok(p) => p,
+                Err(RequestError::InvalidParams(_)) => {
+                    return Some(Err(invalid(cursor.unwrap_or_default())));
+                }
+                Err(e) => return Some(Err(e)),
+            };
+            out.extend(self.not_listed_before(index, found.items, &serves).await?);
+            if let Some(key) = found.next {
+                return Some(Ok((out, Some(encode_resource_cursor(index, Some(&key))))));
             }
             index += 1;
         }
-        Ok((out, None))
+        Some(Ok((out, None)))
     }
 
     /// `items` of source `index` without those an earlier source lists too (overlapping roots:
     /// a URI is listed once, by the first source). Only sources that list what they serve are
     /// asked (not templates), and only for URIs they own, so sources that do not overlap cost a
     /// prefix check per item.
-    async fn not_listed_before(&self, index: usize, items: Vec<ResourceInfo>) -> Vec<ResourceInfo> {
+    async fn not_listed_before<S, SF>(
+        &self,
+        index: usize,
+        items: Vec<ResourceInfo>,
+        serves: &S,
+    ) -> Option<Vec<ResourceInfo>>
+    where
+        S: Fn(&Arc<dyn Source>, &str) -> SF,
+        SF: Future<Output = Option<bool>>,
+    {
         let earlier: Vec<&Arc<dyn Source>> = self.sources[..index]
             .iter()
             .filter(|s| !s.tried_last())
@@ -342,7 +397,7 @@ impl Registry {
         for r in items {
             let mut listed = false;
             for s in earlier.iter().filter(|s| s.owns(&r.uri)) {
-                if (*s).clone().serves(r.uri.clone()).await {
+                if serves(s, &r.uri).await? {
                     listed = true;
                     break;
                 }
@@ -351,7 +406,7 @@ impl Registry {
                 out.push(r);
             }
         }
-        out
+        Some(out)
     }
 
     pub fn templates(&self) -> Vec<TemplateInfo> {
@@ -361,17 +416,45 @@ impl Registry {
     /// Reads one resource. Sources that own the URI are tried in manifest order, fixed URIs
     /// before user templates (which come last); the first answer that is not "not found" wins.
     pub async fn read(&self, uri: &str) -> Result<Vec<Contents>, RequestError> {
+        let read = |s: &Arc<dyn Source>| {
+            let found = s.clone().read(uri.to_owned());
+            async move { Some(found.await) }
+        };
+        self.read_via(uri, read)
+            .await
+            .unwrap_or_else(|| Err(RequestError::NotFound(uri.to_owned())))
+    }
+
+    /// `read` when every source asked answers at once (`Source::read_now`: a small local
+    /// file); `None` when one would have to wait.
+    pub fn read_now(&self, uri: &str) -> Option<Result<Vec<Contents>, RequestError>> {
+        at_once(self.read_via(uri, |s| std::future::ready(s.read_now(uri))))
+    }
+
+    /// The order and rule of `read`, each source read through `read`; `None` as soon as one
+    /// gives `None`.
+    async fn read_via<R, RF>(
+        &self,
+        uri: &str,
+        read: R,
+    ) -> Option<Result<Vec<Contents>, RequestError>>
+    where
+        R: Fn(&Arc<dyn Source>) -> RF,
+        RF: Future<Output = Option<Result<Contents, RequestError>>>,
+    {
         let mut refused = None;
         let first = self.sources.iter().filter(|s| !s.tried_last());
         let last = self.sources.iter().filter(|s| s.tried_last());
         for source in first.chain(last).filter(|s| s.owns(uri)) {
-            match source.clone().read(uri.to_owned()).await {
-                Ok(c) => return Ok(vec![c]),
+            match read(source).await? {
+                Ok(c) => return Some(Ok(vec![c])),
                 Err(RequestError::NotFound(_)) => {}
                 Err(e) => refused = Some(e),
             }
         }
-        Err(refused.unwrap_or_else(|| RequestError::NotFound(uri.to_owned())))
+        Some(Err(
+            refused.unwrap_or_else(|| RequestError::NotFound(uri.to_owned()))
+        ))
     }
 
     /// Completes a variable of a resource template (`ref/resource`).
@@ -832,6 +915,16 @@ fn decode_resource_cursor(cursor: &str) -> Option<(usize, Option<String>)> {
     match rest.split_once(':') {
         Some((i, key)) => Some((i.parse().ok()?, Some(key.to_owned()))),
         None => Some((rest.parse().ok()?, None)),
+    }
+}
+
+/// The value of `fut` if it completes without waiting (every step of a `*_now` answer is
+/// ready); `None` if it would wait, or gives `None`.
+fn at_once<T>(fut: impl Future<Output = Option<T>>) -> Option<T> {
+    let fut = std::pin::pin!(fut);
+    match fut.poll(&mut std::task::Context::from_waker(std::task::Waker::noop())) {
+        std::task::Poll::Ready(value) => value,
+        std::task::Poll::Pending => None,
     }
 }
 

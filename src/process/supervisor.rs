@@ -24,6 +24,14 @@
 //!
 //! Between fork and exec only async-signal-safe calls are allowed (the server has many threads):
 //! everything below uses raw libc calls, fixed stack buffers and no allocation.
+//!
+//! On Linux the supervisor starts the tool with `clone(CLONE_VM | CLONE_VFORK)` (`start_tool`,
+//! as `posix_spawn` does) instead of a second `fork`: the tool runs on its own stack in the
+//! supervisor's memory until it execs, so the server's page tables are copied once per call, not
+//! twice. Its argv and environment are built before the first fork (`Exec`). If its `execve`
+//! fails, the supervisor lets the standard library exec the program itself, which fails the
+//! same way and reports the reason to the server as for any spawn. Measured with
+//! `cargo bench --bench suite -- tool/true`: 1.94 → 1.65 ms p50 (`spawn true` 0.92 ms).
 
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -48,19 +56,208 @@ const WAKE: [c_int; 5] = [
 /// Cleanup passes before the supervisor gives up (a fork bomb faster than SIGKILL).
 const MAX_PASSES: u32 = 10_000;
 
-/// Makes `cmd` start through a supervisor.
-pub(super) fn install(cmd: &mut tokio::process::Command) {
+/// Makes `cmd` start through a supervisor. `arg0` is the program's name as the tool sees it.
+pub(super) fn install(cmd: &mut tokio::process::Command, arg0: &std::ffi::OsStr) {
     // SAFETY: getpid has no preconditions.
     let server = unsafe { libc::getpid() };
+    #[cfg(target_os = "linux")]
+    let exec = Exec::new(cmd.as_std(), arg0);
+    #[cfg(not(target_os = "linux"))]
+    let _ = arg0;
     // SAFETY: the closure runs between fork and exec and only makes async-signal-safe calls
-    // (see `split`); it allocates nothing and touches no lock.
+    // (see `split`); it allocates nothing and touches no lock (`exec` was built here, before).
     unsafe {
-        cmd.pre_exec(move || split(server));
+        cmd.pre_exec(move || {
+            #[cfg(target_os = "linux")]
+            return split(server, &exec);
+            #[cfg(not(target_os = "linux"))]
+            split(server)
+        });
+    }
+}
+
+/// What the tool is started with on Linux, built before the fork (nothing may be allocated
+/// after it): the program, argv and environment as C arrays, and a stack for `start_tool`.
+#[cfg(target_os = "linux")]
+struct Exec {
+    program: std::ffi::CString,
+    _strings: Vec<std::ffi::CString>,
+    argv: Vec<*const libc::c_char>,
+    envp: Vec<*const libc::c_char>,
+    stack: Vec<u8>,
+}
+
+// SAFETY: the raw pointers point into `_strings`, owned by the same value and never changed.
+#[cfg(target_os = "linux")]
+unsafe impl Send for Exec {}
+// SAFETY: as above; nothing is mutated through a shared reference.
+#[cfg(target_os = "linux")]
+unsafe impl Sync for Exec {}
+
+#[cfg(target_os = "linux")]
+impl Exec {
+    /// The program, arguments and environment `cmd` would exec (the inherited environment with
+    /// `cmd`'s changes), as `execve` takes them. Strings with a NUL are left out (the standard
+    /// library refuses such a command before forking anyway).
+    fn new(cmd: &std::process::Command, arg0: &std::ffi::OsStr) -> Exec {
+        use std::os::unix::ffi::OsStrExt as _;
+        let c = |s: &std::ffi::OsStr| std::ffi::CString::new(s.as_bytes()).ok();
+        let mut env: std::collections::BTreeMap<std::ffi::OsString, std::ffi::OsString> =
+            std::env::vars_os().collect();
+        for (k, v) in cmd.get_envs() {
+            match v {
+                Some(v) => env.insert(k.to_owned(), v.to_owned()),
+                None => env.remove(k),
+            };
+        }
+        let args: Vec<std::ffi::CString> = std::iter::once(arg0)
+            .chain(cmd.get_args())
+            .filter_map(c)
+            .collect();
+        let vars: Vec<std::ffi::CString> = env
+            .iter()
+            .filter_map(|(k, v)| {
+                let mut kv = k.clone();
+                kv.push("=");
+                kv.push(v);
+                c(&kv)
+            })
+            .collect();
+        let argc = args.len();
+        let mut strings = args;
+        strings.extend(vars);
+        let ptrs = |range: &[std::ffi::CString]| {
+            range
+                .iter()
+                .map(|s| s.as_ptr())
+                .chain(std::iter::once(std::ptr::null()))
+                .collect::<Vec<_>>()
+        };
+        Exec {
+            program: c(cmd.get_program()).unwrap_or_default(),
+            argv: ptrs(&strings[..argc]),
+            envp: ptrs(&strings[argc..]),
+            _strings: strings,
+            stack: vec![0; 64 * 1024],
+        }
+    }
+}
+
+/// What `start_tool` reads, and writes back, in the memory it shares with the supervisor.
+#[cfg(target_os = "linux")]
+#[repr(C)]
+struct ToolStart {
+    program: *const libc::c_char,
+    argv: *const *const libc::c_char,
+    envp: *const *const libc::c_char,
+    supervisor: pid_t,
+    mask: libc::sigset_t,
+    /// The `errno` of a failed `execve` (0: it did not fail).
+    failed: c_int,
+}
+
+/// The tool, started with `clone(CLONE_VM | CLONE_VFORK)`: it runs on its own stack in the
+/// supervisor's memory while the supervisor waits, until it execs (or fails to and exits), so
+/// no copy of the server's memory is made for it. Only raw system calls.
+#[cfg(target_os = "linux")]
+extern "C" fn start_tool(arg: *mut libc::c_void) -> c_int {
+    // SAFETY: `arg` is the `ToolStart` the supervisor passed and keeps alive while this runs
+    // (CLONE_VFORK); only async-signal-safe calls.
+    unsafe {
+        let start = &mut *arg.cast::<ToolStart>();
+        // A process group of its own, gone when the supervisor goes.
+        libc::setpgid(0, 0);
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        );
+        if libc::getppid() != start.supervisor {
+            libc::_exit(126);
+        }
+        libc::pthread_sigmask(libc::SIG_SETMASK, &start.mask, std::ptr::null_mut());
+        libc::execve(start.program, start.argv, start.envp);
+        start.failed = *libc::__errno_location();
+        libc::_exit(127)
+    }
+}
+
+/// In the child the standard library forked (Linux): starts the tool with `start_tool` and
+/// becomes its supervisor (never returns). If the tool's `execve` failed, it returns instead,
+/// as the tool would have: the standard library execs the same program, fails the same way and
+/// reports why to the server.
+#[cfg(target_os = "linux")]
+fn split(server: pid_t, exec: &Exec) -> io::Result<()> {
+    // SAFETY: only async-signal-safe libc calls, on values owned here or built before the fork.
+    unsafe {
+        let old = prepare(server)?;
+        let me = libc::getpid();
+        let mut start = ToolStart {
+            program: exec.program.as_ptr(),
+            argv: exec.argv.as_ptr(),
+            envp: exec.envp.as_ptr(),
+            supervisor: me,
+            mask: old,
+            failed: 0,
+        };
+        // The stack grows down from the end of `exec.stack`, 16-byte aligned.
+        let top = exec.stack.as_ptr().add(exec.stack.len()) as usize & !15;
+        let tool = libc::clone(
+            start_tool,
+            top as *mut libc::c_void,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            (&raw mut start).cast(),
+        );
+        if tool < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if start.failed != 0 {
+            let mut st: c_int = 0;
+            libc::waitpid(tool, &mut st, 0);
+            libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+            return Ok(());
+        }
+        // Both sides set the group, so it exists whichever runs first.
+        libc::setpgid(tool, tool);
+        close_from(3);
+        supervise(server, tool)
+    }
+}
+
+/// The supervisor's own set-up (parent-death signal, subreaper, wake signals blocked): the
+/// signal mask from before, for the tool.
+#[cfg(target_os = "linux")]
+unsafe fn prepare(server: pid_t) -> io::Result<libc::sigset_t> {
+    // SAFETY: async-signal-safe libc calls on values owned here.
+    unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGHUP as libc::c_ulong,
+            0,
+            0,
+            0,
+        );
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0);
+        if libc::getppid() != server {
+            // The server died before the parent-death signal was armed.
+            libc::_exit(126);
+        }
+        let mut wake: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut wake);
+        for s in WAKE {
+            libc::sigaddset(&mut wake, s);
+        }
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::pthread_sigmask(libc::SIG_BLOCK, &wake, &mut old);
+        Ok(old)
     }
 }
 
 /// In the child the standard library forked: returns (to exec) in the tool; the supervisor never
 /// returns.
+#[cfg(not(target_os = "linux"))]
 fn split(server: pid_t) -> io::Result<()> {
     // SAFETY: only async-signal-safe libc calls, on values owned here.
     unsafe {

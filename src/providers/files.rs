@@ -52,6 +52,9 @@ pub(crate) struct FilesSource {
     ignores: Mutex<HashMap<PathBuf, Arc<DirRules>>>,
     /// The last listing; only kept while the source is watched (see `invalidate`).
     listing: Mutex<Option<Arc<Vec<Entry>>>>,
+    /// The root folder, opened once while the source is watched (every read starts from it);
+    /// dropped when the watcher sees the root come or go.
+    root_dir: Mutex<Option<Arc<OwnedFd>>>,
     /// Folders above the root whose ignore files apply (up to the enclosing git work tree).
     parents: Vec<PathBuf>,
 }
@@ -131,6 +134,7 @@ impl FilesSource {
             search: def.search,
             ignores: Mutex::new(HashMap::new()),
             listing: Mutex::new(None),
+            root_dir: Mutex::new(None),
             parents,
             root,
         })
@@ -163,6 +167,7 @@ impl FilesSource {
             search: false,
             ignores: Mutex::new(HashMap::new()),
             listing: Mutex::new(None),
+            root_dir: Mutex::new(None),
             parents: if gitignore {
                 ignore_parents(root)
             } else {
@@ -205,16 +210,7 @@ impl FilesSource {
     fn page_blocking(&self, after: Option<&str>, limit: usize) -> PageOf<ResourceInfo> {
         let limit = limit.max(1);
         if self.watch || self.root_is_file {
-            let all = self.entries();
-            let start = after.map_or(0, |a| all.partition_point(|e| e.rel.as_str() <= a));
-            let end = start.saturating_add(limit).min(all.len());
-            let page = &all[start.min(end)..end];
-            return PageOf {
-                items: page.iter().map(|e| self.info(e)).collect(),
-                next: (end < all.len())
-                    .then(|| page.last().map(|e| e.rel.clone()))
-                    .flatten(),
-            };
+            return self.page_of(&self.entries(), after, limit);
         }
         self.forget_rules_unless_watched();
         let mut walk = self.walker(limit.saturating_add(1), true);
@@ -244,6 +240,27 @@ impl FilesSource {
             items: found.into_iter().map(|e| self.info_of(e)).collect(),
             next,
         }
+    }
+
+    /// The page of `all` (a sorted listing) after `after`.
+    fn page_of(&self, all: &[Entry], after: Option<&str>, limit: usize) -> PageOf<ResourceInfo> {
+        let start = after.map_or(0, |a| all.partition_point(|e| e.rel.as_str() <= a));
+        let end = start.saturating_add(limit.max(1)).min(all.len());
+        let page = &all[start.min(end)..end];
+        PageOf {
+            items: page.iter().map(|e| self.info(e)).collect(),
+            next: (end < all.len())
+                .then(|| page.last().map(|e| e.rel.clone()))
+                .flatten(),
+        }
+    }
+
+    /// The cached listing, if the source is watched and has one.
+    fn cached(&self) -> Option<Arc<Vec<Entry>>> {
+        if !self.watch {
+            return None;
+        }
+        self.listing.lock().ok()?.clone()
     }
 
     fn info(&self, e: &Entry) -> ResourceInfo {
@@ -276,11 +293,8 @@ impl FilesSource {
     }
 
     fn entries(&self) -> Arc<Vec<Entry>> {
-        if self.watch
-            && let Ok(l) = self.listing.lock()
-            && let Some(cached) = l.as_ref()
-        {
-            return cached.clone();
+        if let Some(cached) = self.cached() {
+            return cached;
         }
         self.forget_rules_unless_watched();
         let mut out = Vec::new();
@@ -466,7 +480,7 @@ impl FilesSource {
     /// `open_rel` for a path whose visibility was just checked (by the walk that listed it):
     /// the race-free open, and the visibility of the real path when a symlink was followed.
     fn open_visible(&self, rel: &str) -> Option<paths::Opened> {
-        let opened = match paths::open_beneath(&self.root, rel) {
+        let opened = match self.open_from_root(rel) {
             Ok(o) => o,
             Err(OpenError::NotFound) => return None,
             Err(OpenError::Io(e)) => {
@@ -475,6 +489,25 @@ impl FilesSource {
             }
         };
         (opened.real_rel == rel || self.visible(&opened.real_rel)).then_some(opened)
+    }
+
+    /// `paths::open_beneath` of `rel`; from the root folder kept open while watched.
+    fn open_from_root(&self, rel: &str) -> Result<paths::Opened, OpenError> {
+        if !self.watch {
+            return paths::open_beneath(&self.root, rel);
+        }
+        let kept = self.root_dir.lock().ok().and_then(|d| d.clone());
+        let dir = match kept {
+            Some(dir) => dir,
+            None => {
+                let dir = Arc::new(paths::open_root(&self.root)?);
+                if let Ok(mut d) = self.root_dir.lock() {
+                    *d = Some(dir.clone());
+                }
+                dir
+            }
+        };
+        paths::open_beneath_in(dir.as_fd(), &self.root, rel)
     }
 
     /// The relative paths of every served file, sorted, as listed (blocking). The listing's
@@ -678,6 +711,9 @@ impl FilesSource {
             if c.is_rescan() || (self.root.starts_with(&c.path) && c.kind != ChangeKind::Modified) {
                 // Events were lost, or the root itself (or a folder above it) came or went.
                 touched = true;
+                if let Ok(mut d) = self.root_dir.lock() {
+                    *d = None;
+                }
                 if let Ok(mut map) = self.ignores.lock() {
                     map.clear();
                 }
@@ -768,6 +804,16 @@ impl Source for FilesSource {
         on_blocking(move || Ok(self.page_blocking(after.as_deref(), limit)))
     }
 
+    /// A watched source pages its cached listing at once (once listed, until a change drops it).
+    fn list_page_now(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Option<Result<PageOf<ResourceInfo>, RequestError>> {
+        let all = self.cached()?;
+        Some(Ok(self.page_of(&all, after, limit)))
+    }
+
     fn templates(&self) -> Vec<TemplateInfo> {
         if self.root_is_file {
             return Vec::new();
@@ -797,6 +843,16 @@ impl Source for FilesSource {
             }
             blocking(move || self.read_opened(&uri, opened)).await?
         })
+    }
+
+    /// What `read` does in place: a file of at most [`INLINE_READ`] bytes (or an error found on
+    /// the way to it).
+    fn read_now(&self, uri: &str) -> Option<Result<Contents, RequestError>> {
+        match self.open_for_read(uri) {
+            Ok(opened) if opened.size > INLINE_READ => None,
+            Ok(opened) => Some(self.read_opened(uri, opened)),
+            Err(e) => Some(Err(e)),
+        }
     }
 
     fn serves(self: Arc<Self>, uri: String) -> BoxFut<bool> {

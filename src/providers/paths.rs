@@ -20,7 +20,7 @@
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::Read;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
@@ -74,9 +74,23 @@ pub(crate) struct Opened {
 /// Opens `rel` (a plain relative path) below the folder `root` (a canonical path), following
 /// symlinks only while they stay below it, and only if it is a regular file. See the module doc.
 pub(crate) fn open_beneath(root: &Path, rel: &str) -> Result<Opened, OpenError> {
+    open_beneath_in(open_root(root)?.as_fd(), root, rel)
+}
+
+/// Opens the folder `root` (a canonical path) for `open_beneath_in`.
+pub(crate) fn open_root(root: &Path) -> Result<OwnedFd, OpenError> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+    rustix::fs::open(root, flags, Mode::empty()).map_err(not_found_or)
+}
+
+/// `open_beneath` from `root_fd`, the folder `root` opened (`open_root`) beforehand: a caller
+/// that keeps it open saves two system calls per file.
+pub(crate) fn open_beneath_in(
+    root_fd: BorrowedFd<'_>,
+    root: &Path,
+    rel: &str,
+) -> Result<Opened, OpenError> {
     let dir_flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-    let root_fd = rustix::fs::open(root, dir_flags | OFlags::NOFOLLOW, Mode::empty())
-        .map_err(not_found_or)?;
     let mut todo: VecDeque<String> = rel.split('/').map(str::to_owned).collect();
     // The folders walked so far (the root first) and their names below the root.
     let mut dirs: Vec<OwnedFd> = Vec::new();
@@ -97,7 +111,7 @@ pub(crate) fn open_beneath(root: &Path, rel: &str) -> Result<Opened, OpenError> 
         if part.contains('\0') {
             return Err(OpenError::NotFound);
         }
-        let here = dirs.last().map_or(root_fd.as_fd(), |d| d.as_fd());
+        let here = dirs.last().map_or(root_fd, |d| d.as_fd());
         // Look before opening, so a FIFO or a device is never even opened; the descriptor is
         // checked again after the open (it may have been swapped in between).
         let stat = rustix::fs::statat(here, part.as_str(), AtFlags::SYMLINK_NOFOLLOW)
@@ -226,13 +240,38 @@ pub(crate) enum ReadError {
     Io(std::io::Error),
 }
 
+/// Files up to this size are read with one `read` (see `read_capped`).
+const SMALL_READ: usize = 64 * 1024;
+
 /// Reads `file` to its end, but never more than `cap` bytes (`TooLarge` past it). `hint` sizes
 /// the buffer (the size `fstat` gave).
 pub(crate) fn read_capped(file: &mut File, cap: u64, hint: u64) -> Result<Vec<u8>, ReadError> {
     if hint > cap {
         return Err(ReadError::TooLarge(hint));
     }
-    let mut out = Vec::with_capacity(usize::try_from(hint.min(cap)).unwrap_or(0) + 1);
+    let want = usize::try_from(hint.min(cap)).unwrap_or(0) + 1;
+    let mut out = Vec::with_capacity(want);
+    if want <= SMALL_READ {
+        // One `read` for a small file: asked for one byte more than it holds, a regular file
+        // gives fewer only at its end, so no second `read` is needed to see the end.
+        out.resize(want, 0);
+        match file.read(&mut out) {
+            Ok(n) if n < want => {
+                out.truncate(n);
+                return Ok(out);
+            }
+            Ok(n) => out.truncate(n),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::Interrupted | std::io::ErrorKind::WouldBlock
+                ) =>
+            {
+                out.clear()
+            }
+            Err(e) => return Err(ReadError::Io(e)),
+        }
+    }
     let limit = cap.saturating_add(1);
     loop {
         match file
@@ -290,7 +329,7 @@ pub(crate) fn mime_of_ext(ext: Option<&str>) -> Option<&'static str> {
     let ext = ext?;
     // mime_guess maps a few source-code extensions to media types (`.ts` is MPEG transport
     // stream); these are the ones a code assistant meets every day.
-    const FIXED: [(&str, &str); 9] = [
+    const FIXED: [(&str, &str); 11] = [
         ("ts", "text/x-typescript"),
         ("mts", "text/x-typescript"),
         ("cts", "text/x-typescript"),
@@ -300,6 +339,9 @@ pub(crate) fn mime_of_ext(ext: Option<&str>) -> Option<&'static str> {
         ("markdown", "text/markdown"),
         ("toml", "application/toml"),
         ("lock", "text/plain"),
+        // What mime_guess says, without its table search, for the most common names.
+        ("txt", "text/plain"),
+        ("json", "application/json"),
     ];
     let fixed = FIXED
         .iter()
@@ -441,6 +483,24 @@ mod tests {
     }
 
     #[test]
+    fn common_names_get_what_mime_guess_gives() {
+        for ext in ["txt", "json", "TXT", "html", "png", "py"] {
+            let name = format!("f.{ext}");
+            assert_eq!(
+                mime_for(Path::new(&name), || false),
+                mime_guess::from_ext(ext).first_raw().unwrap(),
+                "{name}"
+            );
+        }
+        assert_eq!(mime_for(Path::new("a.rs"), || false), "text/x-rust");
+        assert_eq!(mime_for(Path::new("noext"), || true), "text/plain");
+        assert_eq!(
+            mime_for(Path::new("noext"), || false),
+            "application/octet-stream"
+        );
+    }
+
+    #[test]
     fn the_cap_is_on_the_bytes_read() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
@@ -457,5 +517,18 @@ mod tests {
             read_capped(&mut o.file, 50, 100),
             Err(ReadError::TooLarge(100))
         ));
+        // A stale size from before the file grew or shrank: the bytes it holds now.
+        for stale in [0, 10, 99, 101, 500] {
+            let mut o = open_beneath(&root, "f").unwrap();
+            assert_eq!(
+                read_capped(&mut o.file, 1000, stale).unwrap(),
+                vec![b'x'; 100]
+            );
+        }
+        // Larger than one `read` at once.
+        let big: Vec<u8> = (0..SMALL_READ * 3).map(|i| (i % 251) as u8).collect();
+        std::fs::write(root.join("big"), &big).unwrap();
+        let mut o = open_beneath(&root, "big").unwrap();
+        assert_eq!(read_capped(&mut o.file, 1 << 20, 100).unwrap(), big);
     }
 }

@@ -458,6 +458,59 @@ pub(crate) async fn serve_stdio(registry: Registry) -> anyhow::Result<()> {
     .await
 }
 
+/// What the transport answers on its reader thread (`transport::Shortcut`), exactly as the
+/// handlers above would: `resources/read` of a small local file and a `resources/list` page
+/// from a cached listing, when the params are plain (no `_meta`). Everything else, errors
+/// included, goes through rmcp.
+fn shortcut(shared: Arc<Shared>) -> transport::Shortcut {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Read {
+        uri: String,
+    }
+    #[derive(serde::Deserialize, Default)]
+    #[serde(deny_unknown_fields)]
+    struct List {
+        #[serde(default)]
+        cursor: Option<String>,
+    }
+    Box::new(move |method, params| {
+        let start = std::time::Instant::now();
+        let snap = shared.snapshot();
+        let (result, subject) = match method {
+            "resources/read" => {
+                let p: Read = serde_json::from_str(params?.get()).ok()?;
+                let found = snap.registry.read_now(&p.uri)?.ok()?;
+                let mut result = ReadResourceResult::new(found.into_iter().map(contents).collect());
+                // As rmcp answers a session before 2026-07-28 (the only kind with a shortcut).
+                result.result_type = None;
+                (serde_json::to_string(&result).ok()?, p.uri)
+            }
+            "resources/list" => {
+                let p: List = match params {
+                    Some(p) => serde_json::from_str(p.get()).ok()?,
+                    None => List::default(),
+                };
+                let registry = &snap.registry;
+                let (items, next) = registry
+                    .list_resources_page_now(p.cursor.as_deref())?
+                    .ok()?;
+                let mut result =
+                    ListResourcesResult::with_all_items(items.iter().map(resource).collect());
+                result.next_cursor = next;
+                result.result_type = None;
+                (serde_json::to_string(&result).ok()?, String::new())
+            }
+            _ => return None,
+        };
+        tracing::info!(
+            "{method} {subject} {:.1} ms ok",
+            start.elapsed().as_secs_f64() * 1000.0
+        );
+        Some(result)
+    })
+}
+
 /// Serves one session on any byte streams until the input ends or `shutdown` completes; then
 /// every process a tool started is killed and everything answered is written.
 pub(crate) async fn serve<R, W>(
@@ -475,8 +528,9 @@ where
     let _children = scopeguard(move || children.kill_all());
     let eof = CancellationToken::new();
     let output = Output::start(output);
-    let transport = LineTransport::new(input, &output, eof.clone());
     let shared = Shared::new(registry);
+    output.shortcut(shortcut(shared.clone()));
+    let transport = LineTransport::new(input, &output, eof.clone());
     let handler = Gate(Handler {
         session: shared.open_session(eof.clone()),
         shared: shared.clone(),

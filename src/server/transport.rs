@@ -15,8 +15,12 @@
 //! on the blocking pool), so every byte waiting for stdout is counted exactly.
 //!
 //! Once the answer to `initialize` is queued, the reader answers a bare `ping` (no params, or
-//! `{}`) itself, as it answers a line that is not a message: the reply counts in the output
-//! queue like any other, so the bounds below hold, and rmcp never sees it.
+//! `{}`) itself, as it answers a line that is not a message, and so does the server's
+//! [`Shortcut`] for what it can answer at once (a small file's `resources/read`, a cached
+//! `resources/list` page): the reply counts in the output queue like any other, so the bounds
+//! below hold, and rmcp never sees the request. One thread hand-off (to the writer) instead of
+//! three, and none of rmcp's per-request machinery (typed parse, task, cancellation token,
+//! context).
 //!
 //! # Ids
 //!
@@ -68,11 +72,12 @@ mod parse;
 use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, Read, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use rmcp::model::{
-    ClientRequest, GetExtensions, GetMeta, JsonRpcMessage, NumberOrString, ServerResult,
+    ClientRequest, GetExtensions, GetMeta, JsonRpcMessage, NumberOrString, ProtocolVersion,
+    ServerResult,
 };
 use rmcp::service::{RequestContext, RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
 use serde::Serialize;
@@ -93,8 +98,8 @@ const MESSAGE_COST: usize = 1024;
 pub const OUTPUT_CAP: usize = 8 * MIB;
 /// Bytes reserved by answers being computed plus bytes waiting for stdout, at most. With the
 /// process's own ~10 MiB this keeps a server under 64 MiB whatever the load (a debug build
-/// maps ~27 MiB of itself).
-pub const BUDGET: usize = 24 * MIB;
+/// maps ~27 MiB of itself); a release build under ~32 MiB for pipelined 64 KiB and 1 MiB reads.
+pub const BUDGET: usize = 16 * MIB;
 /// Work requests handed to rmcp whose answers are not written yet, at most.
 pub const MAX_WORK: usize = 256;
 /// Control requests handed to rmcp whose answers are not written yet, at most.
@@ -114,6 +119,19 @@ pub const LIST_RESERVE: usize = MIB;
 /// What a `tools/call` reserves before it runs (a tool's output is capped, 1 MiB by default):
 /// 16 calls fit in the budget, as many as tool processes run at once.
 pub const TOOL_RESERVE: usize = BUDGET / 16;
+
+/// Answers some requests on the reader thread, without rmcp, once the session started with
+/// `initialize`: given the method and its params as written, the result's JSON, or `None` to
+/// hand the request to rmcp as usual. It must answer at once (a few system calls at most): it
+/// holds up the reading of the next line. Its answer is bounded like every answer (it counts in
+/// the output queue, and the reader stops while that is full).
+pub type Shortcut = Box<dyn Fn(&str, Option<&RawValue>) -> Option<String> + Send + Sync>;
+
+/// Answers the reader queued without waking the writer, at most (bytes): beyond, it wakes it.
+const HOLD_CAP: usize = 64 * 1024;
+
+/// The methods the reader answers itself: a bare `ping`, and what the [`Shortcut`] may answer.
+const DIRECT_METHODS: &[&str] = &["ping", "resources/read", "resources/list"];
 
 /// Reserves `bytes` of the session's answer budget for the request of `cx`, waiting (in order
 /// of asking) while the budget is spent; released when the request's answer has been written.
@@ -172,8 +190,10 @@ struct Session {
     /// Wakes notifications waiting for room in the output queue.
     out_room: tokio::sync::Notify,
     next_id: AtomicU64,
-    /// The answer to `initialize` is queued: the reader answers a bare `ping` itself.
+    /// The answer to `initialize` is queued: the reader answers a bare `ping` itself, and what
+    /// the shortcut answers.
     fast_ping: AtomicBool,
+    shortcut: OnceLock<Shortcut>,
 }
 
 impl Session {
@@ -193,9 +213,22 @@ impl Session {
         self.out_room.notify_waiters();
     }
 
+    /// Wakes the writer for the answers the reader queued without waking it.
+    fn flush_held(&self) {
+        let mut st = self.lock();
+        if st.held {
+            st.held = false;
+            st.wake_writer(&self.writable);
+        }
+    }
+
     /// The reader waits here until there is room to read one more line.
     fn wait_for_room(&self) {
         let mut st = self.lock();
+        if st.held && st.out_bytes >= OUTPUT_CAP {
+            st.held = false;
+            st.wake_writer(&self.writable);
+        }
         while !st.closed
             && (st.input_bytes >= INPUT_CAP || (st.out_bytes >= OUTPUT_CAP && !st.out_closed))
         {
@@ -205,6 +238,19 @@ impl Session {
         }
     }
 
+    /// The answer to a bare `ping`, or to a request the [`Shortcut`] answers; `None` for
+    /// anything else.
+    fn answer_directly(&self, text: &[u8]) -> Option<String> {
+        let req = parse::direct(text, DIRECT_METHODS)?;
+        if req.method == "ping" {
+            let answer = parse::ping_answer(&req)?;
+            tracing::info!("ping  0.0 ms ok");
+            return Some(answer);
+        }
+        let result = self.shortcut.get()?(&req.method, req.params)?;
+        Some(parse::result_line(&req.id, &result))
+    }
+
     /// One line from the reader: parsed here (outside the lock), then queued or answered.
     fn take_line(&self, line: &[u8]) {
         let text = parse::trim(line);
@@ -212,14 +258,27 @@ impl Session {
             return;
         }
         if self.fast_ping.load(Ordering::Relaxed)
-            && let Some(answer) = parse::bare_ping(text)
+            && let Some(answer) = self.answer_directly(text)
         {
             // Answered here, like a line that is not a message: no thread hand-off, no rmcp
             // machinery. Bounded like every reply (it counts in the output queue, and the reader
             // stops while that is full). Only after `initialize` was answered, so it never goes
             // out before that answer.
-            self.lock().reply(answer, &self.writable);
-            tracing::info!("ping  0.0 ms ok");
+            let mut bytes = answer.into_bytes();
+            bytes.push(b'\n');
+            let mut st = self.lock();
+            st.enqueue(Out {
+                bytes,
+                release: None,
+            });
+            // The writer is woken when the reader has no whole line left to take
+            // (`flush_held`), or once enough is queued: one wake-up (a `futex` call, and a
+            // `write`) per burst of pipelined requests, not per answer.
+            st.held = true;
+            if st.out_bytes >= HOLD_CAP {
+                st.held = false;
+                st.wake_writer(&self.writable);
+            }
             return;
         }
         let mut next = || self.next_id.fetch_add(1, Ordering::Relaxed);
@@ -378,9 +437,12 @@ struct State {
     reader_waiting: bool,
     /// The writer thread waits for something to write (`Session::writable`).
     writer_waiting: bool,
+    /// The reader queued answers without waking the writer (`Session::flush_held`).
+    held: bool,
     /// `Output::finish`: the writer ends once the queue is empty.
     finishing: bool,
-    /// The session started with `initialize` (its answer was a result).
+    /// The session started with `initialize` (its answer was a result) and a version before
+    /// 2026-07-28: the reader may answer requests itself.
     initialized: bool,
     reserved: usize,
     waiters: VecDeque<Waiter>,
@@ -409,6 +471,7 @@ impl State {
             out_closed: false,
             reader_waiting: false,
             writer_waiting: false,
+            held: false,
             finishing: false,
             initialized: false,
             reserved: 0,
@@ -854,6 +917,7 @@ impl Output {
             out_room: tokio::sync::Notify::new(),
             next_id: AtomicU64::new(1),
             fast_ping: AtomicBool::new(false),
+            shortcut: OnceLock::new(),
         });
         let (done_tx, done) = tokio::sync::oneshot::channel();
         let s = session.clone();
@@ -865,6 +929,12 @@ impl Output {
             })
             .expect("spawning the stdout thread");
         Output { session, done }
+    }
+
+    /// Sets what the reader answers itself (before the transport starts: call it before
+    /// `LineTransport::new`).
+    pub fn shortcut(&self, shortcut: Shortcut) {
+        let _ = self.session.shortcut.set(shortcut);
     }
 
     /// Waits (at most `limit`) until everything queued is written.
@@ -968,6 +1038,7 @@ impl LineTransport {
             .name("stdin".into())
             .spawn(move || {
                 read_lines(&s, read);
+                s.flush_held();
                 // Before `receive` can see the end: whoever learns of it from rmcp finds the
                 // token cancelled.
                 eof.cancel();
@@ -1171,7 +1242,16 @@ impl LineTransport {
             && pending == internal
         {
             st.lifecycle = if init && is_result {
-                st.initialized = true;
+                // The reader answers requests itself only in a session of a version before
+                // 2026-07-28 (whose answers rmcp shapes differently: `resultType`, error codes).
+                st.initialized = matches!(
+                    item,
+                    JsonRpcMessage::Response(r) if matches!(
+                        &r.result,
+                        ServerResult::InitializeResult(i)
+                            if i.protocol_version.as_str() < ProtocolVersion::V_2026_07_28.as_str()
+                    )
+                );
                 Lifecycle::Started
             } else {
                 Lifecycle::Before { pending: None }
@@ -1258,6 +1338,10 @@ fn read_lines<R: Read>(session: &Session, read: R) {
     let mut line = Vec::new();
     loop {
         session.wait_for_room();
+        if !reader.buffer().contains(&b'\n') {
+            // The next read may wait for the client: what was answered goes out first.
+            session.flush_held();
+        }
         match read_line(&mut reader, &mut line) {
             Ok(Line::Complete) => session.take_line(&line),
             Ok(Line::TooLong) => {

@@ -369,3 +369,54 @@ fn a_quick_tool_called_just_before_eof_still_answers() {
     assert_eq!(answer["result"]["content"][0]["text"], "hi\n", "{answer}");
     assert_eq!(answer["result"]["isError"], false);
 }
+
+/// A small file's `resources/read` and a cached `resources/list` page are answered by the
+/// transport's reader thread (no `_meta`); with `_meta` the same requests go through rmcp. The
+/// answers must be the same, for every kind of answer.
+#[test]
+fn reads_and_listings_answered_on_the_reader_are_what_rmcp_answers() {
+    let f = Fixture::new();
+    f.write("d/a.txt", "quote \" tab \t backslash \\ control \u{1} é\n");
+    f.write("d/b.bin", [0u8, 159, 146, 150, 255]);
+    f.write("d/big.txt", "x".repeat(40_000));
+    f.write("d/c.md", "# c\n");
+    f.write("d/.env", "SECRET=1\n");
+    f.manifest("[server]\npage_size = 2\n\n[files.d]\nroot = \"d\"\n");
+    for version in ["2024-11-05", "2025-11-25"] {
+        let mut s = f.serve();
+        s.initialize(version);
+        let mut both = |method: &str, params: Value| {
+            let mut with_meta = params.clone();
+            with_meta["_meta"] = json!({"progressToken": "p"});
+            let (mut direct, mut through) = (s.call(method, params), s.call(method, with_meta));
+            for v in [&mut direct, &mut through] {
+                v.as_object_mut().expect("an object").remove("id");
+            }
+            assert_eq!(direct, through, "{method} ({version})");
+            direct
+        };
+        for name in ["a.txt", "b.bin", "big.txt", "c.md", ".env", "missing"] {
+            both(
+                "resources/read",
+                json!({ "uri": f.uri(&format!("d/{name}")) }),
+            );
+        }
+        // The first listing fills the cache the later pages come from.
+        let (mut cursor, mut listed, mut pages) = (None, 0, 0);
+        loop {
+            let params = match &cursor {
+                None => json!({}),
+                Some(c) => json!({ "cursor": c }),
+            };
+            let page = both("resources/list", params)["result"].clone();
+            listed += page["resources"].as_array().map_or(0, Vec::len);
+            pages += 1;
+            cursor = page["nextCursor"].as_str().map(str::to_owned);
+            if cursor.is_none() || pages > 3 {
+                break;
+            }
+        }
+        assert_eq!((listed, pages), (4, 2), "{version}");
+        both("resources/list", json!({ "cursor": "not-a-cursor" }));
+    }
+}

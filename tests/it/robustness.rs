@@ -402,6 +402,49 @@ fn a_client_that_does_not_read_holds_the_server_not_its_memory() {
     assert!(peak <= PEAK_RSS_LIMIT, "peak RSS {} MiB", peak / MIB as u64);
 }
 
+/// Small reads are answered by the transport's reader thread itself (no rmcp, no work slot):
+/// a client that pipelines thousands and does not read still holds the server, not its memory.
+#[test]
+fn small_reads_answered_by_the_reader_are_bounded_too() {
+    let f = fixture();
+    // 16 KiB that is not UTF-8, the largest file read in place: ~22 KiB of base64 per answer,
+    // so 5 000 answers would be ~110 MiB if they were buffered.
+    f.write("docs/small.bin", vec![0xffu8; 16 * 1024]);
+    let mut s = Raw::start(&f);
+    s.initialize();
+    let n = 5000;
+    let uri = f.uri("docs/small.bin");
+    let mut input: String = (1..=n)
+        .map(|i| {
+            format!(
+                "{}\n",
+                request(json!(i), "resources/read", json!({"uri": uri}))
+            )
+        })
+        .collect();
+    input.push_str(&request(json!("p"), "ping", json!({})).to_string());
+    input.push('\n');
+    s.write_in_background(input.into_bytes());
+    s.wait_stalled();
+    let peak = s.peak_rss();
+    assert!(
+        peak <= PEAK_RSS_LIMIT,
+        "peak RSS {} MiB while the client does not read",
+        peak / MIB as u64
+    );
+    // Once the client reads, every read is answered, then the ping.
+    let mut reads = 0;
+    s.until(|l| {
+        if l.contains(r#""blob""#) {
+            reads += 1;
+        }
+        l.contains(r#""id":"p""#)
+    });
+    assert_eq!(reads, n);
+    let peak = s.peak_rss();
+    assert!(peak <= PEAK_RSS_LIMIT, "peak RSS {} MiB", peak / MIB as u64);
+}
+
 #[test]
 fn cancellations_and_pings_get_through_when_every_slot_is_busy() {
     let f = fixture();

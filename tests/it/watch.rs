@@ -287,6 +287,15 @@ fn a_deleted_or_moved_root_sends_list_changed() {
         let mut s = f.serve().started();
         watching(&mut s, &f);
         assert_eq!(list_all(&mut s, "resources/list", "resources").0.len(), 2);
+        // Reads of a watched source start from its root folder, kept open: it must follow the
+        // root, not the folder that was there.
+        let read = |s: &mut crate::support::Server, rel: &str| {
+            s.call("resources/read", json!({"uri": f.uri(rel)}))
+        };
+        assert_eq!(
+            read(&mut s, "docs/a.md")["result"]["contents"][0]["text"],
+            "one"
+        );
         match how {
             "delete" => std::fs::remove_dir_all(f.path("docs")).unwrap(),
             _ => std::fs::rename(f.path("docs"), f.path("elsewhere")).unwrap(),
@@ -297,10 +306,16 @@ fn a_deleted_or_moved_root_sends_list_changed() {
             1,
             "{how}"
         );
+        assert_eq!(read(&mut s, "docs/a.md")["error"]["code"], -32002, "{how}");
         // It coming back is seen too.
         f.write("docs/back.md", "back");
         s.wait_for(|v| is_method(v, "notifications/resources/list_changed"));
         assert_eq!(list_all(&mut s, "resources/list", "resources").0.len(), 2);
+        let back = read(&mut s, "docs/back.md");
+        assert_eq!(
+            back["result"]["contents"][0]["text"], "back",
+            "{how}: {back}"
+        );
     }
 }
 

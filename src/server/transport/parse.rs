@@ -143,28 +143,63 @@ const NOT_IN_2026: &[&str] = &[
     "resources/unsubscribe",
 ];
 
-/// The answer to a bare `ping` (no params, or `{}`), which the transport gives itself once a
-/// session started with `initialize` (see `Session::take_line`): the empty result, with the id
-/// as written. `None` for anything else, which rmcp gets as usual.
-pub fn bare_ping(text: &[u8]) -> Option<String> {
-    // Cheap tests first: a bare ping is a short line naming it.
-    if text.len() > 256 || !text.windows(6).any(|w| w == b"\"ping\"") {
-        return None;
-    }
-    let env = serde_json::from_slice::<Envelope>(text).ok()?;
-    if env.method.as_deref() != Some("ping")
-        || env.jsonrpc.as_deref() != Some("2.0")
-        || env.result.is_some()
-        || env.error.is_some()
-        || env.params.is_some_and(|p| p.get() != "{}")
+/// A request the transport may answer itself (see `Session::take_line`): its id, method and
+/// params as written.
+pub struct Direct<'a> {
+    pub id: ClientId,
+    pub method: Cow<'a, str>,
+    pub params: Option<&'a RawValue>,
+}
+
+/// Lines longer than this are never answered directly: the requests answered so are small.
+const DIRECT_MAX: usize = 64 * 1024;
+
+/// `text` as a request for one of `methods` (each also a plain `"name"` in the text), or `None`
+/// for anything else, which rmcp gets as usual. Cheap tests first: most lines are not one.
+pub fn direct<'a>(text: &'a [u8], methods: &[&str]) -> Option<Direct<'a>> {
+    if text.len() > DIRECT_MAX
+        || !methods.iter().any(|m| {
+            let quoted = m.len() + 2;
+            text.windows(quoted)
+                .any(|w| w[0] == b'"' && w[quoted - 1] == b'"' && &w[1..quoted - 1] == m.as_bytes())
+        })
     {
         return None;
     }
-    let id = ClientId::new(env.id?)?;
-    Some(format!(
-        r#"{{"jsonrpc":"2.0","id":{},"result":{{}}}}"#,
-        id.raw
-    ))
+    let env = serde_json::from_slice::<Envelope>(text).ok()?;
+    let method = env.method?;
+    if !methods.contains(&method.as_ref())
+        || env.jsonrpc.as_deref() != Some("2.0")
+        || env.result.is_some()
+        || env.error.is_some()
+    {
+        return None;
+    }
+    Some(Direct {
+        id: ClientId::new(env.id?)?,
+        method,
+        params: env.params,
+    })
+}
+
+/// The answer to a bare `ping` (no params, or `{}`): the empty result, with the id as written.
+/// `None` for a ping with params, which rmcp gets as usual.
+pub fn ping_answer(req: &Direct) -> Option<String> {
+    if req.method != "ping" || req.params.is_some_and(|p| p.get() != "{}") {
+        return None;
+    }
+    Some(result_line(&req.id, "{}"))
+}
+
+/// A result line (without its newline): `result` is JSON.
+pub fn result_line(id: &ClientId, result: &str) -> String {
+    let mut line = String::with_capacity(result.len() + id.raw.len() + 40);
+    line.push_str(r#"{"jsonrpc":"2.0","id":"#);
+    line.push_str(&id.raw);
+    line.push_str(r#","result":"#);
+    line.push_str(result);
+    line.push('}');
+    line
 }
 
 /// The text of one line without its line ending, surrounding blanks and byte-order mark.
@@ -427,7 +462,10 @@ mod tests {
 
     #[test]
     fn only_a_bare_ping_is_answered_in_place() {
-        let ping = |line: &str| bare_ping(trim(line.as_bytes()));
+        let ping = |line: &str| {
+            direct(trim(line.as_bytes()), &["ping", "resources/read"])
+                .and_then(|req| ping_answer(&req))
+        };
         assert_eq!(
             ping(r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#).as_deref(),
             Some(r#"{"jsonrpc":"2.0","id":7,"result":{}}"#)
@@ -447,6 +485,36 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":7,"method":"ping""#,
         ] {
             assert_eq!(ping(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn direct_requests_are_requests_for_the_named_methods() {
+        let methods = ["ping", "resources/read"];
+        let read =
+            r#"{"jsonrpc":"2.0","id":"r","method":"resources/read","params":{"uri":"file:///a"}}"#;
+        let req = direct(read.as_bytes(), &methods).expect("a direct request");
+        assert_eq!(&*req.id.raw, r#""r""#);
+        assert_eq!(req.method, "resources/read");
+        assert_eq!(req.params.map(|p| p.get()), Some(r#"{"uri":"file:///a"}"#));
+        assert_eq!(
+            result_line(&req.id, r#"{"contents":[]}"#),
+            r#"{"jsonrpc":"2.0","id":"r","result":{"contents":[]}}"#
+        );
+        for other in [
+            format!("[{read}]"),
+            r#"{"jsonrpc":"2.0","method":"resources/read","params":{"uri":"file:///a"}}"#.into(),
+            r#"{"jsonrpc":"2.0","id":1,"result":{"method":"resources/read"}}"#.into(),
+            r#"{"jsonrpc":"2.0","id":1,"method":"resources/list"}"#.into(),
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"resources/read"}}"#
+                .into(),
+            r#"{"jsonrpc":"2.0","id":{},"method":"resources/read","params":{}}"#.into(),
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{{"uri":"{}"}}}}"#,
+                "a".repeat(DIRECT_MAX)
+            ),
+        ] {
+            assert!(direct(other.as_bytes(), &methods).is_none(), "{other}");
         }
     }
 

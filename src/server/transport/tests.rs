@@ -65,9 +65,17 @@ struct Harness {
 impl Harness {
     /// A transport whose session has started (`initialize` handed over and answered).
     async fn started() -> Harness {
+        Harness::started_with(None, ProtocolVersion::V_2025_11_25).await
+    }
+
+    /// A started transport with a shortcut, in a session of `version`.
+    async fn started_with(shortcut: Option<Shortcut>, version: ProtocolVersion) -> Harness {
         let gate = Gate::default();
         gate.set(true);
         let output = Output::start(gate.clone());
+        if let Some(shortcut) = shortcut {
+            output.shortcut(shortcut);
+        }
         let (r, input) = std::io::pipe().expect("pipe");
         let t = LineTransport::new(r, &output, CancellationToken::new());
         let mut h = Harness {
@@ -78,7 +86,9 @@ impl Harness {
         };
         h.write(r#"{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#);
         let init = h.request().await;
-        h.answer(init, ServerResult::empty(())).await;
+        let mut info = rmcp::model::InitializeResult::default();
+        info.protocol_version = version;
+        h.answer(init, ServerResult::InitializeResult(info)).await;
         // Its answer written: the budget is whole.
         h.until(|st| st.out_bytes == 0 && st.records.is_empty());
         h
@@ -207,6 +217,67 @@ async fn work_slots_are_bounded_whatever_the_ids_and_control_passes_by() {
             .any(|l| l.starts_with(r#"{"jsonrpc":"2.0","id":7,"result""#)),
         "{lines:?}"
     );
+    drop(h.output);
+}
+
+/// Answers `resources/read` of `file:///direct` with a fixed result; nothing else.
+fn test_shortcut(calls: Arc<std::sync::atomic::AtomicUsize>) -> Shortcut {
+    Box::new(move |method, params| {
+        calls.fetch_add(1, Ordering::Relaxed);
+        (method == "resources/read" && params?.get() == r#"{"uri":"file:///direct"}"#)
+            .then(|| r#"{"contents":[]}"#.to_owned())
+    })
+}
+
+#[tokio::test]
+async fn the_shortcut_answers_on_the_reader_and_everything_else_reaches_rmcp() {
+    let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut h = Harness::started_with(
+        Some(test_shortcut(calls.clone())),
+        ProtocolVersion::V_2025_11_25,
+    )
+    .await;
+    h.write(
+        r#"{"jsonrpc":"2.0","id":"d","method":"resources/read","params":{"uri":"file:///direct"}}"#,
+    );
+    h.until_written(|l| l == r#"{"jsonrpc":"2.0","id":"d","result":{"contents":[]}}"#);
+    assert_eq!(calls.load(Ordering::Relaxed), 1);
+    // What the shortcut declines, a method it is never asked about, and a read in a batch go
+    // to rmcp.
+    h.write(
+        r#"{"jsonrpc":"2.0","id":"o","method":"resources/read","params":{"uri":"file:///other"}}"#,
+    );
+    h.write(r#"{"jsonrpc":"2.0","id":"t","method":"tools/list"}"#);
+    h.write(r#"[{"jsonrpc":"2.0","id":"b","method":"resources/read","params":{"uri":"file:///direct"}}]"#);
+    for method in ["resources/read", "tools/list", "resources/read"] {
+        let r = h.request().await;
+        assert_eq!(Harness::method(&r.1), method);
+    }
+    assert_eq!(
+        calls.load(Ordering::Relaxed),
+        2,
+        "asked about the two plain reads only"
+    );
+    drop(h.output);
+}
+
+#[tokio::test]
+async fn nothing_is_answered_on_the_reader_in_a_2026_session() {
+    let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut h = Harness::started_with(
+        Some(test_shortcut(calls.clone())),
+        ProtocolVersion::V_2026_07_28,
+    )
+    .await;
+    h.write(
+        r#"{"jsonrpc":"2.0","id":"d","method":"resources/read","params":{"uri":"file:///direct"}}"#,
+    );
+    h.write(r#"{"jsonrpc":"2.0","id":"p","method":"ping"}"#);
+    for method in ["resources/read", "ping"] {
+        let r = h.request().await;
+        assert_eq!(Harness::method(&r.1), method);
+    }
+    assert_eq!(calls.load(Ordering::Relaxed), 0);
     drop(h.output);
 }
 
