@@ -292,16 +292,24 @@ pub async fn list(manifest: Option<PathBuf>, json: bool) -> i32 {
     }
     let _ = writeln!(out, "resources ({})", resources.len());
     for r in &resources {
-        let _ = writeln!(
-            out,
-            "  {}  {}  {}",
-            r.uri,
-            r.mime_type.as_deref().unwrap_or("-"),
-            r.size.map_or_else(|| "-".to_owned(), |s| format!("{s} B"))
-        );
+        // Pieces written as they are: no line or size formatted into a string of its own.
+        let _ = out.write_all(b"  ");
+        let _ = out.write_all(r.uri.as_bytes());
+        let _ = out.write_all(b"  ");
+        let _ = out.write_all(r.mime_type.as_deref().unwrap_or("-").as_bytes());
+        let _ = match r.size {
+            Some(s) => writeln!(out, "  {s} B"),
+            None => out.write_all(b"  -\n"),
+        };
     }
-    // Overlapping sources: their shared URIs are listed once, by the first source.
-    for o in registry.overlaps().await.unwrap_or_default() {
+    // Overlapping sources: their shared URIs are listed once, by the first source. Finding
+    // them lists every source again, so only when there are two to overlap.
+    let overlaps = if registry.source_count() > 1 {
+        registry.overlaps().await.unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    for o in overlaps {
         eprintln!(
             "note: {} URI(s) of the source at line {} are also served by the source at line {} and listed once (e.g. {})",
             o.count, o.second.line, o.first.line, o.example

@@ -9,18 +9,20 @@
 
 use std::collections::HashMap;
 use std::fs;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use globset::{GlobSet, GlobSetBuilder};
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
 use super::paths::{self, OpenError, ReadError, io_reason, mime_for, sniff_is_text};
 use super::{
     Body, BoxFut, ChangeEffect, Completion, CompletionRequest, Contents, PageOf, RequestError,
-    ResourceInfo, Source, TemplateInfo, blocking, encode_path, on_blocking, on_blocking_or, ready,
+    ResourceInfo, Source, TemplateInfo, blocking, encode_path, encode_path_into, on_blocking,
+    on_blocking_or, ready,
 };
 use crate::manifest::{self, Diagnostics, expand::format_size};
 use crate::watch::{Change, ChangeKind};
@@ -69,7 +71,7 @@ struct Entry {
     rel: String,
     size: u64,
     modified: Option<SystemTime>,
-    mime: String,
+    mime: &'static str,
 }
 
 impl FilesSource {
@@ -188,25 +190,55 @@ impl FilesSource {
 
     /// Every visible file, sorted by name. Walks the tree (blocking: call from a blocking thread).
     fn list_blocking(&self) -> Vec<ResourceInfo> {
-        self.entries().iter().map(|e| self.info(e)).collect()
+        match Arc::try_unwrap(self.entries()) {
+            Ok(own) => own.into_iter().map(|e| self.info_of(e)).collect(),
+            // Shared with the cache of a watched source.
+            Err(shared) => shared.iter().map(|e| self.info(e)).collect(),
+        }
     }
 
     /// At most `limit` visible files after the relative path `after`, and the path to resume
     /// after when more follow (blocking). A watched source pages its cached listing; otherwise a
     /// sorted walk reads only the folders on the way to `after` and what the page holds, so a
     /// page costs O(page) and nothing is kept between requests.
+    ///
+    /// Whether more follow is known from one file more, or from a folder after the page found
+    /// to hold one (without sorting it). When the next file lies in another folder than the
+    /// page's last, the next page resumes after that folder's path followed by `/` (which sorts
+    /// after the page and before anything in the folder), so it does not read again the folder
+    /// the page ended in.
     fn page_blocking(&self, after: Option<&str>, limit: usize) -> PageOf<ResourceInfo> {
         let limit = limit.max(1);
         if self.watch || self.root_is_file {
             return self.page_of(&self.entries(), after, limit);
         }
         self.forget_rules_unless_watched();
-        let mut found = self.walk_sorted(after, limit.saturating_add(1));
-        let more = found.len() > limit;
+        let mut walk = self.walker(limit.saturating_add(1), true);
+        walk.run(after);
+        let Walk {
+            out: mut found,
+            probed,
+            ..
+        } = walk;
+        // The folder of the next file, if there is one.
+        let next_dir = match found.get(limit) {
+            Some(x) => Some(x.rel.rsplit_once('/').map_or("", |(d, _)| d).to_owned()),
+            None => probed,
+        };
         found.truncate(limit);
+        let next = next_dir.and_then(|dir| {
+            let last = &found.last()?.rel;
+            Some(
+                match last.strip_prefix(dir.as_str()).map(|r| r.starts_with('/')) {
+                    Some(true) => last.clone(),
+                    _ if dir.is_empty() => last.clone(),
+                    _ => format!("{dir}/"),
+                },
+            )
+        });
         PageOf {
-            items: found.iter().map(|e| self.info(e)).collect(),
-            next: more.then(|| found.last().map(|e| e.rel.clone())).flatten(),
+            items: found.into_iter().map(|e| self.info_of(e)).collect(),
+            next,
         }
     }
 
@@ -232,12 +264,17 @@ impl FilesSource {
     }
 
     fn info(&self, e: &Entry) -> ResourceInfo {
+        self.info_of(e.clone())
+    }
+
+    /// `info`, the entry's path moved into the resource's name.
+    fn info_of(&self, e: Entry) -> ResourceInfo {
         ResourceInfo {
             uri: self.uri_of(&e.rel),
-            name: e.rel.clone(),
+            name: e.rel,
             title: None,
             description: self.description.clone(),
-            mime_type: Some(e.mime.clone()),
+            mime_type: Some(e.mime.to_owned()),
             size: Some(e.size),
             last_modified: e.modified,
         }
@@ -247,7 +284,11 @@ impl FilesSource {
         if self.root_is_file {
             self.root_uri.clone()
         } else {
-            format!("{}/{}", self.root_uri, encode_path(rel))
+            let mut uri = String::with_capacity(self.root_uri.len() + 1 + rel.len());
+            uri.push_str(&self.root_uri);
+            uri.push('/');
+            encode_path_into(&mut uri, rel);
+            uri
         }
     }
 
@@ -279,7 +320,8 @@ impl FilesSource {
     }
 
     fn entry(&self, rel: String, path: &Path, meta: &fs::Metadata) -> Entry {
-        let mime = mime_for(path, || sniff_is_text(path));
+        let ext = path.extension().and_then(|e| e.to_str());
+        let mime = paths::mime_static(ext, || sniff_is_text(path));
         Entry {
             rel,
             size: meta.len(),
@@ -292,14 +334,21 @@ impl FilesSource {
     /// `limit` of them. Folders are read one at a time, each sorted, with the ignore rules of
     /// the folders above carried down as a stack (`Walk`).
     fn walk_sorted(&self, after: Option<&str>, limit: usize) -> Vec<Entry> {
-        let mut walk = Walk {
+        let mut walk = self.walker(limit, false);
+        walk.run(after);
+        walk.out
+    }
+
+    fn walker(&self, limit: usize, probe: bool) -> Walk<'_> {
+        Walk {
             src: self,
             limit,
             rules: self.parents.iter().rev().map(|p| self.rules(p)).collect(),
             out: Vec::new(),
-        };
-        walk.dir(&self.root, "", after);
-        walk.out
+            probe,
+            probed: None,
+            split: !probe && limit == usize::MAX && two_cores(),
+        }
     }
 
     /// Whether a folder under the root may hold served files (hidden names, ignore rules).
@@ -870,13 +919,39 @@ fn ignore_parents(root: &Path) -> Vec<PathBuf> {
 /// A sorted walk of the visible files. Each folder's names are sorted as if a folder's name
 /// ended in `/`, which makes the walk's output sorted by relative path (`a-b`, `a.txt`, `a/x`),
 /// so a walk can resume after a path: folders that sort wholly before it are not read.
+///
+/// Every folder is opened relative to its parent's descriptor without following a symlink (one
+/// swapped in for a folder while we walk is not entered), and read once: the kind of each name
+/// comes from the folder itself (`d_type`; a `stat` only where the file system does not say),
+/// so only files that pass every rule are statted, by their bare name in their folder's
+/// descriptor. (Statting a long run of files on two threads bought nothing measurable on two
+/// shared cores: waking the second one costs what it saves.)
 struct Walk<'a> {
     src: &'a FilesSource,
     limit: usize,
     /// Ignore rules of the folders above the one being read (and of `parents`), outermost first.
     rules: Vec<Arc<DirRules>>,
     out: Vec<Entry>,
+    /// One file short of `limit`, a folder only needs to hold a visible file: it is scanned
+    /// unsorted, its path kept in `probed`.
+    probe: bool,
+    probed: Option<String>,
+    /// A walk of everything not yet split over two threads: the first folder holding two
+    /// folders or more gives its second half of folders (and what follows) to a second thread.
+    split: bool,
 }
+
+/// Whether this process may run on two cores or more (asked once).
+fn two_cores() -> bool {
+    static TWO: OnceLock<bool> = OnceLock::new();
+    *TWO.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2))
+}
+
+/// How folders are opened by the walk: never through a symlink.
+const DIR_FLAGS: OFlags = OFlags::RDONLY
+    .union(OFlags::DIRECTORY)
+    .union(OFlags::CLOEXEC)
+    .union(OFlags::NOFOLLOW);
 
 /// `name` (followed by `/` for a folder) against `other`, bytewise.
 fn key_cmp(name: &str, is_dir: bool, other: &str) -> std::cmp::Ordering {
@@ -885,110 +960,329 @@ fn key_cmp(name: &str, is_dir: bool, other: &str) -> std::cmp::Ordering {
         .cmp(other.bytes())
 }
 
+/// The name of a folder's entry and whether it is a folder, if a walk looks at it at all: not
+/// `.`/`..`, UTF-8 (other names cannot be written in a URI we could read back), not hidden
+/// (unless `hidden`), not `.git`, and a folder or a regular file by the entry's type (a `stat`
+/// only where the file system does not say). Symlinks are never listed: one inside the root is
+/// listed at its target, one leading outside is not served at all. Nor are FIFOs, sockets and
+/// devices.
+fn walked<'e>(
+    src: &FilesSource,
+    dir: BorrowedFd<'_>,
+    item: &'e rustix::fs::DirEntry,
+) -> Option<(&'e str, bool)> {
+    let raw = item.file_name().to_bytes();
+    if raw == b"." || raw == b".." {
+        return None;
+    }
+    let name = std::str::from_utf8(raw).ok()?;
+    let is_dir = match item.file_type() {
+        FileType::Directory => true,
+        FileType::RegularFile => false,
+        FileType::Unknown => {
+            match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)
+                .map(|st| FileType::from_raw_mode(st.st_mode))
+            {
+                Ok(FileType::Directory) => true,
+                Ok(FileType::RegularFile) => false,
+                _ => return None,
+            }
+        }
+        _ => return None,
+    };
+    if (name == ".git" && is_dir) || (!src.hidden && name.starts_with('.')) {
+        return None;
+    }
+    Some((name, is_dir))
+}
+
+/// `rel_dir/name` (`name` in the root), with room for `spare` more bytes.
+fn join(rel_dir: &str, name: &str, spare: usize) -> String {
+    let mut out = String::with_capacity(rel_dir.len() + 1 + name.len() + spare);
+    if !rel_dir.is_empty() {
+        out.push_str(rel_dir);
+        out.push('/');
+    }
+    out.push_str(name);
+    out
+}
+
+/// What a listed file's `stat` gave.
+struct FileMeta {
+    size: u64,
+    modified: Option<SystemTime>,
+    mime: &'static str,
+}
+
 impl Walk<'_> {
-    /// Walks `dir` (`rel_dir` below the root), skipping what sorts at or before `after` (a path
-    /// relative to `dir`). False once `limit` files are found.
-    fn dir(&mut self, dir: &Path, rel_dir: &str, after: Option<&str>) -> bool {
-        let Ok(read) = fs::read_dir(dir) else {
-            return true;
+    fn run(&mut self, after: Option<&str>) {
+        // The root is canonical: no symlink to follow.
+        if let Ok(fd) = rustix::fs::open(&self.src.root, DIR_FLAGS, Mode::empty()) {
+            self.dir(fd, "", after);
+        }
+    }
+
+    /// Walks the folder `fd` (`rel_dir` below the root), skipping what sorts at or before
+    /// `after` (a path relative to it). False once `limit` files are found.
+    fn dir(&mut self, fd: OwnedFd, rel_dir: &str, after: Option<&str>) -> bool {
+        let src = self.src;
+        // Where a name starts in a path below the root.
+        let name_at = if rel_dir.is_empty() {
+            0
+        } else {
+            rel_dir.len() + 1
         };
-        let mut items: Vec<(String, bool, fs::DirEntry)> = Vec::new();
-        for item in read.flatten() {
-            let Ok(ft) = item.file_type() else { continue };
-            // Symlinks are never listed: one inside the root is listed at its target, one
-            // leading outside is not served at all.
-            let is_dir = ft.is_dir();
-            if ft.is_symlink() || !(is_dir || ft.is_file()) {
-                continue;
-            }
-            let Ok(name) = item.file_name().into_string() else {
-                // Names that are not UTF-8 cannot be written in a URI we could read back.
-                continue;
+        // Each item is its path below the root, a folder's followed by `/`: sorting the paths
+        // bytewise sorts the names as described above.
+        let mut items: Vec<(String, bool)> = Vec::new();
+        {
+            let Ok(mut read) = rustix::fs::Dir::read_from(&fd) else {
+                return true;
             };
-            if let Some(a) = after {
-                let before = if is_dir {
-                    // Wholly before `a` unless `a` is inside it.
-                    key_cmp(&name, true, a).is_lt()
-                        && !(a.starts_with(name.as_str()) && a[name.len()..].starts_with('/'))
-                } else {
-                    name.as_str() <= a
-                };
-                if before {
+            while let Some(Ok(item)) = read.read() {
+                let Some((name, is_dir)) = walked(src, fd.as_fd(), &item) else {
                     continue;
+                };
+                if let Some(a) = after {
+                    let before = if is_dir {
+                        // Wholly before `a` unless `a` is inside it.
+                        key_cmp(name, true, a).is_lt()
+                            && !(a.starts_with(name) && a[name.len()..].starts_with('/'))
+                    } else {
+                        name <= a
+                    };
+                    if before {
+                        continue;
+                    }
                 }
+                let mut key = join(rel_dir, name, 1);
+                if is_dir {
+                    key.push('/');
+                }
+                items.push((key, is_dir));
             }
-            items.push((name, is_dir, item));
         }
-        items.sort_unstable_by(|(a, a_dir, _), (b, b_dir, _)| {
-            a.bytes()
-                .chain(a_dir.then_some(b'/'))
-                .cmp(b.bytes().chain(b_dir.then_some(b'/')))
-        });
-        let pushed = self.src.gitignore;
-        if pushed {
-            self.rules.push(self.src.rules(dir));
-        }
-        let any_rules = pushed
-            && self
-                .rules
-                .iter()
-                .any(|r| r.dot_ignore.is_some() || r.git_ignore.is_some());
-        let going_on = self.items(items, rel_dir, after, any_rules);
+        items.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
+        let pushed = self.push_rules(rel_dir);
+        let any_rules = pushed && self.any_rules();
+        let going_on = if self.split
+            && after.is_none()
+            && items.iter().filter(|(_, is_dir)| *is_dir).nth(1).is_some()
+        {
+            self.split = false;
+            self.items_on_two(fd.as_fd(), items, name_at, any_rules)
+        } else {
+            self.items(fd.as_fd(), items, name_at, after, any_rules)
+        };
         if pushed {
             self.rules.pop();
         }
         going_on
     }
 
+    /// `items` of a walk of everything (no `after`, no `limit`), the items from the middle
+    /// folder on walked by a second thread, its files appended after this one's: the same
+    /// order, folders read and files statted on two cores. On this thread if no thread can
+    /// be started.
+    fn items_on_two(
+        &mut self,
+        dir: BorrowedFd<'_>,
+        mut items: Vec<(String, bool)>,
+        name_at: usize,
+        any_rules: bool,
+    ) -> bool {
+        let dirs = items.iter().filter(|(_, is_dir)| *is_dir).count();
+        let mut seen = 0;
+        let middle = items
+            .iter()
+            .position(|(_, is_dir)| {
+                seen += usize::from(*is_dir);
+                seen > dirs / 2
+            })
+            .unwrap_or(items.len());
+        let mut second = Some(items.split_off(middle));
+        let mut other = Walk {
+            src: self.src,
+            limit: self.limit,
+            rules: self.rules.clone(),
+            out: Vec::new(),
+            probe: false,
+            probed: None,
+            split: false,
+        };
+        let going_on = std::thread::scope(|s| {
+            let helper = std::thread::Builder::new().spawn_scoped(s, || {
+                if let Some(items) = second.take() {
+                    other.items(dir, items, name_at, None, any_rules);
+                }
+            });
+            let going_on = self.items(dir, items, name_at, None, any_rules);
+            if let Ok(h) = helper
+                && let Err(panic) = h.join()
+            {
+                std::panic::resume_unwind(panic);
+            }
+            going_on
+        });
+        if let Some(items) = second.take() {
+            other.items(dir, items, name_at, None, any_rules);
+        }
+        self.out.append(&mut other.out);
+        going_on
+    }
+
+    /// Pushes the ignore rules of the folder `rel_dir` (if ignore files count).
+    fn push_rules(&mut self, rel_dir: &str) -> bool {
+        let src = self.src;
+        if !src.gitignore {
+            return false;
+        }
+        let path = if rel_dir.is_empty() {
+            src.root.clone()
+        } else {
+            src.root.join(rel_dir)
+        };
+        self.rules.push(src.rules(&path));
+        true
+    }
+
+    fn any_rules(&self) -> bool {
+        self.rules
+            .iter()
+            .any(|r| r.dot_ignore.is_some() || r.git_ignore.is_some())
+    }
+
+    /// Whether the folder `fd` (`rel_dir` below the root, after everything listed so far)
+    /// holds a visible file, in any order: names are checked as they are read, the first
+    /// visible regular file ends the scan.
+    fn holds_visible(&mut self, fd: OwnedFd, rel_dir: &str) -> bool {
+        let pushed = self.push_rules(rel_dir);
+        let any_rules = pushed && self.any_rules();
+        let found = self.scan(fd, rel_dir, any_rules);
+        if pushed {
+            self.rules.pop();
+        }
+        found
+    }
+
+    fn scan(&mut self, fd: OwnedFd, rel_dir: &str, any_rules: bool) -> bool {
+        let src = self.src;
+        let mut dirs = Vec::new();
+        {
+            let Ok(mut read) = rustix::fs::Dir::read_from(&fd) else {
+                return false;
+            };
+            while let Some(Ok(item)) = read.read() {
+                let Some((name, is_dir)) = walked(src, fd.as_fd(), &item) else {
+                    continue;
+                };
+                let rel = join(rel_dir, name, 0);
+                if any_rules && self.ignored(&src.root.join(&rel), is_dir) {
+                    continue;
+                }
+                if is_dir {
+                    dirs.push(rel);
+                } else if src.include.is_match(&rel)
+                    && !src.exclude.is_match(&rel)
+                    && rustix::fs::statat(&fd, name, AtFlags::SYMLINK_NOFOLLOW).is_ok_and(|st| {
+                        FileType::from_raw_mode(st.st_mode) == FileType::RegularFile
+                    })
+                {
+                    return true;
+                }
+            }
+        }
+        let name_at = rel_dir.len() + usize::from(!rel_dir.is_empty());
+        for rel in dirs {
+            let Ok(sub) = rustix::fs::openat(&fd, &rel[name_at..], DIR_FLAGS, Mode::empty()) else {
+                continue;
+            };
+            if self.holds_visible(sub, &rel) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The sorted items of the folder `dir`: folders walked, files checked against the rules,
+    /// each run of files between two folders statted at once.
     fn items(
         &mut self,
-        items: Vec<(String, bool, fs::DirEntry)>,
-        rel_dir: &str,
+        dir: BorrowedFd<'_>,
+        items: Vec<(String, bool)>,
+        name_at: usize,
         after: Option<&str>,
         any_rules: bool,
     ) -> bool {
         let src = self.src;
-        for (name, is_dir, item) in items {
-            if (name == ".git" && is_dir) || (!src.hidden && name.starts_with('.')) {
-                continue;
-            }
-            let rel = if rel_dir.is_empty() {
-                name
-            } else {
-                format!("{rel_dir}/{name}")
-            };
-            let name = rel.rsplit('/').next().unwrap_or(&rel);
+        let mut run: Vec<String> = Vec::new();
+        for (mut rel, is_dir) in items {
             if is_dir {
-                let path = item.path();
-                if any_rules && self.ignored(&path, true) {
+                if !self.flush(dir, &mut run, name_at) {
+                    return false;
+                }
+                rel.pop();
+                if any_rules && self.ignored(&src.root.join(&rel), true) {
                     continue;
                 }
+                let name = &rel[name_at..];
                 // `after`, if it points inside this folder, relative to it.
                 let inner = after.and_then(|a| a.strip_prefix(name)?.strip_prefix('/'));
-                if !self.dir(&path, &rel, inner) {
+                let Ok(fd) = rustix::fs::openat(dir, name, DIR_FLAGS, Mode::empty()) else {
+                    continue;
+                };
+                if self.probe && inner.is_none() && self.out.len().saturating_add(1) == self.limit {
+                    // Only whether more follow is asked: no need to sort this folder.
+                    if self.holds_visible(fd, &rel) {
+                        self.probed = Some(rel);
+                        return false;
+                    }
+                    continue;
+                }
+                if !self.dir(fd, &rel, inner) {
                     return false;
                 }
             } else {
                 if !src.include.is_match(&rel) || src.exclude.is_match(&rel) {
                     continue;
                 }
-                if any_rules && self.ignored(&item.path(), false) {
+                if any_rules && self.ignored(&src.root.join(&rel), false) {
                     continue;
                 }
-                let Ok(meta) = item.metadata() else { continue };
-                let mime = mime_for(Path::new(name), || sniff_is_text(&item.path()));
-                self.out.push(Entry {
-                    size: meta.len(),
-                    modified: meta.modified().ok(),
-                    mime,
-                    rel,
-                });
-                if self.out.len() >= self.limit {
-                    return false;
+                run.push(rel);
+            }
+        }
+        self.flush(dir, &mut run, name_at)
+    }
+
+    /// Stats the files of `run` (paths below the root of files in `dir`) and adds those still
+    /// regular files, in order, until `limit` files are found. False once they are.
+    fn flush(&mut self, dir: BorrowedFd<'_>, run: &mut Vec<String>, name_at: usize) -> bool {
+        let mut rest = std::mem::take(run);
+        while !rest.is_empty() {
+            let need = self.limit.saturating_sub(self.out.len());
+            if need == 0 {
+                return false;
+            }
+            let tail = if rest.len() > need {
+                rest.split_off(need)
+            } else {
+                Vec::new()
+            };
+            let batch = std::mem::replace(&mut rest, tail);
+            let metas = stat_each(dir, &batch, name_at);
+            for (rel, meta) in batch.into_iter().zip(metas) {
+                if let Some(m) = meta {
+                    self.out.push(Entry {
+                        rel,
+                        size: m.size,
+                        modified: m.modified,
+                        mime: m.mime,
+                    });
                 }
             }
         }
-        true
+        self.out.len() < self.limit
     }
 
     /// Gitignore semantics: the deepest folder's rules decide, `.ignore` before `.gitignore`.
@@ -1003,5 +1297,61 @@ impl Walk<'_> {
             }
         }
         false
+    }
+}
+
+/// The size, modification time and MIME type of each file of `dir` (by its name: `rel` from
+/// byte `name_at` on), or `None` if it is gone or no longer a regular file. Not followed
+/// through a symlink. The MIME type is looked up once per extension; only files whose
+/// extension names none are read (sniffed).
+fn stat_each(dir: BorrowedFd<'_>, rels: &[String], name_at: usize) -> Vec<Option<FileMeta>> {
+    // (extension, its MIME type if it names one): folders hold few kinds of files.
+    let mut mimes: Vec<(&str, Option<&'static str>)> = Vec::new();
+    rels.iter()
+        .map(|rel| {
+            let name = rel.get(name_at..)?;
+            let st = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
+            if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+                return None;
+            }
+            let ext = Path::new(name).extension().and_then(|e| e.to_str());
+            let known = match ext {
+                None => None,
+                Some(ext) => match mimes.iter().find(|(e, _)| *e == ext) {
+                    Some((_, m)) => *m,
+                    None => {
+                        let m = paths::mime_of_ext(Some(ext));
+                        if mimes.len() < 16 {
+                            mimes.push((ext, m));
+                        }
+                        m
+                    }
+                },
+            };
+            let mime = known
+                .unwrap_or_else(|| paths::mime_static(None, || paths::sniff_is_text_at(dir, name)));
+            Some(FileMeta {
+                size: u64::try_from(st.st_size).unwrap_or(0),
+                modified: modified(&st),
+                mime,
+            })
+        })
+        .collect()
+}
+
+/// A `stat`'s modification time, as `std::fs::Metadata::modified` gives it.
+// The fields' integer types differ between platforms.
+#[allow(clippy::useless_conversion)]
+fn modified(st: &rustix::fs::Stat) -> Option<SystemTime> {
+    let secs = i64::try_from(st.st_mtime).ok()?;
+    let nanos = u32::try_from(st.st_mtime_nsec)
+        .ok()
+        .filter(|n| *n < 1_000_000_000)?;
+    if secs >= 0 {
+        UNIX_EPOCH.checked_add(Duration::new(secs.unsigned_abs(), nanos))
+    } else {
+        UNIX_EPOCH
+            .checked_sub(Duration::from_secs(secs.unsigned_abs()))?
+            .checked_add(Duration::from_nanos(u64::from(nanos)))
     }
 }

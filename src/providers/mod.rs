@@ -352,27 +352,45 @@ impl Completion {
 /// Percent-encodes what may not stand raw in a URI path: space, `%`, `#`, `?`, quotes, brackets,
 /// control characters and non-ASCII. `/` and the other path characters stay as they are.
 pub(crate) fn encode_path(path: &str) -> String {
-    encode(path, |b| {
+    let mut out = String::with_capacity(path.len());
+    encode_path_into(&mut out, path);
+    out
+}
+
+/// `encode_path`, appended to `out`.
+pub(crate) fn encode_path_into(out: &mut String, path: &str) {
+    encode(out, path, |b| {
         b.is_ascii_alphanumeric() || b"/-._~!$&'()*+,;=:@".contains(&b)
-    })
+    });
 }
 
 /// Percent-encodes everything but RFC 3986's unreserved characters (`A-Z a-z 0-9 - . _ ~`), as
 /// RFC 6570 expands a simple `{var}`: one URI segment whatever the text holds.
 pub(crate) fn encode_component(text: &str) -> String {
-    encode(text, |b| b.is_ascii_alphanumeric() || b"-._~".contains(&b))
+    let mut out = String::with_capacity(text.len());
+    encode(&mut out, text, |b| {
+        b.is_ascii_alphanumeric() || b"-._~".contains(&b)
+    });
+    out
 }
 
-fn encode(text: &str, keep: fn(u8) -> bool) -> String {
-    let mut out = String::with_capacity(text.len());
+/// Appends `text` to `out`, the bytes `keep` keeps (ASCII) as they are, every other as `%XX`.
+fn encode(out: &mut String, text: &str, keep: fn(u8) -> bool) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    if text.bytes().all(keep) {
+        out.push_str(text);
+        return;
+    }
+    out.reserve(text.len());
     for b in text.bytes() {
         if keep(b) {
-            out.push(b as char);
+            out.push(char::from(b));
         } else {
-            out.push_str(&format!("%{b:02X}"));
+            out.push('%');
+            out.push(char::from(HEX[usize::from(b >> 4)]));
+            out.push(char::from(HEX[usize::from(b & 15)]));
         }
     }
-    out
 }
 
 #[cfg(test)]

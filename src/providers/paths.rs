@@ -310,38 +310,44 @@ pub(crate) fn read_regular(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> 
 
 /// MIME type from the extension; for unknown extensions, text/plain when `is_text()` says so.
 pub(crate) fn mime_for(path: &Path, is_text: impl FnOnce() -> bool) -> String {
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase);
+    mime_static(path.extension().and_then(|e| e.to_str()), is_text).to_owned()
+}
+
+/// `mime_for` by the extension itself (`Path::extension`'s), without an allocation.
+pub(crate) fn mime_static(ext: Option<&str>, is_text: impl FnOnce() -> bool) -> &'static str {
+    if let Some(m) = mime_of_ext(ext) {
+        m
+    } else if is_text() {
+        "text/plain"
+    } else {
+        "application/octet-stream"
+    }
+}
+
+/// The MIME type an extension names, if it names one (no sniffing).
+pub(crate) fn mime_of_ext(ext: Option<&str>) -> Option<&'static str> {
+    let ext = ext?;
     // mime_guess maps a few source-code extensions to media types (`.ts` is MPEG transport
     // stream); these are the ones a code assistant meets every day.
-    let fixed = match ext.as_deref() {
-        Some("ts" | "mts" | "cts") => Some("text/x-typescript"),
-        Some("tsx") => Some("text/x-tsx"),
-        Some("rs") => Some("text/x-rust"),
-        Some("md" | "markdown") => Some("text/markdown"),
-        Some("toml") => Some("application/toml"),
-        Some("lock") => Some("text/plain"),
+    const FIXED: [(&str, &str); 11] = [
+        ("ts", "text/x-typescript"),
+        ("mts", "text/x-typescript"),
+        ("cts", "text/x-typescript"),
+        ("tsx", "text/x-tsx"),
+        ("rs", "text/x-rust"),
+        ("md", "text/markdown"),
+        ("markdown", "text/markdown"),
+        ("toml", "application/toml"),
+        ("lock", "text/plain"),
         // What mime_guess says, without its table search, for the most common names.
-        Some("txt") => Some("text/plain"),
-        Some("json") => Some("application/json"),
-        _ => None,
-    };
-    if let Some(m) = fixed {
-        return m.to_owned();
-    }
-    if let Some(m) = ext
-        .as_deref()
-        .and_then(|e| mime_guess::from_ext(e).first_raw())
-    {
-        return m.to_owned();
-    }
-    if is_text() {
-        "text/plain".to_owned()
-    } else {
-        "application/octet-stream".to_owned()
-    }
+        ("txt", "text/plain"),
+        ("json", "application/json"),
+    ];
+    let fixed = FIXED
+        .iter()
+        .find(|(e, _)| e.eq_ignore_ascii_case(ext))
+        .map(|(_, m)| *m);
+    fixed.or_else(|| mime_guess::from_ext(ext).first_raw())
 }
 
 /// Whether the first 8 KiB of `bytes` are UTF-8 without NUL (a cut multi-byte character at the
@@ -359,7 +365,13 @@ pub(crate) fn looks_like_text(bytes: &[u8], full: bool) -> bool {
 /// Whether the first 8 KiB of the file at `path` are text (see `looks_like_text`). Opened
 /// non-blocking and only if regular.
 pub(crate) fn sniff_is_text(path: &Path) -> bool {
-    let Ok(fd) = rustix::fs::open(
+    sniff_is_text_at(rustix::fs::CWD, path)
+}
+
+/// `sniff_is_text` of `path` relative to the folder `dir` (a bare name: no walk from the root).
+pub(crate) fn sniff_is_text_at<P: rustix::path::Arg>(dir: impl AsFd, path: P) -> bool {
+    let Ok(fd) = rustix::fs::openat(
+        dir,
         path,
         OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOFOLLOW | OFlags::NOCTTY,
         Mode::empty(),

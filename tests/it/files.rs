@@ -401,3 +401,78 @@ fn without_watching_every_listing_and_read_sees_the_current_tree() {
     std::fs::remove_file(f.path("d/.gitignore")).unwrap();
     s.ok("resources/read", json!({"uri": f.uri("d/b.log")}));
 }
+
+/// Every listed file gets its own size, modification time and MIME type (by extension, any
+/// case; by content, file by file, where the extension names none), whatever the folder holds
+/// next to it: FIFOs, symlinks and names that are not UTF-8 are left out.
+#[test]
+fn each_file_of_a_large_folder_is_listed_with_its_own_size_time_and_type() {
+    use std::os::unix::ffi::OsStrExt as _;
+    use std::time::{Duration, UNIX_EPOCH};
+    let f = Fixture::new();
+    let mut want = Vec::new();
+    for i in 0..400usize {
+        let (name, body, mime) = match i % 4 {
+            0 => (format!("f{i:03}.txt"), "x".repeat(i), "text/plain"),
+            1 => (
+                format!("f{i:03}.dat9"),
+                "words ".repeat(i % 7),
+                "text/plain",
+            ),
+            2 => (
+                format!("f{i:03}.dat9"),
+                format!("\0{}", "b".repeat(i % 5)),
+                "application/octet-stream",
+            ),
+            _ => (format!("f{i:03}.MD"), "# t".to_owned(), "text/markdown"),
+        };
+        f.write(&format!("d/{name}"), &body);
+        want.push((name, mime.to_owned(), body.len() as u64));
+    }
+    let set = |rel: &str, t: std::time::SystemTime| {
+        let file = std::fs::File::options()
+            .write(true)
+            .open(f.path(rel))
+            .unwrap();
+        file.set_modified(t).unwrap();
+    };
+    set(
+        "d/f000.txt",
+        UNIX_EPOCH + Duration::new(981_173_106, 250_000_000),
+    );
+    // Before 1970, with a fraction of a second: 1969-07-20T20:17:40.5Z.
+    set(
+        "d/f001.dat9",
+        UNIX_EPOCH - Duration::new(14_182_939, 500_000_000),
+    );
+    let fifo = std::process::Command::new("mkfifo")
+        .arg(f.path("d/pipe.txt"))
+        .status()
+        .expect("run mkfifo");
+    assert!(fifo.success());
+    std::os::unix::fs::symlink(f.path("d/f000.txt"), f.path("d/link.txt")).unwrap();
+    std::os::unix::fs::symlink(f.path("d"), f.path("d/dir-link")).unwrap();
+    let raw = std::ffi::OsStr::from_bytes(b"d/bad-\xff.txt");
+    std::fs::write(f.root().join(raw), "x").unwrap();
+    f.manifest("[server]\npage_size = 150\n\n[files.d]\nroot = \"d\"\nwatch = false\n");
+    let mut s = f.serve().started();
+    let (all, pages) = list_all(&mut s, "resources/list", "resources");
+    assert_eq!(pages, 3);
+    let got: Vec<(String, String, u64)> = all
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap().to_owned(),
+                r["mimeType"].as_str().unwrap().to_owned(),
+                r["size"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(got, want);
+    for (r, (name, _, _)) in all.iter().zip(&want) {
+        assert_eq!(r["uri"], f.uri(&format!("d/{name}")));
+    }
+    let modified = |i: usize| all[i]["annotations"]["lastModified"].clone();
+    assert_eq!(modified(0), "2001-02-03T04:05:06Z");
+    assert_eq!(modified(1), "1969-07-20T20:17:40Z");
+}
