@@ -249,13 +249,21 @@ impl Registry {
     /// Every resource, in manifest order (sources) and name order (within a source). A URI
     /// two sources serve (overlapping roots) is listed once, by the first source.
     pub async fn list_resources(&self) -> Result<Vec<ResourceInfo>, RequestError> {
-        let mut out = Vec::new();
-        let mut seen = std::collections::HashSet::new();
+        let mut lists = Vec::with_capacity(self.sources.len());
         for source in &self.sources {
-            let list = source.clone().list().await?;
-            out.extend(list.into_iter().filter(|r| seen.insert(r.uri.clone())));
+            lists.push(source.clone().list().await?);
         }
-        Ok(out)
+        // A URI listed twice needs two sources that list something: with one, no set of every
+        // URI (a fifth of `mcp-manifest list`'s time on 100 000 files).
+        if lists.iter().filter(|l| !l.is_empty()).count() <= 1 {
+            return Ok(lists.into_iter().flatten().collect());
+        }
+        let mut seen = std::collections::HashSet::new();
+        Ok(lists
+            .into_iter()
+            .flatten()
+            .filter(|r| seen.insert(r.uri.clone()))
+            .collect())
     }
 
     /// Pairs of sources that list the same URIs (overlapping roots), in manifest order: where
