@@ -181,6 +181,8 @@ struct Ticket {
 /// The state shared by the reader thread, rmcp's loop, send futures and the writer thread.
 struct Session {
     state: Mutex<State>,
+    /// stdout (see `Sink`).
+    sink: Mutex<Sink>,
     /// Wakes `receive`: something to hand over, a slot freed, the end of input.
     ready: tokio::sync::Notify,
     /// Wakes the reader thread: room in the input or output queue.
@@ -216,10 +218,22 @@ impl Session {
     /// Wakes the writer for the answers the reader queued without waking it.
     fn flush_held(&self) {
         let mut st = self.lock();
-        if st.held {
-            st.held = false;
-            st.wake_writer(&self.writable);
+        if !st.held {
+            return;
         }
+        st.held = false;
+        if st.writer_waiting
+            && !st.out.is_empty()
+            && let Ok(mut sink) = self.sink.try_lock()
+        {
+            // The writer sleeps: the reader writes the queue itself. Waking an idle CPU for the
+            // writer costs more than the write (tens of microseconds on a quiet machine).
+            let mut burst: Vec<Out> = st.out.drain(..).collect();
+            drop(st);
+            write_burst(self, &mut sink, &mut burst);
+            return;
+        }
+        st.wake_writer(&self.writable);
     }
 
     /// The reader waits here until there is room to read one more line.
@@ -909,7 +923,12 @@ pub struct Output {
 impl Output {
     /// Starts the writer thread on `write`.
     pub fn start<W: Write + Send + 'static>(write: W) -> Output {
+        let write: Box<dyn Write + Send> = Box::new(write);
         let session = Arc::new(Session {
+            sink: Mutex::new(Sink {
+                w: std::io::BufWriter::with_capacity(64 * 1024, write),
+                failed: false,
+            }),
             state: Mutex::new(State::new()),
             ready: tokio::sync::Notify::new(),
             room: Condvar::new(),
@@ -924,7 +943,7 @@ impl Output {
         std::thread::Builder::new()
             .name("stdout".into())
             .spawn(move || {
-                write_messages(&s, write);
+                write_messages(&s);
                 let _ = done_tx.send(());
             })
             .expect("spawning the stdout thread");
@@ -946,11 +965,16 @@ impl Output {
     }
 }
 
+/// Where answers go: stdout, buffered. Its lock is held while a burst is written, by the writer
+/// thread or, when the writer sleeps, by the reader thread (`Session::flush_held`).
+struct Sink {
+    w: std::io::BufWriter<Box<dyn Write + Send>>,
+    failed: bool,
+}
+
 /// The writer thread: writes queued lines, flushing when the queue is empty, and releases each
 /// answer once written.
-fn write_messages<W: Write>(session: &Session, write: W) {
-    let mut w = std::io::BufWriter::with_capacity(64 * 1024, write);
-    let mut failed = false;
+fn write_messages(session: &Session) {
     let mut burst: Vec<Out> = Vec::new();
     loop {
         {
@@ -958,7 +982,7 @@ fn write_messages<W: Write>(session: &Session, write: W) {
             while st.out.is_empty() {
                 if st.finishing {
                     drop(st);
-                    let _ = w.flush();
+                    let _ = lock_sink(session).w.flush();
                     return;
                 }
                 st.writer_waiting = true;
@@ -967,41 +991,49 @@ fn write_messages<W: Write>(session: &Session, write: W) {
             }
             burst.extend(st.out.drain(..));
         }
-        // Everything queued in one go; a large answer is released as soon as it is written,
-        // small ones together at the end.
-        let mut done: Vec<(usize, Option<u64>)> = Vec::new();
-        let count = burst.len();
-        for (i, out) in burst.drain(..).enumerate() {
-            if !failed && w.write_all(&out.bytes).is_err() {
-                failed = true;
-            }
-            let len = out.bytes.len();
-            done.push((len, out.release));
-            drop(out);
-            if len >= 64 * 1024 || i + 1 == count {
-                let mut st = session.lock();
-                for (len, release) in done.drain(..) {
-                    st.written(len, release);
-                }
-                st.grant();
-                session.wake(&st);
-            }
+        write_burst(session, &mut lock_sink(session), &mut burst);
+    }
+}
+
+fn lock_sink(session: &Session) -> MutexGuard<'_, Sink> {
+    session.sink.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Writes `burst` (taken from the queue) in one go, releases each answer once written (a large
+/// one as soon as it is, small ones together at the end), and flushes if nothing more waits.
+fn write_burst(session: &Session, sink: &mut Sink, burst: &mut Vec<Out>) {
+    let mut done: Vec<(usize, Option<u64>)> = Vec::new();
+    let count = burst.len();
+    for (i, out) in burst.drain(..).enumerate() {
+        if !sink.failed && sink.w.write_all(&out.bytes).is_err() {
+            sink.failed = true;
         }
-        let mut st = session.lock();
-        if !failed && st.out.is_empty() {
-            drop(st);
-            failed = w.flush().is_err();
-            st = session.lock();
-        }
-        if failed && !st.out_closed {
-            tracing::error!("writing stdout failed: answers are dropped from now on");
-            st.out_closed = true;
-            while let Some(out) = st.out.pop_front() {
-                st.written(out.bytes.len(), out.release);
+        let len = out.bytes.len();
+        done.push((len, out.release));
+        drop(out);
+        if len >= 64 * 1024 || i + 1 == count {
+            let mut st = session.lock();
+            for (len, release) in done.drain(..) {
+                st.written(len, release);
             }
             st.grant();
             session.wake(&st);
         }
+    }
+    let mut st = session.lock();
+    if !sink.failed && st.out.is_empty() {
+        drop(st);
+        sink.failed = sink.w.flush().is_err();
+        st = session.lock();
+    }
+    if sink.failed && !st.out_closed {
+        tracing::error!("writing stdout failed: answers are dropped from now on");
+        st.out_closed = true;
+        while let Some(out) = st.out.pop_front() {
+            st.written(out.bytes.len(), out.release);
+        }
+        st.grant();
+        session.wake(&st);
     }
 }
 
