@@ -525,17 +525,8 @@ mod tests {
 
     fn param(name: &str, ty: ParamType) -> Param {
         Param {
-            name: name.into(),
-            loc: Loc::default(),
             ty,
-            description: None,
-            default: None,
-            required: true,
-            enum_values: None,
-            minimum: None,
-            maximum: None,
-            pattern: None,
-            allow_dash: false,
+            ..Param::string(name, Loc::default())
         }
     }
 

@@ -173,6 +173,25 @@ pub struct Param {
     pub allow_dash: bool,
 }
 
+impl Param {
+    /// A required string and no other rule: what a variable nobody declared is.
+    pub fn string(name: &str, loc: Loc) -> Param {
+        Param {
+            name: name.to_owned(),
+            loc,
+            ty: ParamType::String,
+            description: None,
+            default: None,
+            required: true,
+            enum_values: None,
+            minimum: None,
+            maximum: None,
+            pattern: None,
+            allow_dash: false,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Git {
     pub name: String,

@@ -228,38 +228,8 @@ fn split(server: pid_t, exec: &Exec) -> io::Result<()> {
 
 /// The supervisor's own set-up (parent-death signal, subreaper, wake signals blocked): the
 /// signal mask from before, for the tool.
-#[cfg(target_os = "linux")]
 unsafe fn prepare(server: pid_t) -> io::Result<libc::sigset_t> {
     // SAFETY: async-signal-safe libc calls on values owned here.
-    unsafe {
-        libc::prctl(
-            libc::PR_SET_PDEATHSIG,
-            libc::SIGHUP as libc::c_ulong,
-            0,
-            0,
-            0,
-        );
-        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0);
-        if libc::getppid() != server {
-            // The server died before the parent-death signal was armed.
-            libc::_exit(126);
-        }
-        let mut wake: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut wake);
-        for s in WAKE {
-            libc::sigaddset(&mut wake, s);
-        }
-        let mut old: libc::sigset_t = std::mem::zeroed();
-        libc::pthread_sigmask(libc::SIG_BLOCK, &wake, &mut old);
-        Ok(old)
-    }
-}
-
-/// In the child the standard library forked: returns (to exec) in the tool; the supervisor never
-/// returns.
-#[cfg(not(target_os = "linux"))]
-fn split(server: pid_t) -> io::Result<()> {
-    // SAFETY: only async-signal-safe libc calls, on values owned here.
     unsafe {
         #[cfg(target_os = "linux")]
         {
@@ -283,22 +253,25 @@ fn split(server: pid_t) -> io::Result<()> {
         }
         let mut old: libc::sigset_t = std::mem::zeroed();
         libc::pthread_sigmask(libc::SIG_BLOCK, &wake, &mut old);
+        Ok(old)
+    }
+}
+
+/// In the child the standard library forked: returns (to exec) in the tool; the supervisor never
+/// returns.
+#[cfg(not(target_os = "linux"))]
+fn split(server: pid_t) -> io::Result<()> {
+    // SAFETY: only async-signal-safe libc calls, on values owned here.
+    unsafe {
+        let old = prepare(server)?;
         let me = libc::getpid();
         let tool = libc::fork();
         if tool < 0 {
             return Err(io::Error::last_os_error());
         }
         if tool == 0 {
-            // The tool: a process group of its own, gone when the supervisor goes.
+            // The tool: a process group of its own.
             libc::setpgid(0, 0);
-            #[cfg(target_os = "linux")]
-            libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGKILL as libc::c_ulong,
-                0,
-                0,
-                0,
-            );
             if libc::getppid() != me {
                 libc::_exit(126);
             }

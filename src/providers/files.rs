@@ -65,6 +65,21 @@ struct DirRules {
     git_ignore: Option<Gitignore>,
 }
 
+impl DirRules {
+    /// Whether this folder's rules ignore `path` (`.ignore` before `.gitignore`); `None` when
+    /// they say nothing about it and the folders above decide.
+    fn decide(&self, path: &Path, is_dir: bool) -> Option<bool> {
+        for m in [&self.dot_ignore, &self.git_ignore].into_iter().flatten() {
+            match m.matched(path, is_dir) {
+                ignore::Match::Ignore(_) => return Some(true),
+                ignore::Match::Whitelist(_) => return Some(false),
+                ignore::Match::None => {}
+            }
+        }
+        None
+    }
+}
+
 /// One visible file, as listed.
 #[derive(Debug, Clone)]
 struct Entry {
@@ -404,13 +419,8 @@ impl FilesSource {
             .collect();
         dirs.extend(self.parents.iter().map(PathBuf::as_path));
         for dir in dirs {
-            let rules = self.rules(dir);
-            for m in [&rules.dot_ignore, &rules.git_ignore].into_iter().flatten() {
-                match m.matched(path, is_dir) {
-                    ignore::Match::Ignore(_) => return true,
-                    ignore::Match::Whitelist(_) => return false,
-                    ignore::Match::None => {}
-                }
+            if let Some(ignored) = self.rules(dir).decide(path, is_dir) {
+                return ignored;
             }
         }
         false
@@ -1288,12 +1298,8 @@ impl Walk<'_> {
     /// Gitignore semantics: the deepest folder's rules decide, `.ignore` before `.gitignore`.
     fn ignored(&self, path: &Path, is_dir: bool) -> bool {
         for rules in self.rules.iter().rev() {
-            for m in [&rules.dot_ignore, &rules.git_ignore].into_iter().flatten() {
-                match m.matched(path, is_dir) {
-                    ignore::Match::Ignore(_) => return true,
-                    ignore::Match::Whitelist(_) => return false,
-                    ignore::Match::None => {}
-                }
+            if let Some(ignored) = rules.decide(path, is_dir) {
+                return ignored;
             }
         }
         false

@@ -702,19 +702,7 @@ fn var_rules(
         let declared = def.vars.iter().find(|(p, _)| p.name == *name);
         let mut param = match declared {
             Some((p, _)) => p.clone(),
-            None => manifest::Param {
-                name: (*name).to_owned(),
-                loc: def.uri_loc,
-                ty: manifest::ParamType::String,
-                description: None,
-                default: None,
-                required: true,
-                enum_values: None,
-                minimum: None,
-                maximum: None,
-                pattern: None,
-                allow_dash: false,
-            },
+            None => manifest::Param::string(name, def.uri_loc),
         };
         let given = declared.and_then(|(_, r)| *r);
         if given == Some(true) {

@@ -179,17 +179,9 @@ pub(crate) fn string_args(args: &[(&str, &str)]) -> Option<Params> {
     let list: Vec<crate::manifest::Param> = args
         .iter()
         .map(|(name, description)| crate::manifest::Param {
-            name: (*name).to_owned(),
-            loc: crate::manifest::Loc::default(),
-            ty: crate::manifest::ParamType::String,
             description: Some((*description).to_owned()),
-            default: None,
-            required: true,
-            enum_values: None,
-            minimum: None,
-            maximum: None,
-            pattern: None,
             allow_dash: true,
+            ..crate::manifest::Param::string(name, crate::manifest::Loc::default())
         })
         .collect();
     // No patterns, so nothing can fail to compile.
