@@ -401,6 +401,20 @@ fn reads_and_listings_answered_on_the_reader_are_what_rmcp_answers() {
                 json!({ "uri": f.uri(&format!("d/{name}")) }),
             );
         }
+        // What an attacker writes: a NUL, a way out of the root, a dot segment, an option.
+        let root = f.uri("d");
+        for rest in [
+            "a%00.txt",
+            "a.txt%00",
+            "..%2Fmcp-server.toml",
+            "%2e%2e/mcp-server.toml",
+            "../mcp-server.toml",
+            "./a.txt",
+            "-rf",
+            "a\u{0}.txt",
+        ] {
+            both("resources/read", json!({ "uri": format!("{root}/{rest}") }));
+        }
         // The first listing fills the cache the later pages come from.
         let (mut cursor, mut listed, mut pages) = (None, 0, 0);
         loop {

@@ -522,3 +522,29 @@ vars.x = { allow_dash = true }
         "{e}"
     );
 }
+
+/// A watched files source reads from its root folder kept open: swapping the root for a symlink
+/// to an outside folder never serves the outside, neither before the watcher notices (the folder
+/// kept open is the moved one) nor after (the root is opened again, and a symlink is refused).
+#[test]
+fn a_watched_root_swapped_for_a_symlink_never_serves_the_outside() {
+    let f = Fixture::new();
+    f.write("docs/a.md", "inside");
+    f.write("outside/a.md", "SECRET");
+    f.manifest("[files.docs]\nroot = \"docs\"\n");
+    let mut s = f.serve().started();
+    let uri = f.uri("docs/a.md");
+    // Answered once the watcher watches the root; the read keeps the root folder open.
+    s.ok("resources/subscribe", json!({"uri": uri}));
+    let first = s.ok("resources/read", json!({"uri": uri}));
+    assert_eq!(first["contents"][0]["text"], "inside");
+    std::fs::rename(f.path("docs"), f.path("docs.old")).expect("move the root away");
+    std::os::unix::fs::symlink(f.path("outside"), f.path("docs")).expect("symlink the root");
+    let read = |s: &mut Server| s.call("resources/read", json!({"uri": uri}));
+    let during = read(&mut s);
+    assert!(!during.to_string().contains("SECRET"), "{during}");
+    s.wait_for(|v| v["method"] == "notifications/resources/list_changed");
+    let after = read(&mut s);
+    assert!(!after.to_string().contains("SECRET"), "{after}");
+    assert_eq!(after["error"]["code"], -32002, "{after}");
+}
