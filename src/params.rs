@@ -72,7 +72,48 @@ impl Noun {
 #[derive(Debug, Clone)]
 struct Rules {
     def: Param,
-    pattern: Option<regex::Regex>,
+    pattern: Option<Pattern>,
+}
+
+/// A parameter's `pattern` (Rust `regex` syntax), compiled to test whole values.
+#[derive(Debug, Clone)]
+pub(crate) struct Pattern {
+    text: String,
+    regex: regex_automata::meta::Regex,
+}
+
+impl Pattern {
+    /// Compiles `text`, or says what is wrong with it (`regex`'s own message). The same engine
+    /// as `regex::Regex` without the full DFA, which `regex` builds for every small pattern:
+    /// most of the load time of a manifest with many patterns. The lazy DFA tests a value as
+    /// fast.
+    pub fn new(text: &str) -> Result<Pattern, String> {
+        let built = regex_automata::meta::Regex::builder()
+            .configure(
+                regex_automata::meta::Regex::config()
+                    .dfa(false)
+                    .onepass(false),
+            )
+            .build(text);
+        match built {
+            Ok(regex) => Ok(Pattern {
+                text: text.to_owned(),
+                regex,
+            }),
+            // The message users know (the same parser and limits made it fail).
+            Err(e) => Err(regex::Regex::new(text)
+                .err()
+                .map_or_else(|| e.to_string(), |e| e.to_string())),
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    pub fn is_match(&self, value: &str) -> bool {
+        self.regex.is_match(value)
+    }
 }
 
 /// The declared parameters of one tool, query or template, in declaration order.
@@ -90,7 +131,7 @@ impl Params {
         let mut errors = Vec::new();
         for p in params {
             let pattern = match &p.pattern {
-                Some(pat) => match regex::Regex::new(pat) {
+                Some(pat) => match Pattern::new(pat) {
                     Ok(re) => Some(re),
                     Err(e) => {
                         errors.push((p.loc, format!("invalid `pattern` for `{}`: {e}", p.name)));

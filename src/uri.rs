@@ -152,9 +152,16 @@ impl UriTemplate {
         let parts = parse_parts(template)?;
         let (pattern, plan) = compile(&parts);
         // No full DFA: `regex` builds one for every small pattern, which made a manifest of 200
-        // templates take a quarter of a second to load; the lazy DFA matches as fast here.
+        // templates take a quarter of a second to load; the lazy DFA matches as fast here. No
+        // one-pass DFA (10 KiB a template; the bounded backtracker finds the groups of a URI as
+        // fast), and no Unicode classes (see `MULTIBYTE`).
         let regex = Regex::builder()
-            .configure(Regex::config().dfa(false))
+            .configure(Regex::config().dfa(false).onepass(false))
+            .syntax(
+                regex_automata::util::syntax::Config::new()
+                    .unicode(false)
+                    .utf8(false),
+            )
             .build(&pattern)
             .map_err(|e| TemplateError {
                 offset: 0,
@@ -274,7 +281,8 @@ impl UriTemplate {
         if !found.is_match() {
             return None;
         }
-        let text_of = |g: usize| found.get_group(g).map(|span| &uri[span.range()]);
+        // Always on character boundaries (see `MULTIBYTE`); `get` all the same.
+        let text_of = |g: usize| found.get_group(g).and_then(|span| uri.get(span.range()));
         let mut out = Vars::new();
         for step in &self.plan {
             match step {
@@ -581,15 +589,33 @@ fn check_varname(t: &str, at: usize, name: &str) -> Result<(), TemplateError> {
     }
 }
 
+/// One non-ASCII character, as its UTF-8 bytes. The patterns are compiled without Unicode:
+/// a Unicode class such as `[^\x00-\x7F]` costs the compiler a UTF-8 automaton (and a
+/// 400 KiB table) per template, most of a 200-template manifest's load time and memory. A URI
+/// is valid UTF-8, so a lead byte and its continuation bytes are exactly one character, and
+/// every capture starts and ends on a character boundary.
+const MULTIBYTE: &str =
+    r"[\xC0-\xDF][\x80-\xBF]|[\xE0-\xEF][\x80-\xBF]{2}|[\xF0-\xF7][\x80-\xBF]{3}";
+
 /// One unreserved character (plus the ASCII characters in `extra`), raw non-ASCII character, or `%HH` triplet.
 fn unit(extra: &str) -> String {
-    format!(r"(?:[A-Za-z0-9_~{extra}-]|[^\x00-\x7F]|%[0-9A-Fa-f]{{2}})")
+    format!(r"(?:[A-Za-z0-9_~{extra}-]|{MULTIBYTE}|%[0-9A-Fa-f]{{2}})")
+}
+
+/// Any one character (`(?s:.)`), or any but `#` (`[^#]`), whole.
+fn any_char(but_hash: bool) -> String {
+    let ascii = if but_hash {
+        r"[\x00-\x22\x24-\x7F]"
+    } else {
+        r"[\x00-\x7F]"
+    };
+    format!("(?:{ascii}|{MULTIBYTE})")
 }
 
 /// What one positional value may look like in a URI.
 fn value_regex(op: Op, spec: &VarSpec, lone: bool) -> String {
     let extra = match (op, spec.explode) {
-        (Op::Reserved | Op::Fragment, _) => return ".*?".to_string(),
+        (Op::Reserved | Op::Fragment, _) => return format!("{}*?", any_char(false)),
         // `=` only appears raw in a non-reserved exploded value as a map's key/value separator.
         (Op::Simple, true) => ".,=",
         // A lone unexploded `{x}` accepts `,`, so an unexploded list comes back as the string "a,b".
@@ -615,16 +641,18 @@ fn literal_regex(re: &mut String, text: &str) {
         } else if c.is_ascii() {
             re.push_str(&regex::escape(s));
         } else {
-            // expansion percent-encodes non-ASCII literals; accept the raw character too
+            // expansion percent-encodes non-ASCII literals; accept the raw character too (its
+            // bytes: the pattern has no Unicode)
+            let raw: String = s.bytes().map(|b| format!("\\x{b:02X}")).collect();
             let encoded: String = s.bytes().map(|b| format!("%{b:02X}")).collect();
-            re.push_str(&format!("(?:{}|(?i:{encoded}))", regex::escape(s)));
+            re.push_str(&format!("(?:{raw}|(?i:{encoded}))"));
         }
         i += c.len_utf8();
     }
 }
 
 fn compile(parts: &[Part]) -> (String, Vec<Extract>) {
-    let mut re = String::from(r"(?s)\A");
+    let mut re = String::from(r"\A");
     let mut plan = Vec::new();
     let mut group = 0;
     let mut k = 0;
@@ -641,7 +669,7 @@ fn compile(parts: &[Part]) -> (String, Vec<Extract>) {
                     k += 1;
                 }
                 group += 1;
-                re.push_str(&format!("(?:{lead}([^#]*))?"));
+                re.push_str(&format!("(?:{lead}({}*))?", any_char(true)));
                 plan.push(Extract::Params {
                     group,
                     sep: '&',
@@ -929,6 +957,40 @@ mod tests {
             let got = tpl(template).matches(uri);
             assert_eq!(got, expected.map(|e| vars(&e)), "{template} vs {uri}");
         }
+    }
+
+    /// The patterns are compiled without Unicode (`MULTIBYTE`): values next to each other, or
+    /// next to a raw non-ASCII literal, still split only between whole characters.
+    #[test]
+    fn adjacent_values_split_between_whole_characters() {
+        for (template, uri) in [
+            ("x://{a}{b}", "x://é€😀"),
+            ("x://{+a}{+b}", "x://é/€😀"),
+            ("x://{+a}é{b}", "x://€éé😀"),
+            ("x://{#a}", "x://#é€"),
+            ("x://s{?q}", "x://s?q=é€&r=😀"),
+        ] {
+            let t = UriTemplate::parse(template).unwrap();
+            let vars = t.matches(uri).unwrap_or_else(|| panic!("{template} {uri}"));
+            let joined: String = vars
+                .iter()
+                .map(|(_, v)| match v {
+                    VarValue::String(s) => s.clone(),
+                    other => panic!("{other:?}"),
+                })
+                .collect();
+            assert!(!joined.is_empty(), "{template} {uri}");
+            assert!(
+                uri.contains(&joined) || template.contains('é'),
+                "{template} {uri}: {joined}"
+            );
+        }
+        // A lone byte of a character never matches a unit (`%C3` alone is an escape).
+        let t = UriTemplate::parse("x://{a}").unwrap();
+        assert_eq!(
+            t.matches("x://é").unwrap().get("a"),
+            Some(&VarValue::String("é".into()))
+        );
     }
 
     #[test]

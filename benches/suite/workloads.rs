@@ -341,6 +341,45 @@ pub fn catalog() -> Vec<Entry> {
         },
     ));
     out.push(entry(
+        "cli-list/100k-stat",
+        "`mcp-manifest list` of the 100 000-file tree beside a `find` that also reads each file's \
+         size and time (`-printf '%s %T@ %p'`), as a listing must",
+        |fx, s| {
+            let dir = fx.tree(100_000)?;
+            Ok(Workload {
+                manifest: None,
+                op: Op::Cli {
+                    args: vec!["list".into(), dir.join("mcp-server.toml").into()],
+                    check: Box::new(|out| {
+                        ensure!(
+                            out.starts_with(b"resources (100000)\n"),
+                            "`list` did not list the tree"
+                        );
+                        Ok(())
+                    }),
+                },
+                beside: Some(spawn(
+                    "find -printf",
+                    &["find", "tree", "-type", "f", "-printf", "%s %T@ %p\n"],
+                    &dir,
+                    Box::new(|out| {
+                        let got = out.iter().filter(|&&b| b == b'\n').count();
+                        ensure!(got == 100_000, "find printed {got} files, not 100000");
+                        Ok(())
+                    }),
+                    s.n(10),
+                )),
+                null_floor: false,
+                seq: s.n(3),
+                warm: 0,
+                pipe: 0,
+                cold: 0,
+                needs_tool: None,
+                targets: Vec::new(),
+            })
+        },
+    ));
+    out.push(entry(
         "sqlite/table-100",
         "`resources/read` of a 100-row table, beside `sqlite3` answering the same SELECT on a pipe",
         |fx, s| {

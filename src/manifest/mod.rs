@@ -1175,13 +1175,10 @@ impl Checker<'_> {
                     ),
                 );
             }
-            if let Err(e) = regex::Regex::new(pat.get()) {
+            if let Err(e) = crate::params::Pattern::new(pat.get()) {
                 self.err(
                     pat,
-                    format!(
-                        "invalid `pattern` for `{name}`: {}",
-                        last_line(&e.to_string())
-                    ),
+                    format!("invalid `pattern` for `{name}`: {}", last_line(&e)),
                 );
             }
         }
@@ -1931,7 +1928,7 @@ fn default_breaks(p: &RawParam, default: &serde_json::Value) -> Option<String> {
             ));
         }
         if let (Some(pattern), Some(text)) = (&p.pattern, item.as_str())
-            && let Ok(re) = regex::Regex::new(pattern.get())
+            && let Ok(re) = crate::params::Pattern::new(pattern.get())
             && !re.is_match(text)
         {
             return Some(format!(

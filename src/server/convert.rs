@@ -29,15 +29,63 @@ pub(super) fn error(e: RequestError) -> ErrorData {
     }
 }
 
+/// `t` in RFC 3339, UTC, whole seconds (`2026-12-01T10:09:25Z`): what chrono's
+/// `to_rfc3339_opts(Secs, true)` writes, without its formatting machinery for the years 0–9999
+/// after 1970 (every listed file's time, a thousand a page).
 pub(super) fn rfc3339(t: std::time::SystemTime) -> String {
-    chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    let Some(secs) = t
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()
+        .map(|d| d.as_secs())
+        .filter(|s| *s < 253_402_300_800)
+    else {
+        return chrono::DateTime::<chrono::Utc>::from(t)
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    };
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    let (year, month, day) = civil_from_days(days);
+    let mut out = String::with_capacity(20);
+    for (n, width, after) in [
+        (year, 4, '-'),
+        (month, 2, '-'),
+        (day, 2, 'T'),
+        (rest / 3600, 2, ':'),
+        (rest / 60 % 60, 2, ':'),
+        (rest % 60, 2, 'Z'),
+    ] {
+        let mut digits = [b'0'; 4];
+        let mut n = n;
+        for d in digits[..width].iter_mut().rev() {
+            *d = b'0' + (n % 10) as u8;
+            n /= 10;
+        }
+        out.extend(digits[..width].iter().map(|&b| char::from(b)));
+        out.push(after);
+    }
+    out
 }
 
-pub(super) fn resource(r: &ResourceInfo) -> Resource {
-    let mut raw = Resource::new(&r.uri, &r.name);
-    raw.title = r.title.clone();
-    raw.description = r.description.clone();
-    raw.mime_type = r.mime_type.clone();
+/// The proleptic Gregorian (year, month, day) of a count of days since 1970-01-01 (Howard
+/// Hinnant's `civil_from_days`, for days ≥ 0).
+fn civil_from_days(days: u64) -> (u64, u64, u64) {
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    (year, month, day)
+}
+
+/// One listed resource, its strings moved (a page holds a thousand).
+pub(super) fn resource(r: ResourceInfo) -> Resource {
+    let mut raw = Resource::new(r.uri, r.name);
+    raw.title = r.title;
+    raw.description = r.description;
+    raw.mime_type = r.mime_type;
     raw.size = r.size;
     if let Some(t) = r.last_modified {
         let mut a = Annotations::default();
@@ -161,4 +209,46 @@ pub(super) fn completion(c: Completion) -> CompleteResult {
     let total = c.total.map(|t| u32::try_from(t).unwrap_or(u32::MAX));
     let info = CompletionInfo::with_pagination(c.values, total, c.has_more).unwrap_or_default();
     CompleteResult::new(info)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+    use proptest::prelude::*;
+
+    use super::rfc3339;
+
+    fn chrono_rfc3339(t: SystemTime) -> String {
+        chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    }
+
+    #[test]
+    fn rfc3339_is_what_chrono_writes_at_the_edges() {
+        for secs in [
+            0,
+            59,
+            86_399,
+            86_400,
+            951_782_400,   // 2000-02-29
+            951_868_800,   // 2000-03-01
+            4_107_542_400, // 2100-03-01 (2100 is no leap year)
+            1_798_761_599,
+            253_402_300_799, // 9999-12-31T23:59:59
+            253_402_300_800, // year 10000: chrono's own form
+        ] {
+            let t = UNIX_EPOCH + Duration::new(secs, 999_999_999);
+            assert_eq!(rfc3339(t), chrono_rfc3339(t), "{secs}");
+        }
+        let before = UNIX_EPOCH - Duration::from_secs(1);
+        assert_eq!(rfc3339(before), "1969-12-31T23:59:59Z");
+    }
+
+    proptest! {
+        #[test]
+        fn rfc3339_is_what_chrono_writes(secs in 0u64..253_402_300_800, nanos in 0u32..1_000_000_000) {
+            let t = UNIX_EPOCH + Duration::new(secs, nanos);
+            prop_assert_eq!(rfc3339(t), chrono_rfc3339(t));
+        }
+    }
 }

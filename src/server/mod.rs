@@ -40,9 +40,7 @@ use tokio_util::sync::CancellationToken;
 use crate::providers::RequestError;
 use crate::registry::{PromptContent, Registry, paginate};
 use crate::tools::CallContext;
-use convert::{
-    completion, contents, error, forward_progress, prompt, resource, role, tool, tool_result,
-};
+use convert::{completion, contents, error, forward_progress, prompt, resource, role, tool_result};
 use shared::{Session, Shared, Snapshot};
 use transport::{LineTransport, Output};
 
@@ -247,7 +245,8 @@ impl ServerHandler for Handler {
             .list_resources_page(cursor)
             .await
             .map_err(error)?;
-        let mut result = ListResourcesResult::with_all_items(items.iter().map(resource).collect());
+        let mut result =
+            ListResourcesResult::with_all_items(items.into_iter().map(resource).collect());
         result.next_cursor = next;
         result.meta = server_meta(&snap, &cx);
         Ok(result)
@@ -341,7 +340,7 @@ impl ServerHandler for Handler {
                 rmcp::model::ListToolsRequestMethod,
             >());
         }
-        let page = one_page(&snap, &cx, &params, &snap.registry.tools(), tool)?;
+        let page = one_page(&snap, &cx, &params, snap.tools(), Clone::clone)?;
         let mut result = ListToolsResult::with_all_items(page.items);
         result.next_cursor = page.next;
         result.meta = page.meta;
@@ -496,7 +495,7 @@ fn shortcut(shared: Arc<Shared>) -> transport::Shortcut {
                     .list_resources_page_now(p.cursor.as_deref())?
                     .ok()?;
                 let mut result =
-                    ListResourcesResult::with_all_items(items.iter().map(resource).collect());
+                    ListResourcesResult::with_all_items(items.into_iter().map(resource).collect());
                 result.next_cursor = next;
                 result.result_type = None;
                 (serde_json::to_string(&result).ok()?, String::new())

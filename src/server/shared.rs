@@ -17,7 +17,7 @@
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 use std::time::Duration;
 
 use rmcp::model::{
@@ -39,6 +39,9 @@ pub(super) struct Snapshot {
     pub info: ServerConfig,
     /// `_meta` with `io.modelcontextprotocol/serverInfo`, which stateless-era results carry.
     pub server_meta: MetaObject,
+    /// Every tool as `tools/list` gives it, made on the first list (a tool's schemas are
+    /// shared, not copied, by each answer).
+    tools: OnceLock<Vec<rmcp::model::Tool>>,
 }
 
 impl Snapshot {
@@ -80,7 +83,19 @@ impl Snapshot {
             registry,
             info,
             server_meta,
+            tools: OnceLock::new(),
         }
+    }
+
+    /// Every tool, in `tools/list` order.
+    pub fn tools(&self) -> &[rmcp::model::Tool] {
+        self.tools.get_or_init(|| {
+            self.registry
+                .tools()
+                .iter()
+                .map(super::convert::tool)
+                .collect()
+        })
     }
 }
 

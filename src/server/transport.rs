@@ -1318,6 +1318,28 @@ struct Answer<'a, T: Serialize> {
     error: Option<&'a rmcp::model::ErrorData>,
 }
 
+/// About how long an answer's JSON is, so that a large one is not grown (and copied) a dozen
+/// times on its way: a page of resources, or a read's contents.
+fn size_hint(item: &TxJsonRpcMessage<RoleServer>) -> usize {
+    const SMALL: usize = 256;
+    let JsonRpcMessage::Response(r) = item else {
+        return SMALL;
+    };
+    match &r.result {
+        ServerResult::ListResourcesResult(l) => l.resources.iter().fold(SMALL, |n, r| {
+            n + 96
+                + r.uri.len()
+                + r.name.len()
+                + r.description.as_ref().map_or(0, String::len)
+                + r.mime_type.as_ref().map_or(0, String::len)
+        }),
+        ServerResult::ReadResourceResult(read) => read.contents.iter().fold(SMALL, |n, c| {
+            n.saturating_add(contents_len(c).min(1 << 24) + 128)
+        }),
+        _ => SMALL,
+    }
+}
+
 fn serialize_answer(item: &TxJsonRpcMessage<RoleServer>, id: &ClientId) -> Vec<u8> {
     let raw = RawValue::from_string(id.raw.to_string());
     let written = raw.as_deref().map_err(|e| e.to_string()).and_then(|raw| {
@@ -1336,7 +1358,9 @@ fn serialize_answer(item: &TxJsonRpcMessage<RoleServer>, id: &ClientId) -> Vec<u
             },
             _ => return Err("not an answer".to_owned()),
         };
-        serde_json::to_vec(&answer).map_err(|e| e.to_string())
+        let mut out = Vec::with_capacity(size_hint(item));
+        serde_json::to_writer(&mut out, &answer).map_err(|e| e.to_string())?;
+        Ok(out)
     });
     written.unwrap_or_else(|e| {
         tracing::error!("an answer could not be serialized: {e}");
