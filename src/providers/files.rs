@@ -7,7 +7,7 @@
 //! read). Listing and reading use the same `visible`, so what a client cannot list it cannot
 //! read, and every way out (`..`, encoded separators, symlinks, races) answers "not found".
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::fs;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -57,7 +57,15 @@ pub(crate) struct FilesSource {
     root_dir: Mutex<Option<Arc<OwnedFd>>>,
     /// Folders above the root whose ignore files apply (up to the enclosing git work tree).
     parents: Vec<PathBuf>,
+    /// The last URIs `read_now` found too large to read in place, newest last: it declines them
+    /// again without opening the file (the read it leaves to the blocking pool opens it anyway,
+    /// and a reader thread busy opening large files reaches a `ping` behind them later). A
+    /// file that shrank is read by that path all the same, which forgets it here.
+    large: Mutex<VecDeque<String>>,
 }
+
+/// How many URIs `FilesSource::large` keeps.
+const LARGE_KEPT: usize = 16;
 
 #[derive(Debug, Default)]
 struct DirRules {
@@ -150,6 +158,7 @@ impl FilesSource {
             ignores: Mutex::new(HashMap::new()),
             listing: Mutex::new(None),
             root_dir: Mutex::new(None),
+            large: Mutex::new(VecDeque::new()),
             parents,
             root,
         })
@@ -183,6 +192,7 @@ impl FilesSource {
             ignores: Mutex::new(HashMap::new()),
             listing: Mutex::new(None),
             root_dir: Mutex::new(None),
+            large: Mutex::new(VecDeque::new()),
             parents: if gitignore {
                 ignore_parents(root)
             } else {
@@ -849,6 +859,11 @@ impl Source for FilesSource {
         Box::pin(async move {
             let opened = self.open_for_read(&uri)?;
             if opened.size <= INLINE_READ {
+                if let Ok(mut large) = self.large.lock()
+                    && let Some(at) = large.iter().position(|u| *u == uri)
+                {
+                    large.remove(at);
+                }
                 return self.read_opened(&uri, opened);
             }
             blocking(move || self.read_opened(&uri, opened)).await?
@@ -858,8 +873,19 @@ impl Source for FilesSource {
     /// What `read` does in place: a file of at most [`INLINE_READ`] bytes (or an error found on
     /// the way to it).
     fn read_now(&self, uri: &str) -> Option<Result<Contents, RequestError>> {
+        if self.large.lock().is_ok_and(|l| l.iter().any(|u| u == uri)) {
+            return None;
+        }
         match self.open_for_read(uri) {
-            Ok(opened) if opened.size > INLINE_READ => None,
+            Ok(opened) if opened.size > INLINE_READ => {
+                if let Ok(mut large) = self.large.lock() {
+                    if large.len() == LARGE_KEPT {
+                        large.pop_front();
+                    }
+                    large.push_back(uri.to_owned());
+                }
+                None
+            }
             Ok(opened) => Some(self.read_opened(uri, opened)),
             Err(e) => Some(Err(e)),
         }
@@ -1359,5 +1385,59 @@ fn modified(st: &rustix::fs::Stat) -> Option<SystemTime> {
         UNIX_EPOCH
             .checked_sub(Duration::from_secs(secs.unsigned_abs()))?
             .checked_add(Duration::from_nanos(u64::from(nanos)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::{FilesSource, INLINE_READ};
+    use crate::providers::{Body, Source};
+
+    fn text(
+        found: Option<Result<crate::providers::Contents, crate::providers::RequestError>>,
+    ) -> String {
+        match found.expect("answered in place").expect("read").body {
+            Body::Text(t) => t,
+            Body::Bytes(b) => panic!("bytes: {}", b.len()),
+        }
+    }
+
+    /// The reader's shortcut declines a file it found too large without opening it again, until
+    /// a read on the blocking path finds it small: declining is always safe (that path checks
+    /// everything), and a large file is opened once per read, not twice.
+    #[tokio::test]
+    async fn a_file_found_too_large_is_declined_until_read_small() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let big = root.join("big.txt");
+        let size = usize::try_from(INLINE_READ).unwrap() + 1;
+        std::fs::write(&big, "x".repeat(size)).unwrap();
+        std::fs::write(root.join("small.txt"), "small").unwrap();
+        let src = Arc::new(FilesSource::hiding_rules(&root, false, false));
+        assert!(
+            src.read_now("/big.txt").is_none(),
+            "a large file is left to the pool"
+        );
+        assert_eq!(text(src.read_now("/small.txt")), "small");
+        // Now small: still declined (nothing was opened to see it), and the pool reads it.
+        std::fs::write(&big, "now small").unwrap();
+        assert!(
+            src.read_now("/big.txt").is_none(),
+            "known large, declined at once"
+        );
+        let read = src.clone().read("/big.txt".into()).await.unwrap();
+        assert!(matches!(read.body, Body::Text(ref t) if t == "now small"));
+        // That read forgot it: answered in place again.
+        assert_eq!(text(src.read_now("/big.txt")), "now small");
+        // Only the last few are kept.
+        for i in 0..=super::LARGE_KEPT {
+            let name = format!("big{i}.txt");
+            std::fs::write(root.join(&name), "x".repeat(size)).unwrap();
+            assert!(src.read_now(&format!("/{name}")).is_none());
+        }
+        assert_eq!(src.large.lock().unwrap().len(), super::LARGE_KEPT);
+        assert!(!src.large.lock().unwrap().iter().any(|u| u == "/big0.txt"));
     }
 }
