@@ -17,6 +17,9 @@ pub struct Walker<'a> {
     pub diags: &'a mut Diagnostics,
     /// Byte offsets of the problems found, so the entries holding them can be set aside.
     pub bad: Vec<usize>,
+    /// The schema's `propertyNames` patterns, compiled once per check (not once per name: a
+    /// manifest may declare hundreds of templates).
+    name_patterns: std::collections::HashMap<String, Option<crate::params::Pattern>>,
 }
 
 impl<'a> Walker<'a> {
@@ -26,6 +29,7 @@ impl<'a> Walker<'a> {
             map,
             diags,
             bad: Vec::new(),
+            name_patterns: std::collections::HashMap::new(),
         }
     }
 
@@ -171,7 +175,10 @@ impl<'a> Walker<'a> {
                         .get("propertyNames")
                         .and_then(|p| p.get("pattern"))
                         .and_then(Value::as_str)
-                        && let Ok(re) = regex::Regex::new(pattern)
+                        && let Some(re) = self
+                            .name_patterns
+                            .entry(pattern.to_owned())
+                            .or_insert_with(|| crate::params::Pattern::new(pattern).ok())
                         && !re.is_match(name)
                     {
                         self.err(

@@ -169,19 +169,25 @@ impl FilesSource {
     /// Every name matches `include`, nothing is watched (ignore files are read afresh per check).
     /// `root` is canonical.
     pub(crate) fn hiding_rules(root: &Path, hidden: bool, gitignore: bool) -> FilesSource {
-        let mut all = GlobSetBuilder::new();
-        if let Ok(glob) = globset::GlobBuilder::new("**/*")
-            .literal_separator(true)
-            .build()
-        {
-            all.add(glob);
-        }
+        // Built once: each build compiles a regex (with a full DFA), and a manifest may have a
+        // `file` template per note.
+        static ALL: OnceLock<GlobSet> = OnceLock::new();
+        let all = ALL.get_or_init(|| {
+            let mut all = GlobSetBuilder::new();
+            if let Ok(glob) = globset::GlobBuilder::new("**/*")
+                .literal_separator(true)
+                .build()
+            {
+                all.add(glob);
+            }
+            all.build().unwrap_or_else(|_| GlobSet::empty())
+        });
         FilesSource {
             name: String::new(),
             root: root.to_path_buf(),
             root_is_file: false,
             root_uri: String::new(),
-            include: all.build().unwrap_or_else(|_| GlobSet::empty()),
+            include: all.clone(),
             exclude: GlobSet::empty(),
             gitignore,
             hidden,
