@@ -311,11 +311,36 @@ pub fn catalog() -> Vec<Entry> {
             })
         }));
     }
-    out.push(entry(
-        "cli-list/100k",
-        "`mcp-manifest list` of the 100 000-file tree (the CLI, not the server), beside `find`",
-        |fx, s| {
+    // `mcp-manifest list` beside `find -type f` (the issue's floor), and beside a `find` that
+    // also reads each file's size and time, as a listing must.
+    for (name, about, stat, target) in [
+        (
+            "cli-list/100k",
+            "`mcp-manifest list` of the 100 000-file tree (the CLI, not the server), beside `find`",
+            false,
+            Some((Target::BesideRatio(2.0), "issue 14")),
+        ),
+        (
+            "cli-list/100k-stat",
+            "`mcp-manifest list` of the 100 000-file tree beside a `find` that also reads each \
+             file's size and time (`-printf '%s %T@ %p'`), as a listing must",
+            true,
+            None,
+        ),
+    ] {
+        out.push(entry(name, about, move |fx, s| {
             let dir = fx.tree(100_000)?;
+            let beside = if stat {
+                find_with(
+                    &dir,
+                    100_000,
+                    s.n(10),
+                    "find -printf",
+                    &["-printf", "%s %T@ %p\n"],
+                )
+            } else {
+                find(&dir, 100_000, s.n(10))
+            };
             Ok(Workload {
                 manifest: None,
                 op: Op::Cli {
@@ -329,56 +354,17 @@ pub fn catalog() -> Vec<Entry> {
                         Ok(())
                     }),
                 },
-                beside: Some(find(&dir, 100_000, s.n(10))),
+                beside: Some(beside),
                 null_floor: false,
                 seq: s.n(3),
                 warm: 0,
                 pipe: 0,
                 cold: 0,
                 needs_tool: None,
-                targets: vec![(Target::BesideRatio(2.0), "issue 14")],
+                targets: target.into_iter().collect(),
             })
-        },
-    ));
-    out.push(entry(
-        "cli-list/100k-stat",
-        "`mcp-manifest list` of the 100 000-file tree beside a `find` that also reads each file's \
-         size and time (`-printf '%s %T@ %p'`), as a listing must",
-        |fx, s| {
-            let dir = fx.tree(100_000)?;
-            Ok(Workload {
-                manifest: None,
-                op: Op::Cli {
-                    args: vec!["list".into(), dir.join("mcp-server.toml").into()],
-                    check: Box::new(|out| {
-                        ensure!(
-                            out.starts_with(b"resources (100000)\n"),
-                            "`list` did not list the tree"
-                        );
-                        Ok(())
-                    }),
-                },
-                beside: Some(spawn(
-                    "find -printf",
-                    &["find", "tree", "-type", "f", "-printf", "%s %T@ %p\n"],
-                    &dir,
-                    Box::new(|out| {
-                        let got = out.iter().filter(|&&b| b == b'\n').count();
-                        ensure!(got == 100_000, "find printed {got} files, not 100000");
-                        Ok(())
-                    }),
-                    s.n(10),
-                )),
-                null_floor: false,
-                seq: s.n(3),
-                warm: 0,
-                pipe: 0,
-                cold: 0,
-                needs_tool: None,
-                targets: Vec::new(),
-            })
-        },
-    ));
+        }));
+    }
     out.push(entry(
         "sqlite/table-100",
         "`resources/read` of a 100-row table, beside `sqlite3` answering the same SELECT on a pipe",
@@ -772,9 +758,16 @@ pub fn json_text(r: &Value) -> Result<Value> {
 }
 
 fn find(dir: &Path, files: usize, n: usize) -> BesideSpec {
+    find_with(dir, files, n, "find", &[])
+}
+
+/// `find tree -type f` followed by `more` arguments, labelled `label`: one line per file.
+fn find_with(dir: &Path, files: usize, n: usize, label: &str, more: &[&str]) -> BesideSpec {
+    let mut argv = vec!["find", "tree", "-type", "f"];
+    argv.extend_from_slice(more);
     spawn(
-        "find",
-        &["find", "tree", "-type", "f"],
+        label,
+        &argv,
         dir,
         Box::new(move |out| {
             let got = out.iter().filter(|&&b| b == b'\n').count();
