@@ -370,7 +370,7 @@ impl DashValue {
         format!(
             "{noun} `{}` must not begin with `-` where it starts a command-line argument (it would be read as an option), got {}; put a literal \"--\" before it in `command` or set `allow_dash = true`",
             self.name,
-            crate::params::show_text(&self.value)
+            crate::quote::quote(&self.value, crate::quote::Quote::Json)
         )
     }
 }

@@ -9,6 +9,7 @@
 //! - `prompts`: prompt arguments → messages; pure.
 //! - `server`: the only module that imports rmcp; the stdio transport.
 //! - `uri`: RFC 6570 URI templates: expansion and matching (pure).
+//! - `quote`: how much of a client's value a message may repeat (pure).
 //! - `watch`: file watching → debounced batches of changed paths.
 //! - `setup`: `init` (a starter manifest for a folder) and `register` / `unregister` (client
 //!   configuration files).
@@ -23,6 +24,7 @@ pub(crate) mod params;
 pub(crate) mod process;
 pub(crate) mod prompts;
 pub(crate) mod providers;
+pub(crate) mod quote;
 pub(crate) mod registry;
 pub(crate) mod server;
 pub mod setup;

@@ -13,6 +13,7 @@ use serde_json::{Map, Value as Json, json};
 
 use crate::argv::{Kind, Value};
 use crate::manifest::{Loc, Param, ParamType, type_phrase};
+use crate::quote::{Quote, at_most_reported, quote};
 
 /// A value that passed its parameter's rules.
 #[derive(Debug, Clone, PartialEq)]
@@ -318,7 +319,7 @@ impl Params {
         if problems.is_empty() {
             Ok(values)
         } else {
-            Err(problems)
+            Err(at_most_reported(problems))
         }
     }
 
@@ -367,18 +368,20 @@ impl Params {
         if problems.is_empty() {
             Ok(out)
         } else {
-            Err(problems)
+            Err(at_most_reported(problems))
         }
     }
 
+    /// `name` is the client's: quoted cut, like its values.
     fn unknown(&self, name: &str) -> String {
         let word = self.noun.word();
+        let name = quote(name, Quote::Code);
         if self.list.is_empty() {
-            return format!("unknown {word} `{name}`: there are none");
+            return format!("unknown {word} {name}: there are none");
         }
         let known: Vec<String> = self.names().map(|n| format!("`{n}`")).collect();
         format!(
-            "unknown {word} `{name}`; the {word}s are: {}",
+            "unknown {word} {name}; the {word}s are: {}",
             known.join(", ")
         )
     }
@@ -440,7 +443,7 @@ impl Rules {
             format!(
                 "must be {}, got {}{extra}",
                 type_phrase(p.ty),
-                show(&Json::String(raw.to_owned()))
+                quote(raw, Quote::Json)
             )
         };
         Ok(match p.ty {
@@ -541,18 +544,12 @@ fn number(x: f64) -> Json {
     }
 }
 
-/// A value as JSON text, at most 80 characters.
-/// A text value as messages quote it (JSON string, long ones cut).
-pub(crate) fn show_text(s: &str) -> String {
-    show(&Json::String(s.to_owned()))
-}
-
+/// A value as messages quote it: a string as a JSON string, anything else as its JSON text;
+/// long ones cut (`crate::quote`), so a 17 MiB argument gets a message of a few hundred bytes.
 fn show(v: &Json) -> String {
-    let s = v.to_string();
-    if s.chars().count() > 80 {
-        format!("{}…", s.chars().take(80).collect::<String>())
-    } else {
-        s
+    match v {
+        Json::String(s) => quote(s, Quote::Json),
+        other => quote(&other.to_string(), Quote::Plain),
     }
 }
 
@@ -690,6 +687,50 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A value, a name or a list of 17 MiB: every message that quotes it quotes a short prefix
+    /// and its length, through either front-end.
+    #[test]
+    fn huge_values_and_names_get_short_messages() {
+        let huge = "é".repeat(17 << 19); // 17 MiB
+        let cut = format!("{}…\" ({} characters)", "é".repeat(100), 17 << 19);
+        let bounded = |m: &str| assert!(m.len() < 1024, "{} bytes: {m:.300}", m.len());
+        let pattern = bind(json!({ "name": huge })).unwrap_err();
+        assert_eq!(pattern.len(), 1);
+        bounded(&pattern[0]);
+        assert!(
+            pattern[0].starts_with("argument `name` must match the pattern `^[a-z]+$`, got \"éé")
+                && pattern[0].ends_with(&cut),
+            "{:.300}",
+            pattern[0]
+        );
+        for (name, raw) in [("name", &huge), ("count", &huge), ("flag", &huge)] {
+            let m = params(Noun::Variable).text_value(name, raw).unwrap_err();
+            bounded(&m);
+            assert!(m.contains(&cut), "{m:.300}");
+        }
+        let not_integer = bind(json!({ "name": "x", "count": huge })).unwrap_err();
+        bounded(&not_integer[0]);
+        let list = bind(json!({ "name": [huge.clone(), huge.clone()] })).unwrap_err();
+        bounded(&list[0]);
+        assert!(list[0].contains("characters)"), "{:.300}", list[0]);
+        let unknown = bind(json!({ huge.clone(): 1, "name": "x" })).unwrap_err();
+        bounded(&unknown[0]);
+        assert!(
+            unknown[0].starts_with("unknown argument `éé"),
+            "{:.300}",
+            unknown[0]
+        );
+        // Many names: a bounded list of problems.
+        let mut many = Map::new();
+        for i in 0..100_000 {
+            many.insert(format!("k{i}"), json!(1));
+        }
+        many.insert("name".into(), json!("x"));
+        let problems = params(Noun::Argument).bind_json(&many).unwrap_err();
+        assert_eq!(problems.len(), crate::quote::MAX_PROBLEMS + 1);
+        assert_eq!(problems.last().unwrap(), "and 99980 more problems");
     }
 
     #[test]

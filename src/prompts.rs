@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use crate::argv::{self, Kind, Piece};
 use crate::manifest::{self, Diagnostics, MessageContent, Role};
 use crate::providers::{Completion, RequestError, encode_path};
+use crate::quote::{Quote, at_most_reported, quote};
 
 /// A prompt as listed.
 #[derive(Debug, Clone, PartialEq)]
@@ -176,11 +177,12 @@ impl PromptDef {
                     .iter()
                     .map(|a| format!("`{}`", a.name))
                     .collect();
+                let given = quote(given, Quote::Code);
                 problems.push(if known.is_empty() {
-                    format!("unknown argument `{given}`: this prompt takes no arguments")
+                    format!("unknown argument {given}: this prompt takes no arguments")
                 } else {
                     format!(
-                        "unknown argument `{given}`; the arguments are: {}",
+                        "unknown argument {given}; the arguments are: {}",
                         known.join(", ")
                     )
                 });
@@ -190,7 +192,7 @@ impl PromptDef {
             problems.sort();
             return Err(RequestError::InvalidParams(format!(
                 "prompt `{name}`: {}",
-                problems.join("; ")
+                at_most_reported(problems).join("; ")
             )));
         }
         let value = |n: &str| given(n).unwrap_or_default();
@@ -219,8 +221,9 @@ impl PromptDef {
     pub fn complete(&self, arg: &str, prefix: &str) -> Result<Completion, RequestError> {
         if !self.info.arguments.iter().any(|a| a.name == arg) {
             return Err(RequestError::InvalidParams(format!(
-                "prompt `{}` has no argument `{arg}`",
-                self.info.name
+                "prompt `{}` has no argument {}",
+                self.info.name,
+                quote(arg, Quote::Code)
             )));
         }
         let values = self.completions.get(arg).map(Vec::as_slice).unwrap_or(&[]);

@@ -19,8 +19,9 @@ use crate::providers::sqlite::SqliteSource;
 use crate::providers::template::TemplateSource;
 use crate::providers::{
     Body, ChangeEffect, Completion, CompletionRequest, Contents, Database, PageOf, RequestError,
-    ResourceInfo, Source, TemplateInfo,
+    ResourceInfo, Source, TemplateInfo, check_uri_length,
 };
+use crate::quote::{Quote, quote};
 use crate::tools::templates::{TemplateSpec, TemplateTool};
 use crate::tools::{CallContext, Hints, SearchTool, ShellTool, ToolContent, ToolInfo, ToolResult};
 use crate::watch::Change;
@@ -232,14 +233,29 @@ impl Registry {
         out
     }
 
-    /// Whether `uri` names something a source would read (see `Source::serves`).
+    /// Whether `uri` names something a source would read (see `Source::serves`). A URI over
+    /// `MAX_URI_BYTES` is not asked of any source.
     pub async fn serves(&self, uri: &str) -> bool {
+        if check_uri_length(uri).is_err() {
+            return false;
+        }
         for source in self.sources.iter().filter(|s| s.owns(uri)) {
             if source.clone().serves(uri.to_owned()).await {
                 return true;
             }
         }
         false
+    }
+
+    /// `serves` as a subscription's answer: "not found" for a URI no source would read, and a
+    /// URI over `MAX_URI_BYTES` refused as such (not looked up).
+    pub async fn check_serves(&self, uri: &str) -> Result<(), RequestError> {
+        check_uri_length(uri)?;
+        if self.serves(uri).await {
+            Ok(())
+        } else {
+            Err(RequestError::NotFound(uri.to_owned()))
+        }
     }
 
     pub fn page_size(&self) -> usize {
@@ -344,7 +360,9 @@ impl Registry {
         SF: Future<Output = Option<bool>>,
     {
         let page_size = self.page_size().max(1);
-        let invalid = |c: &str| RequestError::InvalidParams(format!("invalid cursor `{c}`"));
+        let invalid = |c: &str| {
+            RequestError::InvalidParams(format!("invalid cursor {}", quote(c, Quote::Code)))
+        };
         let (mut index, mut after) = match cursor {
             None => (0, None),
             Some(c) => match decode_resource_cursor(c).filter(|(i, _)| *i < self.sources.len()) {
@@ -450,6 +468,10 @@ impl Registry {
         R: Fn(&Arc<dyn Source>) -> RF,
         RF: Future<Output = Option<Result<Contents, RequestError>>>,
     {
+        // Before any source: a template matches a URI in time proportional to its length.
+        if let Err(e) = check_uri_length(uri) {
+            return Some(Err(e));
+        }
         let mut refused = None;
         let first = self.sources.iter().filter(|s| !s.tried_last());
         let last = self.sources.iter().filter(|s| s.tried_last());
@@ -478,7 +500,10 @@ impl Registry {
             .iter()
             .find(|s| s.templates().iter().any(|t| t.uri_template == template))
             .ok_or_else(|| {
-                RequestError::InvalidParams(format!("no resource template `{template}`"))
+                RequestError::InvalidParams(format!(
+                    "no resource template {}",
+                    quote(template, Quote::Code)
+                ))
             })?;
         let req = CompletionRequest {
             template: template.to_owned(),
@@ -543,7 +568,9 @@ impl Registry {
         self.prompts
             .iter()
             .find(|p| p.name() == name)
-            .ok_or_else(|| RequestError::InvalidParams(format!("unknown prompt `{name}`")))
+            .ok_or_else(|| {
+                RequestError::InvalidParams(format!("unknown prompt {}", quote(name, Quote::Code)))
+            })
     }
 
     /// Renders a prompt. Arguments are strings (numbers and booleans are taken as their JSON
@@ -563,7 +590,8 @@ impl Registry {
                 Value::Bool(_) | Value::Number(_) => v.to_string(),
                 Value::Array(_) | Value::Object(_) => {
                     return Err(RequestError::InvalidParams(format!(
-                        "prompt `{name}`: argument `{k}` must be a string"
+                        "prompt `{name}`: argument {} must be a string",
+                        quote(k, Quote::Code)
                     )));
                 }
             };
@@ -576,7 +604,8 @@ impl Registry {
                 Rendered::File { role, source, path } => {
                     let contents = self.read_prompt_file(&source, &path).await.map_err(|e| {
                         RequestError::InvalidParams(format!(
-                            "prompt `{name}`: cannot embed `{path}` of [files.{source}]: {e}"
+                            "prompt `{name}`: cannot embed {} of [files.{source}]: {e}",
+                            quote(&path, Quote::Code)
                         ))
                     })?;
                     messages.push((role, PromptContent::Resource(contents)));
@@ -584,7 +613,8 @@ impl Registry {
                 Rendered::Resource { role, uri } => {
                     let contents = self.read(&uri).await.map_err(|e| {
                         RequestError::InvalidParams(format!(
-                            "prompt `{name}`: cannot embed `{uri}`: {e}"
+                            "prompt `{name}`: cannot embed {}: {e}",
+                            quote(&uri, Quote::Code)
                         ))
                     })?;
                     messages.extend(
@@ -648,7 +678,8 @@ impl Registry {
                 None => match self.template_tools.iter().find(|t| t.name() == name) {
                     Some(tool) => Ok(self.call_template_tool(tool, &args, cx).await),
                     None => Err(RequestError::InvalidParams(format!(
-                        "unknown tool `{name}`"
+                        "unknown tool {}",
+                        quote(name, Quote::Code)
                     ))),
                 },
             },
@@ -677,7 +708,10 @@ impl Registry {
         let read = tokio::select! {
             r = self.read(&uri) => r,
             () = cx.cancel.cancelled() => {
-                return ToolResult::error(format!("reading `{uri}` was cancelled"));
+                return ToolResult::error(format!(
+                    "reading {} was cancelled",
+                    quote(&uri, Quote::Code)
+                ));
             }
         };
         tool.result(&uri, read)
@@ -697,8 +731,8 @@ impl Registry {
             Some(start) if start <= templates.len() => (Vec::new(), None, Some(start)),
             Some(_) => {
                 return ToolResult::error(format!(
-                    "invalid cursor `{}`",
-                    cursor.unwrap_or_default()
+                    "invalid cursor {}",
+                    quote(cursor.unwrap_or_default(), Quote::Code)
                 ));
             }
             None => match self.list_resources_page(cursor).await {
@@ -880,7 +914,9 @@ pub(crate) fn paginate<'a, T>(
         None => 0,
         Some(c) => decode_cursor(c)
             .filter(|&n| n <= items.len())
-            .ok_or_else(|| RequestError::InvalidParams(format!("invalid cursor `{c}`")))?,
+            .ok_or_else(|| {
+                RequestError::InvalidParams(format!("invalid cursor {}", quote(c, Quote::Code)))
+            })?,
     };
     let end = start.saturating_add(page_size.max(1)).min(items.len());
     let next = (end < items.len()).then(|| encode_cursor(end));

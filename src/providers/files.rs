@@ -25,6 +25,7 @@ use super::{
     on_blocking_or, ready,
 };
 use crate::manifest::{self, Diagnostics, expand::format_size};
+use crate::quote::{Quote, quote};
 use crate::watch::{Change, ChangeKind};
 
 /// Files at most this large are read on the runtime thread (see `Source::read` below).
@@ -638,7 +639,8 @@ impl FilesSource {
     fn read_opened(&self, uri: &str, mut opened: paths::Opened) -> Result<Contents, RequestError> {
         let too_large = |size: u64| {
             RequestError::Refused(format!(
-                "{uri} is {}, larger than max_size {} of [files.{}]",
+                "{} is {}, larger than max_size {} of [files.{}]",
+                quote(uri, Quote::Plain),
                 format_size(size),
                 format_size(self.max_size),
                 self.name
@@ -649,7 +651,8 @@ impl FilesSource {
             Err(ReadError::TooLarge(n)) => return Err(too_large(n.max(opened.size))),
             Err(ReadError::Io(e)) => {
                 return Err(RequestError::Refused(format!(
-                    "{uri} cannot be read: {}",
+                    "{} cannot be read: {}",
+                    quote(uri, Quote::Plain),
                     io_reason(&e)
                 )));
             }

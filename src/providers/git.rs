@@ -27,6 +27,7 @@ use super::{
     ResourceInfo, Source, TemplateInfo, on_blocking, on_blocking_or, ready,
 };
 use crate::manifest::{self, Diagnostics, expand::format_size};
+use crate::quote::{Quote, quote};
 use crate::uri::UriTemplate;
 use crate::uri::percent_decode as decode_percent;
 use crate::watch::{Change, ChangeKind};
@@ -679,11 +680,13 @@ impl GitSource {
                 self.name
             )));
         }
+        // libgit2's message repeats the revision: cut like it.
         repo.revparse_single(rev).map_err(|e| {
             RequestError::InvalidParams(format!(
-                "unknown revision `{rev}` in [git.{}]: {}",
+                "unknown revision {} in [git.{}]: {}",
+                quote(rev, Quote::Code),
                 self.name,
-                e.message()
+                quote(e.message(), Quote::Plain)
             ))
         })
     }
@@ -694,7 +697,8 @@ impl GitSource {
         let obj = self.resolve(repo, rev)?;
         let commit = obj.peel_to_commit().map_err(|_| {
             RequestError::InvalidParams(format!(
-                "revision `{rev}` in [git.{}] is a {}, not a commit",
+                "revision {} in [git.{}] is a {}, not a commit",
+                quote(rev, Quote::Code),
                 self.name,
                 obj.kind().map_or("object", |k| k.str())
             ))
@@ -764,7 +768,8 @@ impl GitSource {
         let obj = self.resolve(repo, rev)?;
         let tree = obj.peel_to_tree().map_err(|_| {
             RequestError::InvalidParams(format!(
-                "revision `{rev}` in [git.{}] is a {}, not a commit or tree",
+                "revision {} in [git.{}] is a {}, not a commit or tree",
+                quote(rev, Quote::Code),
                 self.name,
                 obj.kind().map_or("object", |k| k.str())
             ))
@@ -781,7 +786,8 @@ impl GitSource {
         let size = size as u64;
         if size > BLOB_CAP {
             return Err(RequestError::Refused(format!(
-                "{uri} is {}, larger than the {} cap on git blobs",
+                "{} is {}, larger than the {} cap on git blobs",
+                quote(uri, Quote::Plain),
                 format_size(size),
                 format_size(BLOB_CAP)
             )));

@@ -29,6 +29,7 @@ use crate::manifest::{
 };
 use crate::params::{Noun, Params, Typed};
 use crate::process::{self, Children, Ending, ProcessSpec};
+use crate::quote::{Quote, quote};
 use crate::uri::{UriTemplate, VarValue, Vars};
 use crate::watch::Change;
 
@@ -572,8 +573,9 @@ impl TemplateSource {
         let vars = self.uri.variables();
         if !vars.contains(&var) {
             return Err(RequestError::InvalidParams(format!(
-                "`{}` has no variable `{var}`; its variables are: {}",
+                "`{}` has no variable {}; its variables are: {}",
                 self.uri.as_str(),
+                quote(var, Quote::Code),
                 vars.join(", ")
             )));
         }

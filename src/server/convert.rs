@@ -14,12 +14,16 @@ use rmcp::service::{RequestContext, RoleServer};
 use crate::manifest::Role;
 use crate::prompts::PromptInfo;
 use crate::providers::{Body, Completion, Contents, RequestError, ResourceInfo};
+use crate::quote::{Quote, quote};
 use crate::tools::{Progress, ToolContent, ToolInfo, ToolResult};
 
 pub(super) fn error(e: RequestError) -> ErrorData {
     match e {
+        // The message quotes the URI cut, as `RequestError`'s `Display` does; `data` holds it
+        // whole, as the spec's example does: at most `MAX_URI_BYTES`, since a longer one is
+        // refused before any source looks for it.
         RequestError::NotFound(uri) => ErrorData::resource_not_found(
-            format!("resource not found: {uri}"),
+            format!("resource not found: {}", quote(&uri, Quote::Plain)),
             Some(serde_json::json!({ "uri": uri })),
         ),
         RequestError::InvalidParams(m) | RequestError::Refused(m) => {

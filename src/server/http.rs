@@ -421,7 +421,8 @@ fn text_response(status: StatusCode, text: &str) -> Response<Body> {
     r
 }
 
-/// The JSON-RPC method of a body (`batch` for an array), for the log.
+/// The JSON-RPC method of a body (`batch` for an array), for the log; cut like a message quotes
+/// it (a client may send a method name of megabytes).
 fn rpc_method(body: &[u8]) -> Option<String> {
     #[derive(serde::Deserialize)]
     struct Peek {
@@ -429,7 +430,10 @@ fn rpc_method(body: &[u8]) -> Option<String> {
     }
     match body.iter().find(|b| !b.is_ascii_whitespace()) {
         Some(b'[') => Some("batch".into()),
-        _ => serde_json::from_slice::<Peek>(body).ok()?.method,
+        _ => serde_json::from_slice::<Peek>(body)
+            .ok()?
+            .method
+            .map(|m| crate::quote::quote(&m, crate::quote::Quote::Plain)),
     }
 }
 

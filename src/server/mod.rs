@@ -26,18 +26,19 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ClientNotification, ClientRequest,
-    CompleteRequestParams, CompleteResult, ContentBlock, ErrorData, GetPromptRequestParams,
-    GetPromptResponse, GetPromptResult, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, MetaObject, PaginatedRequestParams, PromptMessage,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Reference,
-    ResourceTemplate, ServerConfig, ServerResult, SetLevelRequestParams, SubscribeRequestParams,
-    SubscriptionFilter, UnsubscribeRequestParams,
+    CompleteRequestParams, CompleteResult, ContentBlock, CustomRequest, CustomResult, ErrorData,
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, MetaObject,
+    PaginatedRequestParams, PromptMessage, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Reference, ResourceTemplate, ServerConfig, ServerResult,
+    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ServerHandler, ServiceExt};
 use tokio_util::sync::CancellationToken;
 
 use crate::providers::RequestError;
+use crate::quote::{Quote, quote};
 use crate::registry::{PromptContent, Registry, paginate};
 use crate::tools::CallContext;
 use convert::{completion, contents, error, forward_progress, prompt, resource, role, tool_result};
@@ -99,13 +100,13 @@ async fn admit_listen(shared: &Shared, uris: &[String]) -> Result<(), ErrorData>
     shared.watching().await;
     let registry = shared.registry();
     for uri in uris {
-        if !registry.serves(uri).await {
-            // `subscriptions/listen` exists only in 2026-07-28, where not found is -32602
-            // (rmcp turns -32002 into it only for what a `ServerHandler` answers).
-            let mut e = error(RequestError::NotFound(uri.clone()));
+        // `subscriptions/listen` exists only in 2026-07-28, where not found is -32602 (rmcp
+        // turns -32002 into it only for what a `ServerHandler` answers).
+        registry.check_serves(uri).await.map_err(|e| {
+            let mut e = error(e);
             e.code = rmcp::model::ErrorCode::INVALID_PARAMS;
-            return Err(e);
-        }
+            e
+        })?;
     }
     Ok(())
 }
@@ -124,12 +125,14 @@ impl rmcp::Service<RoleServer> for Gate {
                 .as_deref();
             admit_listen(&self.0.shared, uris.unwrap_or_default()).await?;
         }
-        let method = request.method().to_owned();
+        // The method and what the client named, cut like a message quotes them: a log line is
+        // not a copy of a 14 MB URI.
+        let method = quote(request.method(), Quote::Plain);
         let subject = match &request {
-            ClientRequest::ReadResourceRequest(r) => r.params.uri.clone(),
-            ClientRequest::SubscribeRequest(r) => r.params.uri.clone(),
-            ClientRequest::CallToolRequest(r) => r.params.name.to_string(),
-            ClientRequest::GetPromptRequest(r) => r.params.name.clone(),
+            ClientRequest::ReadResourceRequest(r) => quote(&r.params.uri, Quote::Plain),
+            ClientRequest::SubscribeRequest(r) => quote(&r.params.uri, Quote::Plain),
+            ClientRequest::CallToolRequest(r) => quote(&r.params.name, Quote::Plain),
+            ClientRequest::GetPromptRequest(r) => quote(&r.params.name, Quote::Plain),
             _ => String::new(),
         };
         let start = std::time::Instant::now();
@@ -174,6 +177,20 @@ impl ServerHandler for Handler {
         self.session.set_peer(cx.peer);
     }
 
+    /// An unknown method: rmcp's answer would be the method's name as the whole message, which
+    /// the client chose (16 MiB of it, if it likes); quoted cut here.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        Err(ErrorData::new(
+            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+            format!("Method not found: {}", quote(&request.method, Quote::Code)),
+            None,
+        ))
+    }
+
     async fn subscribe(
         &self,
         params: SubscribeRequestParams,
@@ -182,9 +199,11 @@ impl ServerHandler for Handler {
         // Answered only once the watch that sees this URI's changes is in place, and only for
         // a URI the server would read.
         self.shared.watching().await;
-        if !self.shared.registry().serves(&params.uri).await {
-            return Err(error(RequestError::NotFound(params.uri)));
-        }
+        self.shared
+            .registry()
+            .check_serves(&params.uri)
+            .await
+            .map_err(error)?;
         self.session.subscribe(params.uri);
         self.session.set_peer_if_none(cx.peer);
         Ok(())

@@ -29,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 use super::{CallContext, Hints, Progress, ToolContent, ToolInfo, ToolResult};
 use crate::manifest::SEARCH_TOOL_NAME;
 use crate::providers::files::FilesSource;
+use crate::quote::{QUOTED_CHARS, Quote, quote};
 
 /// Default and largest `max_matches`.
 const DEFAULT_MAX_MATCHES: u64 = 100;
@@ -133,7 +134,8 @@ impl SearchTool {
         ];
         if let Some(k) = args.keys().find(|k| !KNOWN.contains(&k.as_str())) {
             return Err(format!(
-                "unknown argument `{k}`; the arguments are: {}",
+                "unknown argument {}; the arguments are: {}",
+                quote(k, Quote::Code),
                 KNOWN.map(|k| format!("`{k}`")).join(", ")
             ));
         }
@@ -155,19 +157,20 @@ impl SearchTool {
         regex::RegexBuilder::new(pattern)
             .case_insensitive(case_insensitive)
             .build()
-            .map_err(|e| format!("invalid pattern `{pattern}`: {e}"))?;
+            .map_err(|e| invalid_pattern(pattern, &e.to_string()))?;
         let matcher = RegexMatcherBuilder::new()
             .case_insensitive(case_insensitive)
             .line_terminator(Some(b'\n'))
             .build(pattern)
-            .map_err(|e| format!("invalid pattern `{pattern}`: {e}"))?;
+            .map_err(|e| invalid_pattern(pattern, &e.to_string()))?;
         let sources = match string("source")? {
             None => (0..self.sources.len()).collect(),
             Some(name) => match self.sources.iter().position(|s| s.name == name) {
                 Some(i) => vec![i],
                 None => {
                     return Err(format!(
-                        "no searchable [files] source `{name}`; the sources are: {}",
+                        "no searchable [files] source {}; the sources are: {}",
+                        quote(name, Quote::Code),
                         self.source_names()
                     ));
                 }
@@ -179,7 +182,7 @@ impl SearchTool {
                 matcher: GlobBuilder::new(g)
                     .literal_separator(true)
                     .build()
-                    .map_err(|e| format!("invalid glob `{g}`: {}", e.kind()))?
+                    .map_err(|e| format!("invalid glob {}: {}", quote(g, Quote::Code), e.kind()))?
                     .compile_matcher(),
                 name_only: !g.contains('/'),
             }),
@@ -199,6 +202,26 @@ impl SearchTool {
             .map(|s| format!("`{}`", s.name))
             .collect::<Vec<_>>()
             .join(", ")
+    }
+}
+
+/// The message for a pattern that does not compile. `regex`'s message shows the pattern with a
+/// caret under the problem: kept for a pattern short enough to quote whole; for a longer one,
+/// which that would repeat whole, only its `error:` lines, after the pattern quoted cut.
+fn invalid_pattern(pattern: &str, why: &str) -> String {
+    let quoted = quote(pattern, Quote::Code);
+    if pattern.chars().nth(QUOTED_CHARS).is_none() {
+        return format!("invalid pattern {quoted}: {why}");
+    }
+    let what: Vec<&str> = why
+        .lines()
+        .filter(|l| l.starts_with("error:"))
+        .map(|l| l.trim_start_matches("error:").trim())
+        .collect();
+    if what.is_empty() {
+        format!("invalid pattern {quoted}: {}", quote(why, Quote::Plain))
+    } else {
+        format!("invalid pattern {quoted}: {}", what.join("; "))
     }
 }
 
@@ -699,6 +722,34 @@ mod tests {
             stop.cancel();
             assert!(running.join().expect("no panic").is_none());
         });
+    }
+
+    /// `regex` repeats a pattern it cannot compile: a short one keeps that message, a long one
+    /// (4 MiB here) is quoted cut, with only what is wrong.
+    #[test]
+    fn invalid_patterns_are_quoted_cut() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let t = tool(dir.path());
+        let short = t.query(&args(json!({"pattern": "("}))).err();
+        assert_eq!(
+            short.as_deref(),
+            Some("invalid pattern `(`: regex parse error:\n    (\n    ^\nerror: unclosed group")
+        );
+        let long = format!("({}", "é".repeat(2 << 20));
+        let m = t
+            .query(&args(json!({"pattern": long})))
+            .err()
+            .unwrap_or_default();
+        assert!(m.len() < 1024, "{} bytes", m.len());
+        assert!(
+            m.ends_with("…` (2097153 characters): unclosed group"),
+            "{m:.300}"
+        );
+        let m = t.query(&args(json!({long: 1}))).err().unwrap_or_default();
+        assert!(
+            m.len() < 1024 && m.starts_with("unknown argument `(éé"),
+            "{m:.300}"
+        );
     }
 
     #[test]

@@ -10,6 +10,7 @@ use serde_json::{Map, Value, json};
 
 use crate::params::Params;
 use crate::providers::{Body, Contents, RequestError};
+use crate::quote::{Quote, quote};
 use crate::tools::{Hints, ToolContent, ToolInfo, ToolResult};
 use crate::uri::{UriTemplate, VarValue, Vars};
 
@@ -117,7 +118,12 @@ impl TemplateTool {
     pub fn result(&self, uri: &str, read: Result<Vec<Contents>, RequestError>) -> ToolResult {
         let contents = match read {
             Ok(c) => c,
-            Err(e) => return ToolResult::error(format!("reading `{uri}` failed: {e}")),
+            Err(e) => {
+                return ToolResult::error(format!(
+                    "reading {} failed: {e}",
+                    quote(uri, Quote::Code)
+                ));
+            }
         };
         let mut structured = None;
         let mut content = Vec::with_capacity(contents.len());
@@ -142,7 +148,8 @@ impl TemplateTool {
         if self.info.output_schema.is_some() && structured.is_none() {
             // A declared output schema promises structured content.
             return ToolResult::error(format!(
-                "`{uri}` did not read as the JSON rows {} answers",
+                "{} did not read as the JSON rows {} answers",
+                quote(uri, Quote::Code),
                 self.spec.entry
             ));
         }

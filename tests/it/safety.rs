@@ -1,6 +1,7 @@
 //! Issue 9's attacks as regression tests: a value that would become an option, a `file` template
 //! serving what a files source hides, a FIFO or a too-large `max_size` where a file belongs, a
-//! WAL database read without leaving files behind, a value no program can receive.
+//! WAL database read without leaving files behind, a value no program can receive; and a URI or
+//! an argument of megabytes, which must get a short error at once.
 
 use std::process::Command;
 
@@ -459,6 +460,11 @@ uri = "echo://{x}"
 command = ["echo", "{x}"]
 tool = false
 
+[templates.triple]
+uri = "triple://{x}"
+command = ["echo", "{x}{x}{x}"]
+tool = false
+
 [tools.echo]
 command = ["echo", "{x}"]
 params.x = { type = "string" }
@@ -470,12 +476,26 @@ params.x = { type = "string" }
     );
     let mut s = f.serve().started();
     let big = "a".repeat(200 * 1024);
+    // A URI that long is refused for its length (at most 64 KiB) before any template sees it;
+    // a value written three times in one element passes the system's limit within it.
     let e = s.err("resources/read", json!({"uri": format!("echo://{big}")}));
     assert_eq!(e["code"], -32602, "{e}");
     assert!(
         e["message"]
             .as_str()
-            .is_some_and(|m| m.starts_with("[templates.echo] the variables are too large")),
+            .is_some_and(|m| m.starts_with("the URI `echo://aaa") && m.len() < 1024),
+        "{e}"
+    );
+    let third = "a".repeat(50 * 1024);
+    let e = s.err(
+        "resources/read",
+        json!({"uri": format!("triple://{third}")}),
+    );
+    assert_eq!(e["code"], -32602, "{e}");
+    assert!(
+        e["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("[templates.triple] the variables are too large")),
         "{e}"
     );
     // A value with a NUL: the same error class.
@@ -490,11 +510,9 @@ params.x = { type = "string" }
     let fine = "b".repeat(100 * 1024);
     let r = call(&mut s, "script", json!({"x": fine}));
     assert_eq!(text(&r).trim(), "102400", "{r}");
+    let fine = "b".repeat(60 * 1024);
     let r = s.ok("resources/read", json!({"uri": format!("echo://{fine}")}));
-    assert_eq!(
-        r["contents"][0]["text"].as_str().map(str::len),
-        Some(102401)
-    );
+    assert_eq!(r["contents"][0]["text"].as_str().map(str::len), Some(61441));
 }
 
 /// A template variable declared `allow_dash = true` passes a value beginning with `-`; the
@@ -547,4 +565,114 @@ fn a_watched_root_swapped_for_a_symlink_never_serves_the_outside() {
     let after = read(&mut s);
     assert!(!after.to_string().contains("SECRET"), "{after}");
     assert_eq!(after["error"]["code"], -32002, "{after}");
+}
+
+/// Messages quote a value cut (`crate::quote`): `"éé…" (7000000 characters)`, a few hundred bytes.
+fn assert_short(m: &str) {
+    assert!(m.len() < 1024, "a message of {} bytes: {m:.300}", m.len());
+    assert!(
+        m.contains(" characters)"),
+        "says how long the value was: {m:.300}"
+    );
+}
+
+/// A URI of 14 MB that fits a template's scheme (`note199://` then 7 million `é`), to read or to
+/// subscribe to: refused by its length before any template is matched against it (matching it
+/// took 4 s on the runtime thread), with a message that quotes it cut (the pattern error a match
+/// led to quoted the whole value). Tool arguments of the same size get short messages too. The
+/// server answers the next requests.
+#[test]
+fn a_uri_or_an_argument_of_megabytes_gets_a_short_error() {
+    let f = Fixture::new();
+    f.write("notes/abc.md", "hello");
+    let mut manifest = String::new();
+    for i in 0..200 {
+        manifest.push_str(&format!(
+            "[templates.note{i}]\nuri = \"note{i}://{{name}}\"\nfile = \"notes/{{name}}.md\"\nvars.name = {{ pattern = \"^[a-z]+$\" }}\n\n"
+        ));
+    }
+    manifest.push_str(
+        r#"
+[templates.raw]
+uri = "raw://{name}"
+file = "notes/{name}.md"
+
+[tools.echo]
+command = ["echo", "{x}"]
+params.x = { type = "string", pattern = "^[a-z]+$" }
+"#,
+    );
+    f.manifest(&manifest);
+    let mut s = f.serve().started();
+    let value = "é".repeat(7_000_000);
+    let uri = format!("note199://{value}");
+    for method in ["resources/read", "resources/subscribe"] {
+        let e = s.err(method, json!({"uri": uri}));
+        assert_eq!(e["code"], -32602, "{method}: {:.300}", e.to_string());
+        let m = e["message"].as_str().unwrap_or_default();
+        assert_short(m);
+        // Refused for its length: a template's match would have broken `name`'s pattern.
+        assert!(
+            m.starts_with("the URI `note199://éé")
+                && m.ends_with("…` (7000010 characters) is 14000010 bytes long; a URI may have at most 64 KiB (65536 bytes): shorten the values in it"),
+            "{method}: {m:.300}"
+        );
+        assert!(e.to_string().len() < 1024, "no copy in `data` either");
+    }
+    // Through a template without rules the file was not found, and "not found" quoted the URI
+    // whole (in `data` too). Refused the same way now; a URI under the limit that is not found
+    // is quoted cut in the message and given whole in `data`.
+    let e = s.err("resources/read", json!({"uri": format!("raw://{value}")}));
+    assert_eq!(e["code"], -32602);
+    assert!(e.to_string().len() < 1024, "{:.300}", e.to_string());
+    let long = format!("raw://{}", "x".repeat(60_000));
+    let e = s.err("resources/read", json!({"uri": long}));
+    assert_eq!(e["code"], -32002);
+    assert_eq!(
+        e["message"],
+        format!(
+            "resource not found: raw://{}… (60006 characters)",
+            "x".repeat(94)
+        )
+    );
+    assert_eq!(e["data"]["uri"], long);
+    // A ping, and a read that goes through the same template, are answered.
+    assert_eq!(s.ok("ping", json!({})), json!({}));
+    let r = s.ok("resources/read", json!({"uri": "note199://abc"}));
+    assert_eq!(r["contents"][0]["text"], "hello");
+    // The same value as arguments: of a tool, and of the template tools (the one with a pattern
+    // breaks it; the other one's URI would be 42 MB, which the read refuses).
+    for (tool, args, says) in [
+        (
+            "echo",
+            json!({"x": value}),
+            "argument `x` must match the pattern",
+        ),
+        (
+            "note199",
+            json!({"name": value}),
+            "argument `name` must match the pattern",
+        ),
+        (
+            "echo",
+            json!({"x": "a", value.clone(): 1}),
+            "unknown argument `éé",
+        ),
+        ("raw", json!({"name": value}), "reading `raw://%C3%A9"),
+        (
+            "read_resource",
+            json!({"uri": uri}),
+            "the URI `note199://éé",
+        ),
+    ] {
+        let r = call(&mut s, tool, args);
+        assert_eq!(r["isError"], true, "{tool}: {:.300}", r.to_string());
+        assert_short(text(&r));
+        assert!(text(&r).contains(says), "{tool}: {:.300}", text(&r));
+    }
+    // A method of that name is unknown, in a few hundred bytes.
+    let e = s.err(&value, json!({}));
+    assert_eq!(e["code"], -32601);
+    assert_short(e["message"].as_str().unwrap_or_default());
+    assert_eq!(s.ok("ping", json!({})), json!({}));
 }

@@ -48,6 +48,7 @@ use super::{
 use crate::manifest::expand::format_duration;
 use crate::manifest::{self, Diagnostics, Loc, ParamType};
 use crate::params::Typed;
+use crate::quote::{Quote, quote};
 use crate::watch::Change;
 
 const JSON: &str = "application/json";
@@ -455,7 +456,8 @@ impl PostgresSource {
             .find(|q| self.query_template(q) == template)
         else {
             return Err(RequestError::InvalidParams(format!(
-                "no resource template `{template}`"
+                "no resource template {}",
+                quote(template, Quote::Code)
             )));
         };
         if !q.params.names().any(|n| n == var) {
@@ -816,9 +818,11 @@ impl PostgresSource {
                 "22P02" | "22003" | "22007" | "22008" | "22021" | "22P05" | "22001"
             );
             if has_args && bad_value {
+                // PostgreSQL's message repeats the value it could not take: cut like it.
                 return RequestError::InvalidParams(format!(
-                    "`{uri}`: {}",
-                    self.scrub(&db_message(e))
+                    "{}: {}",
+                    quote(uri, Quote::Code),
+                    quote(&self.scrub(&db_message(e)), Quote::Plain)
                 ));
             }
         }
@@ -949,7 +953,8 @@ fn kind_word(relkind: &str) -> &'static str {
 
 fn unknown_variable(template: &str, var: &str, vars: &[&str]) -> RequestError {
     RequestError::InvalidParams(format!(
-        "`{template}` has no variable `{var}`; its variables are: {}",
+        "`{template}` has no variable {}; its variables are: {}",
+        quote(var, Quote::Code),
         vars.join(", ")
     ))
 }

@@ -34,6 +34,7 @@ use super::{
 use crate::manifest::expand::format_duration;
 use crate::manifest::{self, Diagnostics, Loc, ParamType};
 use crate::params::{Noun, Params, Typed};
+use crate::quote::{Quote, quote};
 use crate::watch::Change;
 
 const JSON: &str = "application/json";
@@ -348,7 +349,8 @@ impl SqliteSource {
             .find(|q| self.query_template(q) == template)
         else {
             return Err(RequestError::InvalidParams(format!(
-                "no resource template `{template}`"
+                "no resource template {}",
+                quote(template, Quote::Code)
             )));
         };
         if !q.params.names().any(|n| n == var) {
@@ -505,7 +507,8 @@ impl SqliteSource {
 
 fn unknown_variable(template: &str, var: &str, vars: &[&str]) -> RequestError {
     RequestError::InvalidParams(format!(
-        "`{template}` has no variable `{var}`; its variables are: {}",
+        "`{template}` has no variable {}; its variables are: {}",
+        quote(var, Quote::Code),
         vars.join(", ")
     ))
 }
@@ -521,8 +524,9 @@ impl NamedQuery {
             let decoded = crate::uri::percent_decode(k).zip(crate::uri::percent_decode(v));
             let Some((key, value)) = decoded else {
                 return Err(RequestError::InvalidParams(format!(
-                    "query `{}`: `{pair}` is not a valid percent-encoded parameter",
-                    self.name
+                    "query `{}`: {} is not a valid percent-encoded parameter",
+                    self.name,
+                    quote(pair, Quote::Code)
                 )));
             };
             given.push((key, value));

@@ -13,6 +13,8 @@ use serde::Deserialize;
 use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
+use crate::quote::{Quote, quote};
+
 /// A request id as the client wrote it.
 #[derive(Clone, Debug)]
 pub struct ClientId {
@@ -278,7 +280,8 @@ pub fn message(text: &[u8], in_batch: bool, next_id: &mut dyn FnMut() -> u64) ->
             match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(text) {
                 Ok(msg) => Parsed::Response(Box::new(msg)),
                 Err(e) => {
-                    tracing::debug!("ignored a malformed response {}: {e}", raw.get());
+                    let id = quote(raw.get(), Quote::Plain);
+                    tracing::debug!("ignored a malformed response {id}: {e}");
                     Parsed::Nothing
                 }
             }
@@ -308,7 +311,7 @@ fn request(
             -32600,
             &format!(
                 "Invalid Request: an id is a string or an integer, not {}",
-                raw.get()
+                quote(raw.get(), Quote::Plain)
             ),
         ));
     };
