@@ -4,11 +4,13 @@
 //! group, so a timeout, a cancellation, an output cap or the server's shutdown kills everything
 //! it started, grandchildren included.
 //!
-//! Every program runs under a small supervisor (`supervisor.rs`): the server's child, which forks
-//! the program and, when it ends, is stopped or the server dies (even by `kill -9`), kills
-//! everything the program started (on Linux also what escaped with `setsid`) before it exits with
-//! the program's status. The process group the server registers is the supervisor's; "killing a
-//! group" from here means asking its supervisor (`STOP_SIGNAL`), then SIGKILL if it does not go.
+//! Every program runs under a small supervisor: the server's child, which starts the program and,
+//! when it ends, is stopped or the server dies (even by `kill -9`), kills everything the program
+//! started (on Linux also what escaped with `setsid`) before it reports the program's status.
+//! It is cloned in the server's memory where it can be (`launch.rs`) and forked elsewhere
+//! (`supervisor.rs`). The process group the server registers is the supervisor's; "killing a
+//! group" from here means asking its supervisor (`Stopper`: a byte in its stop pipe, or
+//! `STOP_SIGNAL`), then SIGKILL if it does not go.
 //!
 //! Live groups are kept in the `Children` of the server that started them (a spec names it):
 //! `Children::kill_all` (called when the server stops) kills them all and refuses new ones, so no
@@ -16,9 +18,15 @@
 //! have their own. `Children` also holds what `[server]` says about processes: the folders put
 //! before `PATH` and `max_processes`, the slots calls wait for in order (FIFO).
 
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+mod launch;
 mod supervisor;
+mod sys;
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
@@ -144,21 +152,15 @@ pub async fn run(
         // Never SIGKILL the supervisor on a drop: it must live to kill what is below it
         // (`Group`'s drop asks it to stop; `Reaped` waits for it).
         .kill_on_drop(false);
-    supervisor::install(&mut cmd, spec.program.as_ref());
-    let mut child = Reaped(Some(cmd.spawn().map_err(|e| spawn_error(&spec, &e))?));
-    let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) else {
+    let (child, stdout, stderr) = start_supervised(&spec, cmd)?;
+    let mut child = Reaped(Some(child));
+    let Some(pid) = child.id() else {
         return Err(SpawnError::Other(
             spec.program.clone(),
             "it has no process id".into(),
         ));
     };
-    let mut group = Group::register(&spec.children, pid)?;
-    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
-        return Err(SpawnError::Other(
-            spec.program.clone(),
-            "its output pipes are missing".into(),
-        ));
-    };
+    let mut group = Group::register(&spec.children, pid, child.stopper())?;
 
     let cap = usize::try_from(spec.max_output).unwrap_or(usize::MAX);
     let mut out = Vec::new();
@@ -246,6 +248,9 @@ pub async fn run(
         };
         (ending, status)
     };
+    if let Some(failure) = child.failure() {
+        return Err(start_error(&spec, failure));
+    }
     if status.is_none() {
         tracing::warn!("`{}` could not be waited for", spec.program);
     }
@@ -264,26 +269,153 @@ pub async fn run(
     })
 }
 
+/// A started supervisor: forked by the standard library (`supervisor.rs`), or cloned in the
+/// server's memory (`launch.rs`, Linux on x86_64 and aarch64).
+enum Supervised {
+    Forked(tokio::process::Child),
+    #[cfg(all(
+        target_os = "linux",
+        any(target_arch = "x86_64", target_arch = "aarch64")
+    ))]
+    Cloned(launch::Cloned),
+}
+
+/// A pipe from the tool (stdout or stderr).
+type Output = std::pin::Pin<Box<dyn AsyncRead + Send>>;
+
+/// Starts `cmd` under a supervisor: cloned where `launch::cloned()` says it can be, forked
+/// otherwise.
+fn start_supervised(
+    spec: &ProcessSpec,
+    mut cmd: tokio::process::Command,
+) -> Result<(Supervised, Output, Output), SpawnError> {
+    #[cfg(all(
+        target_os = "linux",
+        any(target_arch = "x86_64", target_arch = "aarch64")
+    ))]
+    if launch::cloned() {
+        let other = |e: std::io::Error| SpawnError::Other(spec.program.clone(), e.to_string());
+        let (child, pipes) =
+            launch::start(cmd.as_std(), spec.program.as_ref(), &spec.cwd).map_err(other)?;
+        let child = Supervised::Cloned(child);
+        let stdout =
+            tokio::net::unix::pipe::Receiver::from_owned_fd(pipes.stdout).map_err(other)?;
+        let stderr =
+            tokio::net::unix::pipe::Receiver::from_owned_fd(pipes.stderr).map_err(other)?;
+        return Ok((child, Box::pin(stdout), Box::pin(stderr)));
+    }
+    supervisor::install(&mut cmd, spec.program.as_ref());
+    let mut child = cmd.spawn().map_err(|e| spawn_error(spec, &e))?;
+    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        return Err(SpawnError::Other(
+            spec.program.clone(),
+            "its output pipes are missing".into(),
+        ));
+    };
+    Ok((
+        Supervised::Forked(child),
+        Box::pin(stdout),
+        Box::pin(stderr),
+    ))
+}
+
 /// A child (the supervisor) that is waited for even when `run` is dropped half-way (a cancelled
 /// read), and killed with SIGKILL only if it does not stop within `STOP_GRACE` of being asked.
-struct Reaped(Option<tokio::process::Child>);
+struct Reaped(Option<Supervised>);
 
-impl std::ops::Deref for Reaped {
-    type Target = tokio::process::Child;
-    fn deref(&self) -> &Self::Target {
-        self.0.as_ref().expect("the child is present until drop")
+impl Reaped {
+    fn get(&mut self) -> &mut Supervised {
+        self.0.as_mut().expect("the child is present until drop")
+    }
+
+    fn id(&mut self) -> Option<i32> {
+        match self.get() {
+            Supervised::Forked(c) => c.id().and_then(|p| i32::try_from(p).ok()),
+            #[cfg(all(
+                target_os = "linux",
+                any(target_arch = "x86_64", target_arch = "aarch64")
+            ))]
+            Supervised::Cloned(c) => Some(c.pid()),
+        }
+    }
+
+    /// How the group is asked to stop.
+    fn stopper(&mut self) -> Stopper {
+        match self.get() {
+            Supervised::Forked(_) => Stopper::Signal,
+            #[cfg(all(
+                target_os = "linux",
+                any(target_arch = "x86_64", target_arch = "aarch64")
+            ))]
+            Supervised::Cloned(c) => Stopper::Pipe(c.stopper()),
+        }
+    }
+
+    async fn wait(&mut self) -> std::io::Result<ExitStatus> {
+        match self.get() {
+            Supervised::Forked(c) => c.wait().await,
+            #[cfg(all(
+                target_os = "linux",
+                any(target_arch = "x86_64", target_arch = "aarch64")
+            ))]
+            Supervised::Cloned(c) => c.wait().await,
+        }
+    }
+
+    /// Why the program did not start, learnt when its supervisor ended (a cloned supervisor;
+    /// a forked one fails `spawn` itself).
+    fn failure(&mut self) -> Option<StartFailure> {
+        match self.get() {
+            Supervised::Forked(_) => None,
+            #[cfg(all(
+                target_os = "linux",
+                any(target_arch = "x86_64", target_arch = "aarch64")
+            ))]
+            Supervised::Cloned(c) => c.failure().map(|f| match f {
+                launch::Failure::Cwd(e) => StartFailure::Cwd(e),
+                launch::Failure::Exec(e) => StartFailure::Exec(e),
+                launch::Failure::Start => StartFailure::Start,
+            }),
+        }
     }
 }
 
-impl std::ops::DerefMut for Reaped {
-    fn deref_mut(&mut self) -> &mut Self::Target {
-        self.0.as_mut().expect("the child is present until drop")
+/// Why a cloned supervisor could not start its program.
+#[derive(Debug, Clone, Copy)]
+enum StartFailure {
+    /// `chdir` (errno).
+    Cwd(i32),
+    /// `execve` (errno).
+    Exec(i32),
+    /// `clone` or the descriptors.
+    Start,
+}
+
+fn start_error(spec: &ProcessSpec, f: StartFailure) -> SpawnError {
+    match f {
+        StartFailure::Cwd(libc::ENOENT | libc::ENOTDIR) => {
+            SpawnError::Cwd(spec.cwd.display().to_string())
+        }
+        StartFailure::Cwd(e) => SpawnError::Other(
+            spec.program.clone(),
+            format!(
+                "cannot enter its working directory `{}`: {}",
+                spec.cwd.display(),
+                std::io::Error::from_raw_os_error(e)
+            ),
+        ),
+        StartFailure::Exec(e) => spawn_error(spec, &std::io::Error::from_raw_os_error(e)),
+        StartFailure::Start => SpawnError::Other(
+            spec.program.clone(),
+            "the system refused to start a process".into(),
+        ),
     }
 }
 
 impl Drop for Reaped {
     fn drop(&mut self) {
-        let Some(mut child) = self.0.take() else {
+        let Some(Supervised::Forked(mut child)) = self.0.take() else {
+            // A cloned supervisor's own drop waits for it (or nothing is left).
             return;
         };
         if matches!(child.try_wait(), Ok(Some(_))) {
@@ -412,7 +544,7 @@ async fn wait_for_slot(
 fn spawn_error(spec: &ProcessSpec, e: &std::io::Error) -> SpawnError {
     let program = spec.program.clone();
     match e.kind() {
-        std::io::ErrorKind::NotFound if !spec.cwd.is_dir() => {
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory if !spec.cwd.is_dir() => {
             SpawnError::Cwd(spec.cwd.display().to_string())
         }
         std::io::ErrorKind::NotFound => SpawnError::Missing(program),
@@ -481,7 +613,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// settings every process of that server follows.
 #[derive(Debug)]
 pub(crate) struct Children {
-    live: Mutex<HashSet<i32>>,
+    /// Each live group, and how its supervisor is asked to stop.
+    live: Mutex<HashMap<i32, Stopper>>,
     /// Set once by `kill_all`: no process starts after it.
     closed: AtomicBool,
     /// `[server] path`: folders put before `PATH`.
@@ -548,8 +681,33 @@ impl Children {
         let mut live = lock(&self.live);
         self.closed.store(true, Ordering::SeqCst);
         self.slots.close();
-        for pgid in live.drain() {
-            signal_group(pgid, supervisor::STOP_SIGNAL);
+        for (pgid, stop) in live.drain() {
+            stop.stop(pgid);
+        }
+    }
+}
+
+/// How a supervisor is asked to stop: a forked one by `STOP_SIGNAL` to its group, a cloned one
+/// (which keeps every signal blocked) by a byte in its stop pipe.
+#[derive(Debug, Clone)]
+enum Stopper {
+    Signal,
+    #[cfg(all(
+        target_os = "linux",
+        any(target_arch = "x86_64", target_arch = "aarch64")
+    ))]
+    Pipe(Arc<std::os::fd::OwnedFd>),
+}
+
+impl Stopper {
+    fn stop(&self, pgid: i32) {
+        match self {
+            Stopper::Signal => signal_group(pgid, supervisor::STOP_SIGNAL),
+            #[cfg(all(
+                target_os = "linux",
+                any(target_arch = "x86_64", target_arch = "aarch64")
+            ))]
+            Stopper::Pipe(fd) => launch::stop(fd),
         }
     }
 }
@@ -569,15 +727,17 @@ fn signal_group(pgid: i32, signal: i32) {
 struct Group {
     children: Arc<Children>,
     pgid: i32,
+    stop: Stopper,
     armed: bool,
 }
 
 impl Group {
-    fn register(children: &Arc<Children>, pgid: i32) -> Result<Group, SpawnError> {
+    fn register(children: &Arc<Children>, pgid: i32, stop: Stopper) -> Result<Group, SpawnError> {
         let mut live = lock(&children.live);
         let group = Group {
             children: children.clone(),
             pgid,
+            stop,
             armed: true,
         };
         if children.closed.load(Ordering::SeqCst) {
@@ -585,13 +745,13 @@ impl Group {
             drop(live);
             return Err(SpawnError::ShuttingDown);
         }
-        live.insert(pgid);
+        live.insert(pgid, group.stop.clone());
         Ok(group)
     }
 
     /// Asks the group's supervisor to kill everything below it and exit.
     fn kill(&self) {
-        signal_group(self.pgid, supervisor::STOP_SIGNAL);
+        self.stop.stop(self.pgid);
     }
 
     /// Kills the supervisor itself (it did not stop when asked).
@@ -810,6 +970,82 @@ mod tests {
         assert_eq!(out.ending, Ending::Cancelled, "cancelled while waiting");
         drop(held);
         assert_eq!(children.slots.available_permits(), 1);
+    }
+
+    #[cfg(all(
+        target_os = "linux",
+        any(target_arch = "x86_64", target_arch = "aarch64")
+    ))]
+    #[test]
+    fn supervisors_are_cloned_unless_told_to_fork() {
+        // CI runs these tests a second time with MCP_MANIFEST_SUPERVISOR=fork.
+        let fork = std::env::var_os("MCP_MANIFEST_SUPERVISOR").is_some_and(|v| v == "fork");
+        assert_eq!(launch::cloned(), !fork);
+    }
+
+    #[tokio::test]
+    async fn a_program_starts_clean_stdin_at_eof_no_extra_descriptors_no_signal_ignored_or_blocked()
+    {
+        // Each checked by the program itself (a shell would block signals and hold pipes of
+        // its own while it runs the next command).
+        let stdout = |args: &'static [&'static str]| async move {
+            let out = run(spec(args[0], &args[1..]), CancellationToken::new(), None)
+                .await
+                .unwrap();
+            assert_eq!(out.ending, Ending::Exited(0), "{args:?}");
+            String::from_utf8(out.stdout).unwrap()
+        };
+        // stdin is /dev/null.
+        assert_eq!(stdout(&["cat"]).await, "");
+        // Only 0, 1 and 2 (3 is `ls`'s own listing): not the server's, not the supervisor's
+        // stop pipe, not what the server inherited without close-on-exec.
+        assert_eq!(stdout(&["ls", "/proc/self/fd"]).await, "0\n1\n2\n3\n");
+        // SIGPIPE back to its default action (Rust ignores it), no signal blocked.
+        let text = stdout(&["grep", "-E", "^Sig(Ign|Blk)", "/proc/self/status"]).await;
+        let mask = |name: &str| {
+            let line = text
+                .lines()
+                .find(|l| l.starts_with(name))
+                .unwrap_or_else(|| panic!("{name} in {text}"));
+            u64::from_str_radix(line.split_whitespace().nth(1).unwrap(), 16).unwrap()
+        };
+        assert_eq!(mask("SigBlk:"), 0, "{text}");
+        assert_eq!(mask("SigIgn:") & (1 << (libc::SIGPIPE - 1)), 0, "{text}");
+    }
+
+    #[tokio::test]
+    async fn scripts_without_an_interpreter_line_run_in_sh_and_a_missing_interpreter_is_named() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("mcp-manifest-exec-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let script = |name: &str, text: &str| {
+            let file = dir.join(name);
+            std::fs::write(&file, text).unwrap();
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
+            file.to_str().unwrap().to_owned()
+        };
+        // ENOEXEC: the shell runs it, with the arguments (as `execvp` does).
+        let plain = script("plain", "echo \"ran by sh: $0 $1\"\n");
+        let out = run(spec(&plain, &["one"]), CancellationToken::new(), None)
+            .await
+            .unwrap();
+        assert_eq!(out.ending, Ending::Exited(0));
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            format!("ran by sh: {plain} one\n")
+        );
+        // The kernel's own ENOENT (the interpreter is missing) is a spawn error.
+        let broken = script("broken", "#!/no/such/interpreter\n");
+        let e = run(spec(&broken, &[]), CancellationToken::new(), None)
+            .await
+            .unwrap_err();
+        assert_eq!(e, SpawnError::Missing(broken.clone()));
+        // A working directory below a file: ENOTDIR from chdir.
+        let mut s = spec("true", &[]);
+        s.cwd = PathBuf::from(&broken).join("below-a-file");
+        let e = run(s, CancellationToken::new(), None).await.unwrap_err();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(matches!(e, SpawnError::Cwd(_)), "{e:?}");
     }
 
     #[test]

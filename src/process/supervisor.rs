@@ -1,6 +1,10 @@
 //! The per-call supervisor: what makes sure nothing a tool started outlives its call or the
 //! server, even after `kill -9` of the server.
 //!
+//! This file is the *forked* supervisor (and the cleanup both kinds share); on Linux x86_64 and
+//! aarch64 the server starts *cloned* supervisors instead (`launch.rs`), which behave the same
+//! without a copy of the server.
+//!
 //! `process::run` starts every program through `install`: the child the standard library forks
 //! (the *supervisor*, leader of the process group the server registers) forks once more before
 //! exec; the grandchild (the *tool*, in a process group of its own) execs the program, and the
@@ -38,6 +42,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use libc::{c_int, pid_t};
 
+use super::sys;
+
 /// The signal the server sends a supervisor to end its call now.
 pub(super) const STOP_SIGNAL: c_int = libc::SIGTERM;
 
@@ -55,6 +61,10 @@ const WAKE: [c_int; 5] = [
 
 /// Cleanup passes before the supervisor gives up (a fork bomb faster than SIGKILL).
 const MAX_PASSES: u32 = 10_000;
+
+/// The shell that runs a file the kernel cannot execute (as `execvp` does).
+#[cfg(target_os = "linux")]
+pub(super) const SH: &std::ffi::CStr = c"/bin/sh";
 
 /// Makes `cmd` start through a supervisor. `arg0` is the program's name as the tool sees it.
 pub(super) fn install(cmd: &mut tokio::process::Command, arg0: &std::ffi::OsStr) {
@@ -79,10 +89,13 @@ pub(super) fn install(cmd: &mut tokio::process::Command, arg0: &std::ffi::OsStr)
 /// What the tool is started with on Linux, built before the fork (nothing may be allocated
 /// after it): the program, argv and environment as C arrays, and a stack for `start_tool`.
 #[cfg(target_os = "linux")]
-struct Exec {
+pub(super) struct Exec {
     program: std::ffi::CString,
     _strings: Vec<std::ffi::CString>,
     argv: Vec<*const libc::c_char>,
+    /// `/bin/sh`, the program, then argv after argv[0]: what runs a file the kernel cannot
+    /// (ENOEXEC: a script without `#!`), as `execvp` does.
+    sh_argv: Vec<*const libc::c_char>,
     envp: Vec<*const libc::c_char>,
     stack: Vec<u8>,
 }
@@ -99,7 +112,7 @@ impl Exec {
     /// The program, arguments and environment `cmd` would exec (the inherited environment with
     /// `cmd`'s changes), as `execve` takes them. Strings with a NUL are left out (the standard
     /// library refuses such a command before forking anyway).
-    fn new(cmd: &std::process::Command, arg0: &std::ffi::OsStr) -> Exec {
+    pub(super) fn new(cmd: &std::process::Command, arg0: &std::ffi::OsStr) -> Exec {
         use std::os::unix::ffi::OsStrExt as _;
         let c = |s: &std::ffi::OsStr| std::ffi::CString::new(s.as_bytes()).ok();
         let mut env: std::collections::BTreeMap<std::ffi::OsString, std::ffi::OsString> =
@@ -133,13 +146,44 @@ impl Exec {
                 .chain(std::iter::once(std::ptr::null()))
                 .collect::<Vec<_>>()
         };
+        let program = c(cmd.get_program()).unwrap_or_default();
+        let sh_argv = [SH.as_ptr(), program.as_ptr()]
+            .into_iter()
+            .chain(strings[1.min(argc)..argc].iter().map(|s| s.as_ptr()))
+            .chain(std::iter::once(std::ptr::null()))
+            .collect();
         Exec {
-            program: c(cmd.get_program()).unwrap_or_default(),
+            program,
+            sh_argv,
             argv: ptrs(&strings[..argc]),
             envp: ptrs(&strings[argc..]),
             _strings: strings,
             stack: vec![0; 64 * 1024],
         }
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl Exec {
+    pub(super) fn program_ptr(&self) -> *const libc::c_char {
+        self.program.as_ptr()
+    }
+
+    pub(super) fn argv_ptr(&self) -> *const *const libc::c_char {
+        self.argv.as_ptr()
+    }
+
+    pub(super) fn sh_argv_ptr(&self) -> *const *const libc::c_char {
+        self.sh_argv.as_ptr()
+    }
+
+    pub(super) fn envp_ptr(&self) -> *const *const libc::c_char {
+        self.envp.as_ptr()
+    }
+
+    /// The top of the tool's stack, 16-byte aligned (stacks grow down).
+    pub(super) fn stack_top(&self) -> *mut libc::c_void {
+        ((self.stack.as_ptr() as usize + self.stack.len()) & !15) as *mut libc::c_void
     }
 }
 
@@ -149,6 +193,7 @@ impl Exec {
 struct ToolStart {
     program: *const libc::c_char,
     argv: *const *const libc::c_char,
+    sh_argv: *const *const libc::c_char,
     envp: *const *const libc::c_char,
     supervisor: pid_t,
     mask: libc::sigset_t,
@@ -178,7 +223,19 @@ extern "C" fn start_tool(arg: *mut libc::c_void) -> c_int {
             libc::_exit(126);
         }
         libc::pthread_sigmask(libc::SIG_SETMASK, &start.mask, std::ptr::null_mut());
+        // Descriptors the server inherited without close-on-exec (a client's, a jobserver's)
+        // are not the tool's: only 0, 1 and 2 pass.
+        libc::syscall(
+            libc::SYS_close_range,
+            3 as libc::c_uint,
+            libc::c_uint::MAX,
+            libc::CLOSE_RANGE_CLOEXEC as libc::c_uint,
+        );
         libc::execve(start.program, start.argv, start.envp);
+        if *libc::__errno_location() == libc::ENOEXEC {
+            libc::execve(SH.as_ptr(), start.sh_argv, start.envp);
+            *libc::__errno_location() = libc::ENOEXEC;
+        }
         start.failed = *libc::__errno_location();
         libc::_exit(127)
     }
@@ -197,16 +254,15 @@ fn split(server: pid_t, exec: &Exec) -> io::Result<()> {
         let mut start = ToolStart {
             program: exec.program.as_ptr(),
             argv: exec.argv.as_ptr(),
+            sh_argv: exec.sh_argv.as_ptr(),
             envp: exec.envp.as_ptr(),
             supervisor: me,
             mask: old,
             failed: 0,
         };
-        // The stack grows down from the end of `exec.stack`, 16-byte aligned.
-        let top = exec.stack.as_ptr().add(exec.stack.len()) as usize & !15;
         let tool = libc::clone(
             start_tool,
-            top as *mut libc::c_void,
+            exec.stack_top(),
             libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
             (&raw mut start).cast(),
         );
@@ -337,14 +393,14 @@ unsafe fn supervise(server: pid_t, tool: pid_t) -> ! {
 }
 
 /// Reaps every child that has ended (the tool's status is kept), without blocking. True when
-/// there is no child left at all.
-unsafe fn reap(tool: pid_t, status: &mut Option<c_int>) -> bool {
+/// there is no child left at all. Raw calls only (also run by a `clone(CLONE_VM)` supervisor).
+pub(super) unsafe fn reap(tool: pid_t, status: &mut Option<c_int>) -> bool {
     loop {
         let mut st: c_int = 0;
-        // SAFETY: waitpid with a valid out pointer.
-        let r = unsafe { libc::waitpid(-1, &mut st, libc::WNOHANG) };
+        // SAFETY: wait4 with a valid out pointer.
+        let r = unsafe { sys::wait4(-1, &mut st, libc::WNOHANG) };
         if r > 0 {
-            if r == tool {
+            if r == tool as isize {
                 *status = Some(st);
             }
             continue;
@@ -352,7 +408,7 @@ unsafe fn reap(tool: pid_t, status: &mut Option<c_int>) -> bool {
         if r == 0 {
             return false;
         }
-        if io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+        if sys::errno(r) == libc::EINTR {
             continue;
         }
         return true;
@@ -360,28 +416,25 @@ unsafe fn reap(tool: pid_t, status: &mut Option<c_int>) -> bool {
 }
 
 /// Kills the tool's group and every process left below the supervisor, until none is left.
-unsafe fn cleanup(tool: pid_t, status: &mut Option<c_int>) {
+/// Raw calls only (also run by a `clone(CLONE_VM)` supervisor).
+pub(super) unsafe fn cleanup(tool: pid_t, status: &mut Option<c_int>) {
     let mut group = true;
     for _ in 0..MAX_PASSES {
-        // SAFETY (block): kill / nanosleep have no memory preconditions.
+        // SAFETY (block): kill / sleep have no memory preconditions.
         unsafe {
-            if group && libc::kill(-tool, libc::SIGKILL) != 0 {
+            if group && sys::kill(-tool, libc::SIGKILL) != 0 {
                 // Empty: a group cannot be joined again, so the id is not asked again (it may
                 // be reused from now on).
                 group = false;
             }
             if status.is_none() {
-                libc::kill(tool, libc::SIGKILL);
+                sys::kill(tool, libc::SIGKILL);
             }
             kill_children();
             if reap(tool, status) {
                 return;
             }
-            let pause = libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 1_000_000,
-            };
-            libc::nanosleep(&pause, std::ptr::null_mut());
+            sys::pause_1ms();
         }
     }
 }
@@ -446,19 +499,20 @@ unsafe fn close_from(low: c_int) {
 unsafe fn kill_children() {
     // SAFETY: plain syscalls on stack buffers.
     unsafe {
-        let me = libc::getpid();
+        let me = sys::getpid();
         let mut path = [0u8; 64];
         let mut n = put(&mut path, 0, b"/proc/self/task/");
         n = put_num(&mut path, n, me as u64);
         put(&mut path, n, b"/children\0");
-        let fd = libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC);
+        let fd = sys::open_read(path.as_ptr().cast(), 0);
         if fd >= 0 {
+            let fd = fd as c_int;
             for_each_number(fd, |pid| {
                 if pid > 1 {
-                    libc::kill(pid as pid_t, libc::SIGKILL);
+                    sys::kill(pid as pid_t, libc::SIGKILL);
                 }
             });
-            libc::close(fd);
+            sys::close(fd);
             return;
         }
         // A kernel without CONFIG_PROC_CHILDREN: every process's parent, from /proc/N/stat.
@@ -474,21 +528,14 @@ unsafe fn kill_children() {}
 unsafe fn scan_proc(me: pid_t) {
     // SAFETY: plain syscalls on stack buffers; getdents64 fills `buf` with records it sizes.
     unsafe {
-        let dir = libc::open(
-            c"/proc".as_ptr(),
-            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
-        );
+        let dir = sys::open_read(c"/proc".as_ptr(), libc::O_DIRECTORY);
         if dir < 0 {
             return;
         }
+        let dir = dir as c_int;
         let mut buf = [0u8; 4096];
         loop {
-            let got = libc::syscall(
-                libc::SYS_getdents64,
-                dir,
-                buf.as_mut_ptr(),
-                buf.len() as libc::c_uint,
-            );
+            let got = sys::getdents64(dir, buf.as_mut_ptr(), buf.len());
             if got <= 0 {
                 break;
             }
@@ -499,17 +546,19 @@ unsafe fn scan_proc(me: pid_t) {
                 if reclen == 0 {
                     break;
                 }
-                let name = &buf[at + 19..(at + reclen).min(got as usize)];
+                let name = buf
+                    .get(at + 19..(at + reclen).min(got as usize))
+                    .unwrap_or(&[]);
                 if let Some(pid) = number(name)
                     && pid as pid_t != me
                     && parent_of(pid) == Some(me)
                 {
-                    libc::kill(pid as pid_t, libc::SIGKILL);
+                    sys::kill(pid as pid_t, libc::SIGKILL);
                 }
                 at += reclen;
             }
         }
-        libc::close(dir);
+        sys::close(dir);
     }
 }
 
@@ -523,17 +572,18 @@ unsafe fn parent_of(pid: u64) -> Option<pid_t> {
     put(&mut path, n, b"/stat\0");
     // SAFETY: plain syscalls on stack buffers.
     unsafe {
-        let fd = libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC);
+        let fd = sys::open_read(path.as_ptr().cast(), 0);
         if fd < 0 {
             return None;
         }
+        let fd = fd as c_int;
         let mut buf = [0u8; 512];
-        let got = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
-        libc::close(fd);
+        let got = sys::read(fd, buf.as_mut_ptr(), buf.len());
+        sys::close(fd);
         if got <= 0 {
             return None;
         }
-        let text = &buf[..got as usize];
+        let text = buf.get(..got as usize)?;
         let close = text.iter().rposition(|&b| b == b')')?;
         // ") S PPID "
         let rest = text.get(close + 4..)?;
@@ -549,11 +599,11 @@ unsafe fn for_each_number(fd: c_int, mut f: impl FnMut(u64)) {
     let mut current: Option<u64> = None;
     loop {
         // SAFETY: reading into a stack buffer of the given length.
-        let got = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        let got = unsafe { sys::read(fd, buf.as_mut_ptr(), buf.len()) };
         if got <= 0 {
             break;
         }
-        for &b in &buf[..got as usize] {
+        for &b in buf.get(..got as usize).unwrap_or(&[]) {
             if b.is_ascii_digit() {
                 current = Some(
                     current
