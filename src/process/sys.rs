@@ -46,7 +46,7 @@ unsafe fn call(n: c_long, a: usize, b: usize, c: usize, d: usize, e: usize, f: u
         core::arch::asm!(
             "svc 0",
             in("x8") n as usize,
-            inlateout("x0") a => ret,
+            inlateout("x0") a as isize => ret,
             in("x1") b,
             in("x2") c,
             in("x3") d,
