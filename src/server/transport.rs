@@ -209,8 +209,8 @@ impl Session {
         if !st.work.is_empty() || !st.control.is_empty() {
             self.ready.notify_one();
         }
-        if st.reader_waiting {
-            self.room.notify_one();
+        if st.readers_waiting > 0 {
+            self.room.notify_all();
         }
         self.out_room.notify_waiters();
     }
@@ -246,9 +246,9 @@ impl Session {
         while !st.closed
             && (st.input_bytes >= INPUT_CAP || (st.out_bytes >= OUTPUT_CAP && !st.out_closed))
         {
-            st.reader_waiting = true;
+            st.readers_waiting += 1;
             st = self.room.wait(st).unwrap_or_else(|p| p.into_inner());
-            st.reader_waiting = false;
+            st.readers_waiting -= 1;
         }
     }
 
@@ -447,8 +447,9 @@ struct State {
     out_bytes: usize,
     /// stdout failed: what is sent is dropped.
     out_closed: bool,
-    /// The reader thread waits for room (`Session::room`).
-    reader_waiting: bool,
+    /// How many reader threads (the reader, and the second one of `share_reads`) wait for room
+    /// (`Session::room`).
+    readers_waiting: usize,
     /// The writer thread waits for something to write (`Session::writable`).
     writer_waiting: bool,
     /// The reader queued answers without waking the writer (`Session::flush_held`).
@@ -483,7 +484,7 @@ impl State {
             out: VecDeque::new(),
             out_bytes: 0,
             out_closed: false,
-            reader_waiting: false,
+            readers_waiting: 0,
             writer_waiting: false,
             held: false,
             finishing: false,
@@ -1213,8 +1214,8 @@ impl rmcp::transport::Transport<RoleServer> for LineTransport {
                     st.wake_writer(&self.session.writable);
                 }
                 if let Some((mut msg, internal)) = picked {
-                    if st.reader_waiting {
-                        self.session.room.notify_one();
+                    if st.readers_waiting > 0 {
+                        self.session.room.notify_all();
                     }
                     drop(st);
                     if let (JsonRpcMessage::Request(r), Some(id)) = (&mut *msg, internal) {
@@ -1387,19 +1388,154 @@ fn splice_subscription_id(bytes: &mut Vec<u8>, internal: u64, id: &ClientId) {
     bytes.splice(start..end, id.raw.bytes());
 }
 
+/// The most chunks waiting for the second reader (`share_reads`); more are taken by the reader.
+const SHARED_CHUNKS: usize = 16;
+/// Lines given to the second reader at a time: one hand-off (and at most one wake-up of it, and
+/// of the writer when it has answered them) per chunk, not per line.
+const CHUNK_LINES: usize = 16;
+/// Only lines this short are shared (a `resources/read` request is a few hundred bytes).
+const SHARED_LINE_MAX: usize = 4096;
+
 /// The reader thread: splits input into lines of at most `MAX_LINE` bytes, reading one more
 /// only when there is room for it.
+///
+/// Pipelined `resources/read` requests are shared with a second thread: each small read the
+/// shortcut answers costs five system calls (`fstatat`, `openat`, `fstat`, `read`, `close`,
+/// ~5.4 µs on the machine of BENCHMARKS.md, so at most ~185 000 a second on one thread even
+/// without any JSON), and two threads make about twice as many. Only when more input is already
+/// buffered (a client that waits for each answer gets it from this thread, with no hand-off),
+/// only after `initialize` was answered (as for every direct answer), and every other such
+/// line, in chunks of `CHUNK_LINES`, so both threads stay busy. Their answers may go out in
+/// another order than the requests came, which JSON-RPC allows (ids match them up). Memory
+/// stays bounded: at most `SHARED_CHUNKS` chunks of short lines wait, and the answers count
+/// against the output budget like every other.
 fn read_lines<R: Read>(session: &Session, read: R) {
+    let two = std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2);
+    std::thread::scope(|scope| {
+        let mut helper: Option<std::sync::mpsc::SyncSender<Vec<u8>>> = None;
+        let mut share = |chunk: Vec<u8>| -> Result<(), Vec<u8>> {
+            let tx = helper.get_or_insert_with(|| {
+                let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(SHARED_CHUNKS);
+                let spawned = std::thread::Builder::new()
+                    .name("stdin-2".into())
+                    .spawn_scoped(scope, move || share_reads(session, &rx));
+                if spawned.is_err() {
+                    tracing::warn!("could not start a second reader thread");
+                }
+                tx
+            });
+            tx.try_send(chunk).map_err(|e| match e {
+                std::sync::mpsc::TrySendError::Full(c)
+                | std::sync::mpsc::TrySendError::Disconnected(c) => c,
+            })
+        };
+        read_lines_sharing(session, read, two.then_some(&mut share));
+        // Dropping the sender ends the second reader once it has taken every chunk it was
+        // given (the scope waits for it): nothing given is lost at the end of the input.
+        drop(helper);
+    });
+}
+
+/// Takes every line of `chunk` (lines, each with its newline), each once there is room for it,
+/// as the reader takes its own: the caps bound what both threads queue.
+fn take_lines(session: &Session, chunk: &[u8]) {
+    for line in chunk.split_inclusive(|b| *b == b'\n') {
+        session.wait_for_room();
+        session.take_line(line);
+    }
+}
+
+/// The second reader: takes the chunks `read_lines` shares, and sends what it answered on its
+/// way each time it has nothing left to take (as the reader does before it waits for input).
+fn share_reads(session: &Session, chunks: &std::sync::mpsc::Receiver<Vec<u8>>) {
+    loop {
+        let chunk = match chunks.try_recv() {
+            Ok(chunk) => chunk,
+            Err(std::sync::mpsc::TryRecvError::Empty) => {
+                session.flush_held();
+                match chunks.recv() {
+                    Ok(chunk) => chunk,
+                    Err(_) => return,
+                }
+            }
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                session.flush_held();
+                return;
+            }
+        };
+        take_lines(session, &chunk);
+    }
+}
+
+/// Whether `line` is one to share: a small `resources/read` request, after `initialize`.
+fn shareable(session: &Session, line: &[u8]) -> bool {
+    const METHOD: &[u8] = b"\"resources/read\"";
+    line.len() <= SHARED_LINE_MAX
+        && line.ends_with(b"\n")
+        && session.fast_ping.load(Ordering::Relaxed)
+        && line.windows(METHOD.len()).any(|w| w == METHOD)
+}
+
+/// Lines gathered for the second reader.
+struct Chunk {
+    bytes: Vec<u8>,
+    lines: usize,
+}
+
+type Share<'a> = &'a mut dyn FnMut(Vec<u8>) -> Result<(), Vec<u8>>;
+
+/// Gives the gathered lines to the second reader, or takes them here when it has no room.
+fn give(session: &Session, chunk: &mut Chunk, share: &mut Option<Share<'_>>) {
+    if chunk.lines == 0 {
+        return;
+    }
+    let bytes = std::mem::take(&mut chunk.bytes);
+    chunk.lines = 0;
+    let refused = match share.as_mut() {
+        Some(share) => share(bytes).err(),
+        None => Some(bytes),
+    };
+    if let Some(bytes) = refused {
+        take_lines(session, &bytes);
+    }
+}
+
+fn read_lines_sharing<R: Read>(session: &Session, read: R, mut share: Option<Share<'_>>) {
     let mut reader = std::io::BufReader::with_capacity(64 * 1024, read);
     let mut line = Vec::new();
+    // Alternates the shareable lines between the two threads.
+    let mut turn = false;
+    let mut chunk = Chunk {
+        bytes: Vec::new(),
+        lines: 0,
+    };
     loop {
         session.wait_for_room();
         if !reader.buffer().contains(&b'\n') {
-            // The next read may wait for the client: what was answered goes out first.
+            // The next read may wait for the client: what was gathered is given now, and what
+            // was answered goes out first.
+            give(session, &mut chunk, &mut share);
             session.flush_held();
         }
         match read_line(&mut reader, &mut line) {
-            Ok(Line::Complete) => session.take_line(&line),
+            Ok(Line::Complete) => {
+                let gathered = share.is_some()
+                    && reader.buffer().contains(&b'\n')
+                    && shareable(session, &line)
+                    && {
+                        turn = !turn;
+                        turn
+                    };
+                if gathered {
+                    chunk.bytes.extend_from_slice(&line);
+                    chunk.lines += 1;
+                    if chunk.lines >= CHUNK_LINES {
+                        give(session, &mut chunk, &mut share);
+                    }
+                } else {
+                    session.take_line(&line);
+                }
+            }
             Ok(Line::TooLong) => {
                 let id = parse::id_from_prefix(parse::trim(&line)).unwrap_or_else(ClientId::null);
                 tracing::error!("refused an incoming message longer than {MAX_LINE} bytes");
@@ -1414,10 +1550,12 @@ fn read_lines<R: Read>(session: &Session, read: R) {
                 session.lock().reply(text, &session.writable);
             }
             Ok(Line::End) => {
+                give(session, &mut chunk, &mut share);
                 session.take_line(&line);
                 return;
             }
             Err(e) => {
+                give(session, &mut chunk, &mut share);
                 tracing::error!("reading stdin failed: {e}");
                 return;
             }
