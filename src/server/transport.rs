@@ -20,7 +20,8 @@
 //! `resources/list` page): the reply counts in the output queue like any other, so the bounds
 //! below hold, and rmcp never sees the request. One thread hand-off (to the writer) instead of
 //! three, and none of rmcp's per-request machinery (typed parse, task, cancellation token,
-//! context).
+//! context). Pipelined `resources/read` lines are shared with a second reader thread
+//! (`read_lines`): a small read costs five system calls, which cap one thread.
 //!
 //! # Ids
 //!
