@@ -196,6 +196,10 @@ struct Session {
     /// The answer to `initialize` is queued: the reader answers a bare `ping` itself, and what
     /// the shortcut answers.
     fast_ping: AtomicBool,
+    /// Whether the last `resources/read` line was answered directly (a small file): only then
+    /// are reads shared with a second reader thread (`read_lines`); large reads go to rmcp,
+    /// which a second thread would not make faster.
+    direct_reads: AtomicBool,
     shortcut: OnceLock<Shortcut>,
 }
 
@@ -272,9 +276,18 @@ impl Session {
         if text.is_empty() {
             return;
         }
-        if self.fast_ping.load(Ordering::Relaxed)
-            && let Some(answer) = self.answer_directly(text)
-        {
+        let direct = if self.fast_ping.load(Ordering::Relaxed) {
+            let answer = self.answer_directly(text);
+            if answer.is_some() {
+                self.direct_reads.store(true, Ordering::Relaxed);
+            } else if has_method(text, READ_METHOD) {
+                self.direct_reads.store(false, Ordering::Relaxed);
+            }
+            answer
+        } else {
+            None
+        };
+        if let Some(answer) = direct {
             // Answered here, like a line that is not a message: no thread hand-off, no rmcp
             // machinery. Bounded like every reply (it counts in the output queue, and the reader
             // stops while that is full). Only after `initialize` was answered, so it never goes
@@ -938,6 +951,7 @@ impl Output {
             out_room: tokio::sync::Notify::new(),
             next_id: AtomicU64::new(1),
             fast_ping: AtomicBool::new(false),
+            direct_reads: AtomicBool::new(false),
             shortcut: OnceLock::new(),
         });
         let (done_tx, done) = tokio::sync::oneshot::channel();
@@ -1468,13 +1482,22 @@ fn share_reads(session: &Session, chunks: &std::sync::mpsc::Receiver<Vec<u8>>) {
     }
 }
 
-/// Whether `line` is one to share: a small `resources/read` request, after `initialize`.
+/// `"resources/read"`, quoted as a method name is in a request.
+const READ_METHOD: &[u8] = b"\"resources/read\"";
+
+/// Whether `text` holds `quoted` (a method name in quotes) anywhere.
+fn has_method(text: &[u8], quoted: &[u8]) -> bool {
+    text.windows(quoted.len()).any(|w| w == quoted)
+}
+
+/// Whether `line` is one to share: a short `resources/read` request, after `initialize`, while
+/// reads are answered directly (small files).
 fn shareable(session: &Session, line: &[u8]) -> bool {
-    const METHOD: &[u8] = b"\"resources/read\"";
     line.len() <= SHARED_LINE_MAX
         && line.ends_with(b"\n")
         && session.fast_ping.load(Ordering::Relaxed)
-        && line.windows(METHOD.len()).any(|w| w == METHOD)
+        && session.direct_reads.load(Ordering::Relaxed)
+        && has_method(line, READ_METHOD)
 }
 
 /// Lines gathered for the second reader.

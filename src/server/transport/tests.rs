@@ -353,6 +353,36 @@ async fn pipelined_reads_are_shared_by_two_threads_and_each_is_answered_once() {
 }
 
 #[tokio::test]
+async fn reads_the_shortcut_declines_are_not_shared() {
+    // Large files go to rmcp: a second reader thread would not make them faster.
+    let threads = Arc::new(Mutex::new(std::collections::BTreeSet::<String>::new()));
+    let seen = threads.clone();
+    let shortcut: Shortcut = Box::new(move |_, _| {
+        let name = std::thread::current().name().unwrap_or("?").to_owned();
+        seen.lock().expect("threads").insert(name);
+        None
+    });
+    let mut h = Harness::started_with(Some(shortcut), ProtocolVersion::V_2025_11_25).await;
+    let n = 200;
+    let mut burst = String::new();
+    for i in 0..n {
+        burst.push_str(&format!(
+            r#"{{"jsonrpc":"2.0","id":{i},"method":"resources/read","params":{{"uri":"file:///large"}}}}"#
+        ));
+        burst.push('\n');
+    }
+    h.input.write_all(burst.as_bytes()).expect("write");
+    for _ in 0..n {
+        let r = h.request().await;
+        assert_eq!(Harness::method(&r.1), "resources/read");
+        h.answer(r, ServerResult::empty(())).await;
+    }
+    let threads = threads.lock().expect("threads").clone();
+    assert_eq!(threads.into_iter().collect::<Vec<_>>(), ["stdin"]);
+    drop(h.output);
+}
+
+#[tokio::test]
 async fn nothing_is_answered_on_the_reader_in_a_2026_session() {
     let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let mut h = Harness::started_with(
