@@ -23,8 +23,8 @@
 //!   before it exits.
 //!
 //! A failed `chdir` or `execve` is written into `Launch` too, and `run` reports it as the
-//! spawn error it is. `mode()` falls back to the forked supervisor where pidfds are missing
-//! (Linux before 5.3) or when `MCP_MANIFEST_SUPERVISOR=fork` asks for it.
+//! spawn error it is. `cloned()` falls back to the forked supervisor where pidfds are missing
+//! (Linux before 5.4) or when `MCP_MANIFEST_SUPERVISOR=fork` asks for it.
 
 use std::ffi::{CString, OsStr};
 use std::io;
@@ -101,17 +101,26 @@ pub(super) fn cloned() -> bool {
         if std::env::var_os("MCP_MANIFEST_SUPERVISOR").is_some_and(|v| v == "fork") {
             return false;
         }
-        // pidfd_open of ourselves: ENOSYS before Linux 5.3.
-        // SAFETY: a plain system call; the descriptor is closed at once.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0) };
-        if fd < 0 {
-            return false;
-        }
-        // SAFETY: `fd` was just opened here.
+        // pidfd_open of ourselves (ENOSYS before Linux 5.3), then waitid on it (EINVAL before
+        // 5.4, which first knew P_PIDFD; ECHILD after, as we are not our own child).
+        // SAFETY: plain system calls on a zeroed out value; the descriptor is closed at once.
         unsafe {
+            let fd = libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0);
+            if fd < 0 {
+                return false;
+            }
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            let r = libc::waitid(
+                libc::P_PIDFD,
+                fd as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOHANG,
+            );
+            let waitable =
+                r == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::EINVAL);
             libc::close(fd as c_int);
+            waitable
         }
-        true
     })
 }
 
