@@ -274,7 +274,10 @@ impl Registry {
         if lists.iter().filter(|l| !l.is_empty()).count() <= 1 {
             // The one list as it is: collecting a flattened iterator would grow a vector by
             // doubling, copying 100 000 entries' worth of memory several times.
-            return Ok(lists.into_iter().find(|l| !l.is_empty()).unwrap_or_default());
+            return Ok(lists
+                .into_iter()
+                .find(|l| !l.is_empty())
+                .unwrap_or_default());
         }
         let mut seen = std::collections::HashSet::new();
         Ok(lists
