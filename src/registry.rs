@@ -18,8 +18,8 @@ use crate::providers::postgres::PostgresSource;
 use crate::providers::sqlite::SqliteSource;
 use crate::providers::template::TemplateSource;
 use crate::providers::{
-    Body, ChangeEffect, Completion, CompletionRequest, Contents, Database, PageOf, RequestError,
-    ResourceInfo, Source, TemplateInfo, check_uri_length,
+    Body, ChangeEffect, Completion, CompletionRequest, Contents, Database, MAX_URI_BYTES, PageOf,
+    RequestError, ResourceInfo, Source, TemplateInfo, check_uri_length, check_uri_length_at,
 };
 use crate::quote::{Quote, quote};
 use crate::tools::templates::{TemplateSpec, TemplateTool};
@@ -473,23 +473,42 @@ impl Registry {
         R: Fn(&Arc<dyn Source>) -> RF,
         RF: Future<Output = Option<Result<Contents, RequestError>>>,
     {
-        // Before any source: a template matches a URI in time proportional to its length.
-        if let Err(e) = check_uri_length(uri) {
+        // Before any source: a template matches a URI in time proportional to its length, so
+        // no source sees a URI longer than it takes (`Source::max_uri_bytes`); one no source
+        // takes is refused for its length.
+        let longest = self
+            .sources
+            .iter()
+            .filter(|s| s.owns(uri))
+            .map(|s| s.max_uri_bytes())
+            .max()
+            .unwrap_or(MAX_URI_BYTES);
+        if let Err(e) = check_uri_length_at(uri, longest) {
             return Some(Err(e));
         }
         let mut refused = None;
+        // A source that does not take URIs this long (a template, after a SQL source that did
+        // not know the URI): "not found" if another was asked, else the length.
+        let mut too_long = None;
+        let mut asked = false;
         let first = self.sources.iter().filter(|s| !s.tried_last());
         let last = self.sources.iter().filter(|s| s.tried_last());
         for source in first.chain(last).filter(|s| s.owns(uri)) {
+            if let Err(e) = check_uri_length_at(uri, source.max_uri_bytes()) {
+                too_long.get_or_insert(e);
+                continue;
+            }
+            asked = true;
             match read(source).await? {
                 Ok(c) => return Some(Ok(vec![c])),
                 Err(RequestError::NotFound(_)) => {}
                 Err(e) => refused = Some(e),
             }
         }
-        Some(Err(
-            refused.unwrap_or_else(|| RequestError::NotFound(uri.to_owned()))
-        ))
+        Some(Err(refused.unwrap_or_else(|| match too_long {
+            Some(e) if !asked => e,
+            _ => RequestError::NotFound(uri.to_owned()),
+        })))
     }
 
     /// Completes a variable of a resource template (`ref/resource`).

@@ -39,6 +39,13 @@ pub(crate) trait Source: Send + Sync + std::fmt::Debug + 'static {
         false
     }
 
+    /// The longest URI this source is asked to read (`Registry::read` refuses a longer one, or
+    /// skips this source for it): `MAX_URI_BYTES`, or more for a source that never matches a
+    /// URI against a pattern.
+    fn max_uri_bytes(&self) -> usize {
+        MAX_URI_BYTES
+    }
+
     /// Every resource, in this source's order.
     fn list(self: Arc<Self>) -> BoxFut<Result<Vec<ResourceInfo>, RequestError>>;
 
@@ -360,17 +367,28 @@ impl Completion {
 /// build, 64 KiB takes under 20 ms).
 pub(crate) const MAX_URI_BYTES: usize = 64 * 1024;
 
-/// Refuses a URI longer than `MAX_URI_BYTES`, before any source looks at it (`Registry::read`,
-/// `Registry::serves` and the subscriptions call this first).
+/// The longest URI a SQL source (SQLite, PostgreSQL) reads: its URIs are split and
+/// percent-decoded, never matched against a pattern, so a named query's values may be long (a
+/// 1 MiB text bound as one value). Bounded by the 16 MiB message anyway; reading one costs time
+/// in proportion to its length (a few nanoseconds a byte), as any message does.
+pub(crate) const MAX_QUERY_URI_BYTES: usize = 4 * 1024 * 1024;
+
+/// Refuses a URI longer than `MAX_URI_BYTES`, before any source looks at it
+/// (`Registry::serves` and the subscriptions call this first).
 pub(crate) fn check_uri_length(uri: &str) -> Result<(), RequestError> {
-    if uri.len() <= MAX_URI_BYTES {
+    check_uri_length_at(uri, MAX_URI_BYTES)
+}
+
+/// Refuses a URI longer than `limit` bytes (`Source::max_uri_bytes`).
+pub(crate) fn check_uri_length_at(uri: &str, limit: usize) -> Result<(), RequestError> {
+    if uri.len() <= limit {
         return Ok(());
     }
     Err(RequestError::InvalidParams(format!(
-        "the URI {} is {} bytes long; a URI may have at most {} ({MAX_URI_BYTES} bytes): shorten the values in it",
+        "the URI {} is {} bytes long; a URI may have at most {} ({limit} bytes): shorten the values in it",
         quote(uri, Quote::Code),
         uri.len(),
-        crate::manifest::expand::format_size(MAX_URI_BYTES as u64),
+        crate::manifest::expand::format_size(limit as u64),
     )))
 }
 

@@ -433,8 +433,8 @@ fn injection_values_are_data() {
     );
     let before = std::fs::read(&db).unwrap();
     let mut s = f.serve().started();
-    // As long as a URI may be (64 KiB) with the rest of the URI.
-    let big = "x".repeat(64 * 1024 - "sqlite://t/queries/find?name=".len());
+    // 1 MiB: a SQL source takes URIs past the 64 KiB others do (it never matches a pattern).
+    let big = "x".repeat(1024 * 1024);
     for (value, matches) in [
         ("' OR 1=1 --", 1),
         ("1; DROP TABLE t", 0),
@@ -461,6 +461,17 @@ fn injection_values_are_data() {
         json!({"uri": "sqlite://t/queries/by_id?id=1%3B%20DROP%20TABLE%20t"}),
     );
     assert_eq!(e["code"], -32602);
+    // Past 4 MiB even a SQL source's URI is refused for its length, in a short message.
+    let e = s.err(
+        "resources/read",
+        json!({"uri": format!("sqlite://t/queries/find?name={}", "x".repeat(5 << 20))}),
+    );
+    assert_eq!(e["code"], -32602);
+    let message = e["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("at most 4 MiB") && message.len() < 1024,
+        "{message:.300}"
+    );
     // A table name is one quoted identifier, and only listed names are read.
     for name in [
         "t%22%3B%20DROP%20TABLE%20t%3B--",

@@ -669,6 +669,11 @@ impl Source for SqliteSource {
         uri.starts_with(&self.prefix)
     }
 
+    /// Its URIs are split and decoded, never matched against a pattern: long query values pass.
+    fn max_uri_bytes(&self) -> usize {
+        super::MAX_QUERY_URI_BYTES
+    }
+
     fn list(self: Arc<Self>) -> BoxFut<Result<Vec<ResourceInfo>, RequestError>> {
         Box::pin(async move { self.list_resources().await })
     }
