@@ -371,17 +371,13 @@ impl Reaped {
                 target_os = "linux",
                 any(target_arch = "x86_64", target_arch = "aarch64")
             ))]
-            Supervised::Cloned(c) => c.failure().map(|f| match f {
-                launch::Failure::Cwd(e) => StartFailure::Cwd(e),
-                launch::Failure::Exec(e) => StartFailure::Exec(e),
-                launch::Failure::Start => StartFailure::Start,
-            }),
+            Supervised::Cloned(c) => c.failure(),
         }
     }
 }
 
-/// Why a cloned supervisor could not start its program.
-#[derive(Debug, Clone, Copy)]
+/// Why a cloned supervisor could not start its program (`launch.rs` writes it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum StartFailure {
     /// `chdir` (errno).
     Cwd(i32),

@@ -37,23 +37,13 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use libc::{c_int, c_void, pid_t};
 use tokio::io::unix::AsyncFd;
 
+use super::StartFailure;
 use super::supervisor::{self, Exec};
 use super::sys;
 
 /// The wait status recorded when the supervisor ended without writing the tool's (it was
 /// killed with SIGKILL): the tool is reported killed by SIGKILL, as a forked supervisor would.
 const NO_STATUS: i32 = -1;
-
-/// Where a start failed, for `run` to report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Failure {
-    /// `chdir` into the working directory (the errno).
-    Cwd(c_int),
-    /// `execve` of the program (the errno).
-    Exec(c_int),
-    /// Starting the tool at all (`clone`).
-    Start,
-}
 
 const FAILED_NONE: i32 = 0;
 const FAILED_CWD: i32 = 1;
@@ -143,10 +133,10 @@ pub(super) struct Pipes {
     pub stderr: OwnedFd,
 }
 
-fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+fn pipe(flags: c_int) -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0 as c_int; 2];
     // SAFETY: `fds` has room for two descriptors.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | flags) } != 0 {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: both were just opened and are owned here.
@@ -164,9 +154,10 @@ pub(super) fn start(
     let cwd = CString::new(cwd.as_os_str().as_bytes())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL in the folder"))?;
     let null = std::fs::File::open("/dev/null")?;
-    let (out_r, out_w) = pipe()?;
-    let (err_r, err_w) = pipe()?;
-    let (stop_r, stop_w) = pipe()?;
+    let (out_r, out_w) = pipe(0)?;
+    let (err_r, err_w) = pipe(0)?;
+    // Non-blocking: asking to stop never waits (the supervisor only polls its end).
+    let (stop_r, stop_w) = pipe(libc::O_NONBLOCK)?;
     // SAFETY: a fresh anonymous mapping; the low page becomes the guard below the stack.
     let stack = unsafe {
         let p = libc::mmap(
@@ -319,14 +310,14 @@ impl Cloned {
     }
 
     /// Why the tool did not start, once the supervisor was reaped.
-    pub(super) fn failure(&self) -> Option<Failure> {
+    pub(super) fn failure(&self) -> Option<StartFailure> {
         self.status?;
         let launch = self.launch.as_ref()?;
         let errno = launch.errno.load(Ordering::Acquire);
         match launch.failed.load(Ordering::Acquire) {
-            FAILED_CWD => Some(Failure::Cwd(errno)),
-            FAILED_EXEC => Some(Failure::Exec(errno)),
-            FAILED_START => Some(Failure::Start),
+            FAILED_CWD => Some(StartFailure::Cwd(errno)),
+            FAILED_EXEC => Some(StartFailure::Exec(errno)),
+            FAILED_START => Some(StartFailure::Start),
             _ => None,
         }
     }
@@ -340,11 +331,10 @@ impl Cloned {
     }
 }
 
-/// Asks a cloned supervisor to stop.
+/// Asks a cloned supervisor to stop: a byte in its stop pipe. The pipe never blocks; a full one
+/// (EAGAIN) has been asked already, a gone reader (EPIPE; SIGPIPE is ignored) has stopped.
 pub(super) fn stop(fd: &OwnedFd) {
-    // SAFETY: a one-byte write from a live buffer into a pipe; a full pipe (EAGAIN is not
-    // possible: blocking, but one byte never fills a pipe the reader never drains twice) or a
-    // gone reader (EPIPE, SIGPIPE ignored) is fine.
+    // SAFETY: a one-byte write from a live buffer.
     unsafe {
         libc::write(fd.as_raw_fd(), b"x".as_ptr().cast(), 1);
     }

@@ -280,7 +280,7 @@ impl Session {
             let answer = self.answer_directly(text);
             if answer.is_some() {
                 self.direct_reads.store(true, Ordering::Relaxed);
-            } else if has_method(text, READ_METHOD) {
+            } else if parse::names(text, "resources/read") {
                 self.direct_reads.store(false, Ordering::Relaxed);
             }
             answer
@@ -1482,14 +1482,6 @@ fn share_reads(session: &Session, chunks: &std::sync::mpsc::Receiver<Vec<u8>>) {
     }
 }
 
-/// `"resources/read"`, quoted as a method name is in a request.
-const READ_METHOD: &[u8] = b"\"resources/read\"";
-
-/// Whether `text` holds `quoted` (a method name in quotes) anywhere.
-fn has_method(text: &[u8], quoted: &[u8]) -> bool {
-    text.windows(quoted.len()).any(|w| w == quoted)
-}
-
 /// Whether `line` is one to share: a short `resources/read` request, after `initialize`, while
 /// reads are answered directly (small files).
 fn shareable(session: &Session, line: &[u8]) -> bool {
@@ -1497,7 +1489,7 @@ fn shareable(session: &Session, line: &[u8]) -> bool {
         && line.ends_with(b"\n")
         && session.fast_ping.load(Ordering::Relaxed)
         && session.direct_reads.load(Ordering::Relaxed)
-        && has_method(line, READ_METHOD)
+        && parse::names(line, "resources/read")
 }
 
 /// Lines gathered for the second reader.

@@ -156,16 +156,18 @@ pub struct Direct<'a> {
 /// Lines longer than this are never answered directly: the requests answered so are small.
 const DIRECT_MAX: usize = 64 * 1024;
 
+/// Whether `text` holds `method` as a plain JSON string (`"name"`) anywhere: a cheap test
+/// before parsing (a line that does not is no request for it).
+pub fn names(text: &[u8], method: &str) -> bool {
+    let quoted = method.len() + 2;
+    text.windows(quoted)
+        .any(|w| w[0] == b'"' && w[quoted - 1] == b'"' && &w[1..quoted - 1] == method.as_bytes())
+}
+
 /// `text` as a request for one of `methods` (each also a plain `"name"` in the text), or `None`
 /// for anything else, which rmcp gets as usual. Cheap tests first: most lines are not one.
 pub fn direct<'a>(text: &'a [u8], methods: &[&str]) -> Option<Direct<'a>> {
-    if text.len() > DIRECT_MAX
-        || !methods.iter().any(|m| {
-            let quoted = m.len() + 2;
-            text.windows(quoted)
-                .any(|w| w[0] == b'"' && w[quoted - 1] == b'"' && &w[1..quoted - 1] == m.as_bytes())
-        })
-    {
+    if text.len() > DIRECT_MAX || !methods.iter().any(|m| names(text, m)) {
         return None;
     }
     let env = serde_json::from_slice::<Envelope>(text).ok()?;
