@@ -345,7 +345,7 @@ impl Registry {
         cursor: Option<&str>,
     ) -> Option<Result<ResourcePage, RequestError>> {
         let page = |s: &Arc<dyn Source>, after: Option<String>, limit: usize| {
-            std::future::ready(s.list_page_now(after.as_deref(), limit))
+            std::future::ready(s.clone().list_page_now(after.as_deref(), limit))
         };
         at_once(self.list_resources_page_via(cursor, page, |_, _| std::future::ready(None)))
     }

@@ -11,8 +11,8 @@ use std::collections::{HashMap, VecDeque};
 use std::fs;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use globset::{GlobSet, GlobSetBuilder};
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
@@ -63,6 +63,9 @@ pub(crate) struct FilesSource {
     /// and a reader thread busy opening large files reaches a `ping` behind them later). A
     /// file that shrank is read by that path all the same, which forgets it here.
     large: Mutex<VecDeque<String>>,
+    /// The page after the last one served, walked ahead on a thread of its own (unwatched
+    /// sources; see `page_blocking`).
+    ahead: Ahead,
 }
 
 /// How many URIs `FilesSource::large` keeps.
@@ -86,6 +89,127 @@ impl DirRules {
             }
         }
         None
+    }
+}
+
+/// How long after the start of its walk a page walked ahead may still be served.
+const AHEAD_FRESH: Duration = Duration::from_millis(250);
+
+/// A page of a sorted walk, and the key to resume after when more follow.
+#[derive(Debug)]
+struct Walked {
+    found: Vec<Entry>,
+    next: Option<String>,
+}
+
+/// The one page a source walks ahead (`FilesSource::read_ahead`).
+#[derive(Debug, Default)]
+struct Ahead {
+    slot: Mutex<AheadSlot>,
+    done: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct AheadSlot {
+    /// The walk's `after` and `limit`, while it runs or its page waits to be taken.
+    key: Option<(String, usize)>,
+    started: Option<Instant>,
+    /// Counts walks begun, so that a walk the slot has moved on from does not fill it.
+    generation: u64,
+    running: bool,
+    page: Option<Walked>,
+}
+
+impl Ahead {
+    fn lock(&self) -> MutexGuard<'_, AheadSlot> {
+        self.slot.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Claims the slot for a walk of the page after `after`; `None` while another walk runs.
+    fn begin(&self, after: &str, limit: usize) -> Option<u64> {
+        let mut slot = self.lock();
+        if slot.running {
+            return None;
+        }
+        slot.generation = slot.generation.wrapping_add(1);
+        slot.key = Some((after.to_owned(), limit));
+        slot.started = Some(Instant::now());
+        slot.running = true;
+        slot.page = None;
+        Some(slot.generation)
+    }
+
+    /// Ends walk `generation`, with its page (`None`: it failed).
+    fn end(&self, generation: u64, page: Option<Walked>) {
+        let mut slot = self.lock();
+        if slot.generation == generation {
+            slot.running = false;
+            if page.is_none() {
+                slot.key = None;
+            }
+            slot.page = page;
+        }
+        drop(slot);
+        self.done.notify_all();
+    }
+
+    /// The page after `after` of `limit` files, if it was walked ahead and its walk started at
+    /// most [`AHEAD_FRESH`] before `asked`. If that walk still runs, waits for it when `wait`.
+    fn take(&self, after: &str, limit: usize, asked: Instant, wait: bool) -> Option<Walked> {
+        let mut slot = self.lock();
+        loop {
+            if !slot
+                .key
+                .as_ref()
+                .is_some_and(|(a, l)| a == after && *l == limit)
+            {
+                return None;
+            }
+            let fresh = slot
+                .started
+                .is_some_and(|t| asked.saturating_duration_since(t) <= AHEAD_FRESH);
+            if !fresh {
+                // Too old to serve: dropped (a walk still running keeps the slot until the next).
+                if !slot.running {
+                    slot.key = None;
+                    slot.page = None;
+                }
+                return None;
+            }
+            if let Some(page) = slot.page.take() {
+                slot.key = None;
+                return Some(page);
+            }
+            if !wait || !slot.running {
+                return None;
+            }
+            slot = self.done.wait(slot).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+#[cfg(test)]
+impl Ahead {
+    /// Waits until the page after `after` has been walked ahead.
+    fn wait_ready(&self, after: &str) {
+        let mut slot = self.lock();
+        while !(slot.page.is_some() && slot.key.as_ref().is_some_and(|(a, _)| a == after)) {
+            assert!(slot.running, "no walk ahead of {after}");
+            slot = self.done.wait(slot).unwrap();
+        }
+    }
+}
+
+/// Ends a walk ahead when dropped, with its page if it got one (without: it panicked).
+struct AheadDone<'a> {
+    ahead: &'a Ahead,
+    generation: u64,
+    walked: Option<Walked>,
+}
+
+impl Drop for AheadDone<'_> {
+    fn drop(&mut self) {
+        self.ahead.end(self.generation, self.walked.take());
     }
 }
 
@@ -160,6 +284,7 @@ impl FilesSource {
             listing: Mutex::new(None),
             root_dir: Mutex::new(None),
             large: Mutex::new(VecDeque::new()),
+            ahead: Ahead::default(),
             parents,
             root,
         })
@@ -200,6 +325,7 @@ impl FilesSource {
             listing: Mutex::new(None),
             root_dir: Mutex::new(None),
             large: Mutex::new(VecDeque::new()),
+            ahead: Ahead::default(),
             parents: if gitignore {
                 ignore_parents(root)
             } else {
@@ -231,19 +357,84 @@ impl FilesSource {
 
     /// At most `limit` visible files after the relative path `after`, and the path to resume
     /// after when more follow (blocking). A watched source pages its cached listing; otherwise a
-    /// sorted walk reads only the folders on the way to `after` and what the page holds, so a
-    /// page costs O(page) and nothing is kept between requests.
+    /// sorted walk reads only the folders on the way to `after` and what the page holds
+    /// (`walk_page`), so a page costs O(page) and no listing is kept between requests.
+    ///
+    /// A client that pages on asks for the next page right away, so once a page is served the
+    /// one after it is walked on a thread of its own while this one is sent (`read_ahead`), and
+    /// served if it is asked for within [`AHEAD_FRESH`] of the start of its walk: a page is at
+    /// most that much older than the request, as if the request had come that much earlier.
+    fn page_blocking(self: &Arc<Self>, after: Option<&str>, limit: usize) -> PageOf<ResourceInfo> {
+        let limit = limit.max(1);
+        if self.watch || self.root_is_file {
+            return self.page_of(&self.entries(), after, limit);
+        }
+        let asked = Instant::now();
+        let walked = match after.and_then(|a| self.ahead.take(a, limit, asked, true)) {
+            Some(page) => page,
+            None => self.walk_page(after, limit),
+        };
+        self.read_ahead(&walked, limit);
+        self.page_from(walked)
+    }
+
+    /// `page_blocking` when the page was walked ahead and is ready (never waits).
+    fn page_ahead_now(self: &Arc<Self>, after: &str, limit: usize) -> Option<PageOf<ResourceInfo>> {
+        if self.watch || self.root_is_file {
+            return None;
+        }
+        let walked = self
+            .ahead
+            .take(after, limit.max(1), Instant::now(), false)?;
+        self.read_ahead(&walked, limit.max(1));
+        Some(self.page_from(walked))
+    }
+
+    fn page_from(&self, walked: Walked) -> PageOf<ResourceInfo> {
+        PageOf {
+            items: walked.found.into_iter().map(|e| self.info_of(e)).collect(),
+            next: walked.next,
+        }
+    }
+
+    /// Starts walking the page after `page` on a thread of its own, unless no page follows,
+    /// pages hold one item (the registry's "anything after?" probes), or a walk ahead is still
+    /// running (at most one per source, whatever a client pipelines).
+    fn read_ahead(self: &Arc<Self>, page: &Walked, limit: usize) {
+        let Some(next) = &page.next else { return };
+        if limit < 2 || page.found.len() < limit {
+            return;
+        }
+        let Some(generation) = self.ahead.begin(next, limit) else {
+            return;
+        };
+        let me = self.clone();
+        let after = next.clone();
+        let spawned = std::thread::Builder::new()
+            .name("list-ahead".into())
+            .spawn(move || {
+                // Marks the walk done however it ends (a panic included).
+                let mut done = AheadDone {
+                    ahead: &me.ahead,
+                    generation,
+                    walked: None,
+                };
+                done.walked = Some(me.walk_page(Some(&after), limit));
+            });
+        if spawned.is_err() {
+            self.ahead.end(generation, None);
+        }
+    }
+
+    /// At most `limit` visible files after `after` by a sorted walk, and the key to resume
+    /// after when more follow (blocking).
     ///
     /// Whether more follow is known from one file more, or from a folder after the page found
     /// to hold one (without sorting it). When the next file lies in another folder than the
     /// page's last, the next page resumes after that folder's path followed by `/` (which sorts
     /// after the page and before anything in the folder), so it does not read again the folder
     /// the page ended in.
-    fn page_blocking(&self, after: Option<&str>, limit: usize) -> PageOf<ResourceInfo> {
-        let limit = limit.max(1);
-        if self.watch || self.root_is_file {
-            return self.page_of(&self.entries(), after, limit);
-        }
+    fn walk_page(&self, after: Option<&str>, limit: usize) -> Walked {
         self.forget_rules_unless_watched();
         let mut walk = self.walker(limit.saturating_add(1), true);
         walk.run(after);
@@ -268,10 +459,7 @@ impl FilesSource {
                 },
             )
         });
-        PageOf {
-            items: found.into_iter().map(|e| self.info_of(e)).collect(),
-            next,
-        }
+        Walked { found, next }
     }
 
     /// The page of `all` (a sorted listing) after `after`.
@@ -833,14 +1021,17 @@ impl Source for FilesSource {
         on_blocking(move || Ok(self.page_blocking(after.as_deref(), limit)))
     }
 
-    /// A watched source pages its cached listing at once (once listed, until a change drops it).
+    /// A watched source pages its cached listing at once (once listed, until a change drops it);
+    /// an unwatched one serves a page walked ahead, if it is ready.
     fn list_page_now(
-        &self,
+        self: Arc<Self>,
         after: Option<&str>,
         limit: usize,
     ) -> Option<Result<PageOf<ResourceInfo>, RequestError>> {
-        let all = self.cached()?;
-        Some(Ok(self.page_of(&all, after, limit)))
+        match self.cached() {
+            Some(all) => Some(Ok(self.page_of(&all, after, limit))),
+            None => self.page_ahead_now(after?, limit).map(Ok),
+        }
     }
 
     fn templates(&self) -> Vec<TemplateInfo> {
@@ -1401,8 +1592,51 @@ fn modified(st: &rustix::fs::Stat) -> Option<SystemTime> {
 mod tests {
     use std::sync::Arc;
 
-    use super::{FilesSource, INLINE_READ};
-    use crate::providers::{Body, Source};
+    use super::{AHEAD_FRESH, FilesSource, INLINE_READ};
+    use crate::providers::{Body, PageOf, ResourceInfo, Source};
+
+    fn names(page: &PageOf<ResourceInfo>) -> Vec<&str> {
+        page.items.iter().map(|r| r.name.as_str()).collect()
+    }
+
+    /// Once a page of an unwatched source is served, the next is walked ahead and served when
+    /// asked for within `AHEAD_FRESH` of its walk's start (by the reader too, which never
+    /// waits); asked for later, it is walked again. No walk follows the last page.
+    #[test]
+    fn the_next_page_is_walked_ahead_and_served_only_while_fresh() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for d in ["a", "b", "c"] {
+            std::fs::create_dir(root.join(d)).unwrap();
+            for f in 0..3 {
+                std::fs::write(root.join(format!("{d}/f{f}")), "x").unwrap();
+            }
+        }
+        let src = Arc::new(FilesSource::hiding_rules(&root, false, false));
+        let first = src.page_blocking(None, 3);
+        assert_eq!(names(&first), ["a/f0", "a/f1", "a/f2"]);
+        let next = first.next.clone().expect("more");
+        src.ahead.wait_ready(&next);
+        // Walked before `b/f0` went: served as walked, by the reader's path.
+        std::fs::remove_file(root.join("b/f0")).unwrap();
+        let second = src
+            .clone()
+            .list_page_now(Some(&next), 3)
+            .expect("ready")
+            .unwrap();
+        assert_eq!(names(&second), ["b/f0", "b/f1", "b/f2"]);
+        // The third page is walked ahead at once; asked for too late, it is walked again.
+        let next = second.next.clone().expect("more");
+        src.ahead.wait_ready(&next);
+        src.ahead.lock().started = std::time::Instant::now().checked_sub(AHEAD_FRESH * 2);
+        std::fs::remove_file(root.join("c/f0")).unwrap();
+        assert!(src.clone().list_page_now(Some(&next), 3).is_none());
+        let third = src.page_blocking(Some(&next), 3);
+        assert_eq!(names(&third), ["c/f1", "c/f2"]);
+        assert!(third.next.is_none());
+        let slot = src.ahead.lock();
+        assert!(!slot.running && slot.key.is_none() && slot.page.is_none());
+    }
 
     fn text(
         found: Option<Result<crate::providers::Contents, crate::providers::RequestError>>,

@@ -78,7 +78,7 @@ pub(crate) trait Source: Send + Sync + std::fmt::Debug + 'static {
     /// `list_page` when the page is at hand (a cached listing), for a caller that must not wait
     /// (the transport's reader thread answers such requests itself); `None`: use `list_page`.
     fn list_page_now(
-        &self,
+        self: Arc<Self>,
         _after: Option<&str>,
         _limit: usize,
     ) -> Option<Result<PageOf<ResourceInfo>, RequestError>> {
