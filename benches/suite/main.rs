@@ -57,6 +57,9 @@ fn main() -> ExitCode {
     if args.first().map(String::as_str) == Some(peer::NULL_FLAG) {
         return peer::null_server();
     }
+    if args.first().map(String::as_str) == Some(peer::STAT_WALK_FLAG) {
+        return peer::stat_walk(args.get(1).map_or(".", String::as_str));
+    }
     match parse_args(args).and_then(run) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

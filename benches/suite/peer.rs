@@ -19,6 +19,8 @@ use serde_json::Value;
 
 /// The argument that turns the bench binary into the null server.
 pub const NULL_FLAG: &str = "--null-server";
+/// Run as the floor of a listing (`stat_walk`).
+pub const STAT_WALK_FLAG: &str = "--stat-walk";
 
 const INITIALIZE: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"mcp-bench\",\"version\":\"1\"}}}\n";
 const INITIALIZED: &[u8] = b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
@@ -333,6 +335,34 @@ pub fn peak_rss(pid: u32) -> Option<u64> {
 /// The null server: for every input line with an id, `{"jsonrpc":"2.0","id":ID,"result":{}}`.
 /// It reads what the pipe holds (up to 64 KiB), answers every complete line in it, and writes all
 /// those answers at once: the least a line-oriented server can do.
+/// The floor of a listing that gives each file's size, as `resources/list` must: one thread
+/// reads every folder below `root` and `stat`s each regular file by its name in its folder
+/// (`DirEntry::metadata`, an `fstatat`), printing `size path` per file. Nothing else: no
+/// sorting, no rules, no JSON.
+pub fn stat_walk(root: &str) -> ExitCode {
+    fn walk(dir: &std::path::Path, out: &mut impl Write) -> std::io::Result<()> {
+        for entry in std::fs::read_dir(dir)? {
+            let entry = entry?;
+            let kind = entry.file_type()?;
+            if kind.is_dir() {
+                walk(&entry.path(), out)?;
+            } else if kind.is_file() {
+                let size = entry.metadata()?.len();
+                writeln!(out, "{size} {}", entry.path().display())?;
+            }
+        }
+        Ok(())
+    }
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    match walk(std::path::Path::new(root), &mut out).and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("stat walk: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 pub fn null_server() -> ExitCode {
     let mut input = std::io::stdin().lock();
     let mut output = std::io::stdout().lock();

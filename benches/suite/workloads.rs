@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{Result, bail, ensure};
+use anyhow::{Context as _, Result, bail, ensure};
 use base64::Engine as _;
 use serde_json::{Value, json};
 
@@ -276,43 +276,60 @@ pub fn catalog() -> Vec<Entry> {
             Ok(w)
         },
     ));
-    for (name, about, files) in [
+    for (name, about, files, stat) in [
         (
             "list/10k",
             "`resources/list` of 10 000 files (`watch = false`), all 10 pages of 1 000, beside `find`",
             10_000,
+            false,
         ),
         (
             "list/100k",
             "`resources/list` of 100 000 files (`watch = false`), all 100 pages of 1 000, beside `find`",
             100_000,
+            false,
+        ),
+        (
+            "list/100k-stat",
+            "`resources/list` of 100 000 files (`watch = false`), all 100 pages of 1 000, beside a \
+             walk that also `stat`s each file for its size (`bench --stat-walk`, one thread)",
+            100_000,
+            true,
         ),
     ] {
         out.push(entry(name, about, move |fx, s| {
             let dir = fx.tree(files)?;
             let ops = if files >= 100_000 { 1 } else { 5 };
+            let (beside, targets) = if stat {
+                (stat_walk(&dir, files, s.n(10))?, Vec::new())
+            } else {
+                (
+                    find(&dir, files, s.n(10)),
+                    vec![
+                        (Target::BesideRatio(2.0), "issue 14"),
+                        (Target::RssAtMost(32 * MIB), "issue 14"),
+                    ],
+                )
+            };
             Ok(Workload {
                 manifest: Some(dir.join("mcp-server.toml")),
                 op: Op::ListAll {
                     expect: files,
                     pages: files / 1000,
                 },
-                beside: Some(find(&dir, files, s.n(10))),
+                beside: Some(beside),
                 null_floor: true,
                 seq: s.n(ops),
                 warm: 0,
                 pipe: 0,
-                cold: s.n(5),
+                cold: if stat { 0 } else { s.n(5) },
                 needs_tool: None,
-                targets: vec![
-                    (Target::BesideRatio(2.0), "issue 14"),
-                    (Target::RssAtMost(32 * MIB), "issue 14"),
-                ],
+                targets,
             })
         }));
     }
-    // `mcp-manifest list` beside `find -type f` (the issue's floor), and beside a `find` that
-    // also reads each file's size and time, as a listing must.
+    // `mcp-manifest list` beside `find -type f` (the issue's floor), and beside the floor of a
+    // listing that must give each file's size (`stat_walk`: a `stat` per file, one thread).
     for (name, about, stat, target) in [
         (
             "cli-list/100k",
@@ -322,8 +339,8 @@ pub fn catalog() -> Vec<Entry> {
         ),
         (
             "cli-list/100k-stat",
-            "`mcp-manifest list` of the 100 000-file tree beside a `find` that also reads each \
-             file's size and time (`-printf '%s %T@ %p'`), as a listing must",
+            "`mcp-manifest list` of the 100 000-file tree beside a walk that also `stat`s each file \
+             for its size, as a listing must (`bench --stat-walk`, one thread, no sorting)",
             true,
             None,
         ),
@@ -331,13 +348,7 @@ pub fn catalog() -> Vec<Entry> {
         out.push(entry(name, about, move |fx, s| {
             let dir = fx.tree(100_000)?;
             let beside = if stat {
-                find_with(
-                    &dir,
-                    100_000,
-                    s.n(10),
-                    "find -printf",
-                    &["-printf", "%s %T@ %p\n"],
-                )
+                stat_walk(&dir, 100_000, s.n(10))?
             } else {
                 find(&dir, 100_000, s.n(10))
             };
@@ -755,6 +766,23 @@ fn check_read(r: &Value, uri: &str, expected: &[u8], text: bool) -> Result<()> {
 pub fn json_text(r: &Value) -> Result<Value> {
     let text = r["contents"][0]["text"].as_str().unwrap_or_default();
     Ok(serde_json::from_str(text)?)
+}
+
+/// This bench run as `--stat-walk tree`: one line per file.
+fn stat_walk(dir: &Path, files: usize, n: usize) -> Result<BesideSpec> {
+    let exe = std::env::current_exe()?;
+    let exe = exe.to_str().context("the bench's path is not UTF-8")?;
+    Ok(spawn(
+        "stat walk",
+        &[exe, crate::peer::STAT_WALK_FLAG, "tree"],
+        dir,
+        Box::new(move |out| {
+            let got = out.iter().filter(|&&b| b == b'\n').count();
+            ensure!(got == files, "the stat walk printed {got} files, not {files}");
+            Ok(())
+        }),
+        n,
+    ))
 }
 
 fn find(dir: &Path, files: usize, n: usize) -> BesideSpec {
