@@ -778,7 +778,10 @@ fn stat_walk(dir: &Path, files: usize, n: usize) -> Result<BesideSpec> {
         dir,
         Box::new(move |out| {
             let got = out.iter().filter(|&&b| b == b'\n').count();
-            ensure!(got == files, "the stat walk printed {got} files, not {files}");
+            ensure!(
+                got == files,
+                "the stat walk printed {got} files, not {files}"
+            );
             Ok(())
         }),
         n,

@@ -41,7 +41,10 @@ use crate::providers::RequestError;
 use crate::quote::{Quote, quote};
 use crate::registry::{PromptContent, Registry, paginate};
 use crate::tools::CallContext;
-use convert::{completion, contents, error, forward_progress, prompt, resource, role, tool_result};
+use convert::{
+    completion, contents, error, forward_progress, list_page_json, prompt, resource, role,
+    tool_result,
+};
 use shared::{Session, Shared, Snapshot};
 use transport::{LineTransport, Output};
 
@@ -513,11 +516,7 @@ fn shortcut(shared: Arc<Shared>) -> transport::Shortcut {
                 let (items, next) = registry
                     .list_resources_page_now(p.cursor.as_deref())?
                     .ok()?;
-                let mut result =
-                    ListResourcesResult::with_all_items(items.into_iter().map(resource).collect());
-                result.next_cursor = next;
-                result.result_type = None;
-                (serde_json::to_string(&result).ok()?, String::new())
+                (list_page_json(&items, next.as_deref()), String::new())
             }
             _ => return None,
         };
