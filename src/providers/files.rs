@@ -66,6 +66,51 @@ pub(crate) struct FilesSource {
     /// The page after the last one served, walked ahead on a thread of its own (unwatched
     /// sources; see `page_blocking`).
     ahead: Ahead,
+    /// Small files read in place lately (watched sources; see `read_cached`).
+    read_cache: Mutex<ReadCache>,
+    /// How long a file must have stood unchanged to be kept in `read_cache`.
+    settled: Duration,
+}
+
+/// Small files read in place lately, by path below the root, each with the version it was
+/// read at (`paths::Version`): at most [`READ_CACHE_FILES`] files and [`READ_CACHE_BYTES`],
+/// the oldest dropped first.
+#[derive(Debug, Default)]
+struct ReadCache {
+    files: HashMap<String, CachedRead>,
+    order: VecDeque<String>,
+    bytes: usize,
+}
+
+#[derive(Debug)]
+struct CachedRead {
+    version: paths::Version,
+    mime_type: Option<String>,
+    body: Body,
+}
+
+const READ_CACHE_FILES: usize = 1024;
+const READ_CACHE_BYTES: usize = 1024 * 1024;
+/// How long a file must have stood unchanged before its contents are kept (`Version::settled`).
+const SETTLED: Duration = Duration::from_secs(1);
+
+impl ReadCache {
+    fn put(&mut self, rel: String, read: CachedRead) {
+        let len = read.body.len();
+        match self.files.insert(rel.clone(), read) {
+            Some(old) => self.bytes -= old.body.len(),
+            None => self.order.push_back(rel),
+        }
+        self.bytes += len;
+        while self.bytes > READ_CACHE_BYTES || self.files.len() > READ_CACHE_FILES {
+            let Some(oldest) = self.order.pop_front() else {
+                break;
+            };
+            if let Some(gone) = self.files.remove(&oldest) {
+                self.bytes -= gone.body.len();
+            }
+        }
+    }
 }
 
 /// How many URIs `FilesSource::large` keeps.
@@ -285,6 +330,8 @@ impl FilesSource {
             root_dir: Mutex::new(None),
             large: Mutex::new(VecDeque::new()),
             ahead: Ahead::default(),
+            read_cache: Mutex::new(ReadCache::default()),
+            settled: SETTLED,
             parents,
             root,
         })
@@ -326,6 +373,8 @@ impl FilesSource {
             root_dir: Mutex::new(None),
             large: Mutex::new(VecDeque::new()),
             ahead: Ahead::default(),
+            read_cache: Mutex::new(ReadCache::default()),
+            settled: SETTLED,
             parents: if gitignore {
                 ignore_parents(root)
             } else {
@@ -791,6 +840,7 @@ impl FilesSource {
                 file,
                 real_rel: rel.to_owned(),
                 size,
+                version: None,
             }),
             Err(_) => self.open_served(rel),
         }
@@ -817,6 +867,62 @@ impl FilesSource {
 
     /// Opens the file of one resource (blocking, but only a few system calls on a local file
     /// system: see `read`).
+    /// A small file of a watched source read in place lately, if a `stat` of its path finds
+    /// the version it was read at: one system call instead of the five of a read (`fstatat`,
+    /// `openat`, `fstat`, `read`, `close`). The path must still pass every rule; a symlink at
+    /// its end is not followed (such a file is never kept), and one on the way leads to these
+    /// bytes only if it leads to this very file (same device and inode) unchanged.
+    fn read_cached(&self, uri: &str) -> Option<Contents> {
+        if !self.watch || self.root_is_file {
+            return None;
+        }
+        let rel = paths::plain_relative(uri.strip_prefix(&self.root_uri)?.strip_prefix('/')?)?;
+        let want = self.read_cache.lock().ok()?.files.get(&rel)?.version;
+        if !self.visible(&rel) {
+            return None;
+        }
+        let root = self.root_dir.lock().ok()?.clone()?;
+        let st = rustix::fs::statat(root.as_fd(), rel.as_str(), AtFlags::SYMLINK_NOFOLLOW).ok()?;
+        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile
+            || paths::Version::of(&st) != want
+        {
+            return None;
+        }
+        let cache = self.read_cache.lock().ok()?;
+        let hit = cache.files.get(&rel).filter(|c| c.version == want)?;
+        Some(Contents {
+            uri: uri.to_owned(),
+            mime_type: hit.mime_type.clone(),
+            body: hit.body.clone(),
+        })
+    }
+
+    /// Keeps what `read_now` read of a watched source's file at `version`, if the file was
+    /// opened by its own path (no symlink followed) and has stood unchanged for `settled`.
+    fn keep_read(&self, uri: &str, real_rel: &str, version: paths::Version, read: &Contents) {
+        if !self.watch || self.root_is_file || !version.settled(SystemTime::now(), self.settled) {
+            return;
+        }
+        let Some(rel) = uri
+            .strip_prefix(&self.root_uri)
+            .and_then(|r| r.strip_prefix('/'))
+            .and_then(paths::plain_relative)
+            .filter(|rel| rel == real_rel)
+        else {
+            return;
+        };
+        if let Ok(mut cache) = self.read_cache.lock() {
+            cache.put(
+                rel,
+                CachedRead {
+                    version,
+                    mime_type: read.mime_type.clone(),
+                    body: read.body.clone(),
+                },
+            );
+        }
+    }
+
     fn open_for_read(&self, uri: &str) -> Result<paths::Opened, RequestError> {
         self.forget_rules_unless_watched();
         self.open(uri)
@@ -1076,6 +1182,9 @@ impl Source for FilesSource {
         if self.large.lock().is_ok_and(|l| l.iter().any(|u| u == uri)) {
             return None;
         }
+        if let Some(hit) = self.read_cached(uri) {
+            return Some(Ok(hit));
+        }
         match self.open_for_read(uri) {
             Ok(opened) if opened.size > INLINE_READ => {
                 if let Ok(mut large) = self.large.lock() {
@@ -1086,7 +1195,14 @@ impl Source for FilesSource {
                 }
                 None
             }
-            Ok(opened) => Some(self.read_opened(uri, opened)),
+            Ok(opened) => {
+                let kept = opened.version.map(|v| (v, opened.real_rel.clone()));
+                let read = self.read_opened(uri, opened);
+                if let (Ok(contents), Some((version, real_rel))) = (&read, kept) {
+                    self.keep_read(uri, &real_rel, version, contents);
+                }
+                Some(read)
+            }
             Err(e) => Some(Err(e)),
         }
     }
@@ -1597,6 +1713,103 @@ mod tests {
 
     fn names(page: &PageOf<ResourceInfo>) -> Vec<&str> {
         page.items.iter().map(|r| r.name.as_str()).collect()
+    }
+
+    /// A watched source answers a small file read in place lately from what it read, while a
+    /// `stat` finds the same version; any change of size or time reads it again, and a file
+    /// that has not stood unchanged for `settled` is not kept at all.
+    #[test]
+    fn small_reads_are_kept_while_their_version_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let file = root.join("a.txt");
+        std::fs::write(&file, "one").unwrap();
+        let mut src = FilesSource::hiding_rules(&root, false, false);
+        src.watch = true;
+        // Just written: not kept.
+        assert_eq!(text(src.read_now("/a.txt")), "one");
+        assert!(src.read_cache.lock().unwrap().files.is_empty());
+        src.settled = std::time::Duration::ZERO;
+        assert_eq!(text(src.read_now("/a.txt")), "one");
+        // Kept: what is kept is what a read answers (seen by changing it behind the source's back).
+        let body = |s: &str| super::Body::Text(s.to_owned());
+        src.read_cache
+            .lock()
+            .unwrap()
+            .files
+            .get_mut("a.txt")
+            .unwrap()
+            .body = body("kept");
+        assert_eq!(text(src.read_now("/a.txt")), "kept");
+        // Another size: read again.
+        std::fs::write(&file, "two!").unwrap();
+        assert_eq!(text(src.read_now("/a.txt")), "two!");
+        // The same size, another time: read again.
+        src.read_cache
+            .lock()
+            .unwrap()
+            .files
+            .get_mut("a.txt")
+            .unwrap()
+            .body = body("kept");
+        std::fs::write(&file, "2wo!").unwrap();
+        let f = std::fs::File::options().write(true).open(&file).unwrap();
+        f.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000))
+            .unwrap();
+        assert_eq!(text(src.read_now("/a.txt")), "2wo!");
+        // Gone: not found, whatever was kept.
+        std::fs::remove_file(&file).unwrap();
+        assert!(matches!(src.read_now("/a.txt"), Some(Err(_))));
+        // A file reached through a symlink is never kept.
+        std::fs::write(root.join("b.txt"), "bee").unwrap();
+        std::os::unix::fs::symlink("b.txt", root.join("l.txt")).unwrap();
+        assert_eq!(text(src.read_now("/l.txt")), "bee");
+        assert!(!src.read_cache.lock().unwrap().files.contains_key("l.txt"));
+        // A kept file's folder swapped for a symlink that leaves the root: not found (its
+        // `stat` finds another file; the read that follows refuses the way out).
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("x.txt"), "secret").unwrap();
+        std::fs::create_dir(root.join("d")).unwrap();
+        std::fs::write(root.join("d/x.txt"), "inside").unwrap();
+        assert_eq!(text(src.read_now("/d/x.txt")), "inside");
+        assert!(src.read_cache.lock().unwrap().files.contains_key("d/x.txt"));
+        std::fs::rename(root.join("d"), root.join("d.old")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.join("d")).unwrap();
+        assert!(matches!(src.read_now("/d/x.txt"), Some(Err(_))));
+    }
+
+    /// The kept reads are bounded in bytes and files, the oldest dropped first.
+    #[test]
+    fn kept_reads_are_bounded() {
+        let mut cache = super::ReadCache::default();
+        let st = rustix::fs::stat("/").unwrap();
+        let version = crate::providers::paths::Version::of(&st);
+        let chunk = super::READ_CACHE_BYTES / 4;
+        for i in 0..6 {
+            cache.put(
+                format!("f{i}"),
+                super::CachedRead {
+                    version,
+                    mime_type: None,
+                    body: super::Body::Bytes(vec![0; chunk]),
+                },
+            );
+        }
+        assert!(cache.bytes <= super::READ_CACHE_BYTES);
+        assert_eq!(cache.files.len(), 4);
+        assert!(!cache.files.contains_key("f1") && cache.files.contains_key("f5"));
+        for i in 0..=super::READ_CACHE_FILES {
+            cache.put(
+                format!("g{i}"),
+                super::CachedRead {
+                    version,
+                    mime_type: None,
+                    body: super::Body::Bytes(Vec::new()),
+                },
+            );
+        }
+        assert_eq!(cache.files.len(), super::READ_CACHE_FILES);
+        assert_eq!(cache.order.len(), super::READ_CACHE_FILES);
     }
 
     /// Once a page of an unwatched source is served, the next is walked ahead and served when

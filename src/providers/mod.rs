@@ -296,6 +296,14 @@ impl Body {
             Err(e) => Body::Bytes(e.into_bytes()),
         }
     }
+
+    /// How many bytes it holds.
+    pub fn len(&self) -> usize {
+        match self {
+            Body::Text(t) => t.len(),
+            Body::Bytes(b) => b.len(),
+        }
+    }
 }
 
 /// The contents of one read resource.

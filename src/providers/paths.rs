@@ -69,6 +69,53 @@ pub(crate) struct Opened {
     pub real_rel: String,
     /// Its size when it was opened (it may change: reads are capped separately).
     pub size: u64,
+    /// Its version when it was opened (`None` where not asked).
+    pub version: Option<Version>,
+}
+
+/// What tells one version of a file from another: its device and inode, size, and modification
+/// and change times (a write changes the change time, which no one can set). Two `stat`s that
+/// agree on all of it saw the same bytes, unless the file changed within the times' granularity
+/// after the first (see `settled`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Version {
+    dev: u64,
+    ino: u64,
+    size: i64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Version {
+    // The fields' integer types differ between platforms.
+    #[allow(clippy::useless_conversion, clippy::unnecessary_cast)]
+    pub(crate) fn of(st: &rustix::fs::Stat) -> Version {
+        Version {
+            dev: st.st_dev as u64,
+            ino: st.st_ino as u64,
+            size: st.st_size as i64,
+            mtime: (st.st_mtime as i64, st.st_mtime_nsec as i64),
+            ctime: (st.st_ctime as i64, st.st_ctime_nsec as i64),
+        }
+    }
+
+    /// Whether both its times are at least `age` before `now`: any later change gives the file
+    /// a change time after them, so a `stat` that finds this version again saw these bytes (the
+    /// "racy git" rule; a file changed twice within one tick of the clock could otherwise keep
+    /// its version).
+    pub(crate) fn settled(&self, now: std::time::SystemTime, age: std::time::Duration) -> bool {
+        let Some(limit) = now
+            .checked_sub(age)
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        else {
+            return false;
+        };
+        let limit = (
+            i64::try_from(limit.as_secs()).unwrap_or(i64::MAX),
+            i64::from(limit.subsec_nanos()),
+        );
+        self.mtime <= limit && self.ctime <= limit
+    }
 }
 
 /// Opens `rel` (a plain relative path) below the folder `root` (a canonical path), following
@@ -179,6 +226,7 @@ pub(crate) fn open_beneath_in(
                     file: File::from(fd),
                     real_rel: names.join("/"),
                     size: u64::try_from(stat.st_size).unwrap_or(0),
+                    version: Some(Version::of(&stat)),
                 });
             }
             _ => return Err(OpenError::NotFound),
@@ -409,6 +457,26 @@ pub(crate) fn canonical_or_same(path: &Path) -> PathBuf {
 mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
+
+    /// A version is settled once both its times are `age` old; a change time after the
+    /// modification time counts (a write that set the modification time back).
+    #[test]
+    fn a_version_settles_when_both_times_are_old_enough() {
+        use std::time::{Duration, UNIX_EPOCH};
+        let v = |m: i64, c: i64| Version {
+            dev: 1,
+            ino: 2,
+            size: 3,
+            mtime: (m, 500),
+            ctime: (c, 500),
+        };
+        let at = |secs: u64, nanos: u32| UNIX_EPOCH + Duration::new(secs, nanos);
+        let age = Duration::from_secs(1);
+        assert!(v(100, 100).settled(at(101, 500), age));
+        assert!(!v(100, 100).settled(at(101, 499), age));
+        assert!(!v(10, 100).settled(at(100, 900), age));
+        assert!(!v(100, 100).settled(at(0, 0), age));
+    }
 
     #[test]
     fn plain_relative_paths_only() {
