@@ -11,6 +11,7 @@ use std::collections::{HashMap, VecDeque};
 use std::fs;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -70,6 +71,9 @@ pub(crate) struct FilesSource {
     read_cache: Mutex<ReadCache>,
     /// How long a file must have stood unchanged to be kept in `read_cache`.
     settled: Duration,
+    /// Counts the batches of changes the watcher applied: a kept read whose path passed the
+    /// rules since the last one needs no new check (only a change can change what they say).
+    changes_seen: AtomicU64,
 }
 
 /// Small files read in place lately, by path below the root, each with the version it was
@@ -85,8 +89,21 @@ struct ReadCache {
 #[derive(Debug)]
 struct CachedRead {
     version: paths::Version,
+    /// `FilesSource::changes_seen` when the path last passed the rules.
+    checked: u64,
     mime_type: Option<String>,
     body: Body,
+}
+
+/// Adds one to `counter` when dropped.
+fn scopeguard_bump(counter: &AtomicU64) -> impl Drop + '_ {
+    struct Bump<'a>(&'a AtomicU64);
+    impl Drop for Bump<'_> {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::Release);
+        }
+    }
+    Bump(counter)
 }
 
 const READ_CACHE_FILES: usize = 1024;
@@ -98,7 +115,7 @@ impl ReadCache {
     fn put(&mut self, rel: String, read: CachedRead) {
         let len = read.body.len();
         match self.files.insert(rel.clone(), read) {
-            Some(old) => self.bytes -= old.body.len(),
+            Some(old) => self.bytes = self.bytes.saturating_sub(old.body.len()),
             None => self.order.push_back(rel),
         }
         self.bytes += len;
@@ -107,7 +124,7 @@ impl ReadCache {
                 break;
             };
             if let Some(gone) = self.files.remove(&oldest) {
-                self.bytes -= gone.body.len();
+                self.bytes = self.bytes.saturating_sub(gone.body.len());
             }
         }
     }
@@ -332,6 +349,7 @@ impl FilesSource {
             ahead: Ahead::default(),
             read_cache: Mutex::new(ReadCache::default()),
             settled: SETTLED,
+            changes_seen: AtomicU64::new(0),
             parents,
             root,
         })
@@ -375,6 +393,7 @@ impl FilesSource {
             ahead: Ahead::default(),
             read_cache: Mutex::new(ReadCache::default()),
             settled: SETTLED,
+            changes_seen: AtomicU64::new(0),
             parents: if gitignore {
                 ignore_parents(root)
             } else {
@@ -877,8 +896,15 @@ impl FilesSource {
             return None;
         }
         let rel = paths::plain_relative(uri.strip_prefix(&self.root_uri)?.strip_prefix('/')?)?;
-        let want = self.read_cache.lock().ok()?.files.get(&rel)?.version;
-        if !self.visible(&rel) {
+        let (want, checked) = {
+            let cache = self.read_cache.lock().ok()?;
+            let kept = cache.files.get(&rel)?;
+            (kept.version, kept.checked)
+        };
+        // Read before the rules are checked: a change applied meanwhile makes the next read
+        // check them again.
+        let changes = self.changes_seen.load(Ordering::Acquire);
+        if checked != changes && !self.visible(&rel) {
             return None;
         }
         let root = self.root_dir.lock().ok()?.clone()?;
@@ -888,8 +914,9 @@ impl FilesSource {
         {
             return None;
         }
-        let cache = self.read_cache.lock().ok()?;
-        let hit = cache.files.get(&rel).filter(|c| c.version == want)?;
+        let mut cache = self.read_cache.lock().ok()?;
+        let hit = cache.files.get_mut(&rel).filter(|c| c.version == want)?;
+        hit.checked = changes;
         Some(Contents {
             uri: uri.to_owned(),
             mime_type: hit.mime_type.clone(),
@@ -899,7 +926,14 @@ impl FilesSource {
 
     /// Keeps what `read_now` read of a watched source's file at `version`, if the file was
     /// opened by its own path (no symlink followed) and has stood unchanged for `settled`.
-    fn keep_read(&self, uri: &str, real_rel: &str, version: paths::Version, read: &Contents) {
+    fn keep_read(
+        &self,
+        uri: &str,
+        real_rel: &str,
+        version: paths::Version,
+        checked: u64,
+        read: &Contents,
+    ) {
         if !self.watch || self.root_is_file || !version.settled(SystemTime::now(), self.settled) {
             return;
         }
@@ -916,6 +950,7 @@ impl FilesSource {
                 rel,
                 CachedRead {
                     version,
+                    checked,
                     mime_type: read.mime_type.clone(),
                     body: read.body.clone(),
                 },
@@ -1027,6 +1062,8 @@ impl FilesSource {
     /// Applies a batch of changes (blocking): drops stale caches and says whether the list of
     /// resources changed and whether the set of watched folders must be recomputed.
     fn apply_changes_blocking(&self, changes: &[Change]) -> ChangeEffect {
+        // Kept reads check their rules again (after what follows drops the rules it must).
+        let _bump = scopeguard_bump(&self.changes_seen);
         let mut effect = ChangeEffect::default();
         let old = self.listing.lock().ok().and_then(|l| l.clone());
         let mut touched = false;
@@ -1185,6 +1222,8 @@ impl Source for FilesSource {
         if let Some(hit) = self.read_cached(uri) {
             return Some(Ok(hit));
         }
+        // Read before `open_for_read` checks the rules (see `read_cached`).
+        let changes = self.changes_seen.load(Ordering::Acquire);
         match self.open_for_read(uri) {
             Ok(opened) if opened.size > INLINE_READ => {
                 if let Ok(mut large) = self.large.lock() {
@@ -1199,7 +1238,7 @@ impl Source for FilesSource {
                 let kept = opened.version.map(|v| (v, opened.real_rel.clone()));
                 let read = self.read_opened(uri, opened);
                 if let (Ok(contents), Some((version, real_rel))) = (&read, kept) {
-                    self.keep_read(uri, &real_rel, version, contents);
+                    self.keep_read(uri, &real_rel, version, changes, contents);
                 }
                 Some(read)
             }
@@ -1739,8 +1778,8 @@ mod tests {
             .files
             .get_mut("a.txt")
             .unwrap()
-            .body = body("kept");
-        assert_eq!(text(src.read_now("/a.txt")), "kept");
+            .body = body("own");
+        assert_eq!(text(src.read_now("/a.txt")), "own");
         // Another size: read again.
         std::fs::write(&file, "two!").unwrap();
         assert_eq!(text(src.read_now("/a.txt")), "two!");
@@ -1751,7 +1790,7 @@ mod tests {
             .files
             .get_mut("a.txt")
             .unwrap()
-            .body = body("kept");
+            .body = body("kep!");
         std::fs::write(&file, "2wo!").unwrap();
         let f = std::fs::File::options().write(true).open(&file).unwrap();
         f.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000))
@@ -1778,6 +1817,34 @@ mod tests {
         assert!(matches!(src.read_now("/d/x.txt"), Some(Err(_))));
     }
 
+    /// A kept read's path passes the rules again after the watcher applied a change: a
+    /// `.gitignore` that now hides the file makes it "not found", kept or not.
+    #[test]
+    fn kept_reads_are_hidden_by_a_new_ignore_rule() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::write(root.join("a.txt"), "one").unwrap();
+        let mut src = FilesSource::hiding_rules(&root, false, true);
+        src.watch = true;
+        src.settled = std::time::Duration::ZERO;
+        assert_eq!(text(src.read_now("/a.txt")), "one");
+        assert_eq!(text(src.read_now("/a.txt")), "one");
+        assert!(src.read_cache.lock().unwrap().files.contains_key("a.txt"));
+        std::fs::write(root.join(".gitignore"), "a.txt\n").unwrap();
+        src.apply_changes_blocking(&[crate::watch::Change {
+            path: root.join(".gitignore"),
+            kind: crate::watch::ChangeKind::Created,
+        }]);
+        assert!(matches!(src.read_now("/a.txt"), Some(Err(_))));
+        // Shown again: read (and kept) again.
+        std::fs::write(root.join(".gitignore"), "b.txt\n").unwrap();
+        src.apply_changes_blocking(&[crate::watch::Change {
+            path: root.join(".gitignore"),
+            kind: crate::watch::ChangeKind::Modified,
+        }]);
+        assert_eq!(text(src.read_now("/a.txt")), "one");
+    }
+
     /// The kept reads are bounded in bytes and files, the oldest dropped first.
     #[test]
     fn kept_reads_are_bounded() {
@@ -1790,6 +1857,7 @@ mod tests {
                 format!("f{i}"),
                 super::CachedRead {
                     version,
+                    checked: 0,
                     mime_type: None,
                     body: super::Body::Bytes(vec![0; chunk]),
                 },
@@ -1803,6 +1871,7 @@ mod tests {
                 format!("g{i}"),
                 super::CachedRead {
                     version,
+                    checked: 0,
                     mime_type: None,
                     body: super::Body::Bytes(Vec::new()),
                 },
