@@ -77,8 +77,8 @@ pub(crate) struct FilesSource {
 }
 
 /// Small files read in place lately, by path below the root, each with the version it was
-/// read at (`paths::Version`): at most [`READ_CACHE_FILES`] files and [`READ_CACHE_BYTES`],
-/// the oldest dropped first.
+/// read at (`paths::Version`): at most [`READ_CACHE_FILES`] files and [`READ_CACHE_BYTES`]
+/// (contents, MIME types and paths), the oldest dropped first.
 #[derive(Debug, Default)]
 struct ReadCache {
     files: HashMap<String, CachedRead>,
@@ -112,19 +112,25 @@ const READ_CACHE_BYTES: usize = 1024 * 1024;
 const SETTLED: Duration = Duration::from_secs(1);
 
 impl ReadCache {
+    /// What a kept read holds: its bytes, its MIME type and its path (twice: in the map and
+    /// in `order`).
+    fn cost(rel: &str, read: &CachedRead) -> usize {
+        read.body.len() + read.mime_type.as_ref().map_or(0, String::len) + 2 * rel.len()
+    }
+
     fn put(&mut self, rel: String, read: CachedRead) {
-        let len = read.body.len();
+        let cost = ReadCache::cost(&rel, &read);
         match self.files.insert(rel.clone(), read) {
-            Some(old) => self.bytes = self.bytes.saturating_sub(old.body.len()),
+            Some(old) => self.bytes = self.bytes.saturating_sub(ReadCache::cost(&rel, &old)),
             None => self.order.push_back(rel),
         }
-        self.bytes += len;
+        self.bytes += cost;
         while self.bytes > READ_CACHE_BYTES || self.files.len() > READ_CACHE_FILES {
             let Some(oldest) = self.order.pop_front() else {
                 break;
             };
             if let Some(gone) = self.files.remove(&oldest) {
-                self.bytes = self.bytes.saturating_sub(gone.body.len());
+                self.bytes = self.bytes.saturating_sub(ReadCache::cost(&oldest, &gone));
             }
         }
     }
@@ -1851,7 +1857,8 @@ mod tests {
         let mut cache = super::ReadCache::default();
         let st = rustix::fs::stat("/").unwrap();
         let version = crate::providers::paths::Version::of(&st);
-        let chunk = super::READ_CACHE_BYTES / 4;
+        // Four fit exactly: each path ("fN") counts twice.
+        let chunk = super::READ_CACHE_BYTES / 4 - 4;
         for i in 0..6 {
             cache.put(
                 format!("f{i}"),
@@ -1879,6 +1886,21 @@ mod tests {
         }
         assert_eq!(cache.files.len(), super::READ_CACHE_FILES);
         assert_eq!(cache.order.len(), super::READ_CACHE_FILES);
+        // Long paths count too.
+        let long = "p".repeat(super::READ_CACHE_BYTES / 4);
+        for i in 0..3 {
+            cache.put(
+                format!("{long}{i}"),
+                super::CachedRead {
+                    version,
+                    checked: 0,
+                    mime_type: None,
+                    body: super::Body::Bytes(Vec::new()),
+                },
+            );
+        }
+        assert!(cache.bytes <= super::READ_CACHE_BYTES);
+        assert_eq!(cache.files.len(), 1);
     }
 
     /// Once a page of an unwatched source is served, the next is walked ahead and served when
