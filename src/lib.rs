@@ -31,3 +31,16 @@ pub mod setup;
 pub(crate) mod tools;
 pub(crate) mod uri;
 pub(crate) mod watch;
+
+/// Runs `f` when the value it returns is dropped, however the scope is left (a panic too).
+pub(crate) fn scopeguard(f: impl FnOnce()) -> impl Drop {
+    struct Guard<F: FnOnce()>(Option<F>);
+    impl<F: FnOnce()> Drop for Guard<F> {
+        fn drop(&mut self) {
+            if let Some(f) = self.0.take() {
+                f();
+            }
+        }
+    }
+    Guard(Some(f))
+}

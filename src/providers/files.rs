@@ -27,6 +27,7 @@ use super::{
 };
 use crate::manifest::{self, Diagnostics, expand::format_size};
 use crate::quote::{Quote, quote};
+use crate::scopeguard;
 use crate::watch::{Change, ChangeKind};
 
 /// Files at most this large are read on the runtime thread (see `Source::read` below).
@@ -93,17 +94,6 @@ struct CachedRead {
     checked: u64,
     mime_type: Option<String>,
     body: Body,
-}
-
-/// Adds one to `counter` when dropped.
-fn scopeguard_bump(counter: &AtomicU64) -> impl Drop + '_ {
-    struct Bump<'a>(&'a AtomicU64);
-    impl Drop for Bump<'_> {
-        fn drop(&mut self) {
-            self.0.fetch_add(1, Ordering::Release);
-        }
-    }
-    Bump(counter)
 }
 
 const READ_CACHE_FILES: usize = 1024;
@@ -265,19 +255,6 @@ impl Ahead {
             assert!(slot.running, "no walk ahead of {after}");
             slot = self.done.wait(slot).unwrap();
         }
-    }
-}
-
-/// Ends a walk ahead when dropped, with its page if it got one (without: it panicked).
-struct AheadDone<'a> {
-    ahead: &'a Ahead,
-    generation: u64,
-    walked: Option<Walked>,
-}
-
-impl Drop for AheadDone<'_> {
-    fn drop(&mut self) {
-        self.ahead.end(self.generation, self.walked.take());
     }
 }
 
@@ -487,13 +464,11 @@ impl FilesSource {
         let spawned = std::thread::Builder::new()
             .name("list-ahead".into())
             .spawn(move || {
-                // Marks the walk done however it ends (a panic included).
-                let mut done = AheadDone {
-                    ahead: &me.ahead,
-                    generation,
-                    walked: None,
-                };
-                done.walked = Some(me.walk_page(Some(&after), limit));
+                // Ends the walk however it ends: a panic leaves no page (and no slot running).
+                let walked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    me.walk_page(Some(&after), limit)
+                }));
+                me.ahead.end(generation, walked.ok());
             });
         if spawned.is_err() {
             self.ahead.end(generation, None);
@@ -897,31 +872,27 @@ impl FilesSource {
     /// `openat`, `fstat`, `read`, `close`). The path must still pass every rule; a symlink at
     /// its end is not followed (such a file is never kept), and one on the way leads to these
     /// bytes only if it leads to this very file (same device and inode) unchanged.
-    fn read_cached(&self, uri: &str) -> Option<Contents> {
-        if !self.watch || self.root_is_file {
-            return None;
-        }
-        let rel = paths::plain_relative(uri.strip_prefix(&self.root_uri)?.strip_prefix('/')?)?;
+    fn read_cached(&self, uri: &str, rel: &str) -> Option<Contents> {
         let (want, checked) = {
             let cache = self.read_cache.lock().ok()?;
-            let kept = cache.files.get(&rel)?;
+            let kept = cache.files.get(rel)?;
             (kept.version, kept.checked)
         };
         // Read before the rules are checked: a change applied meanwhile makes the next read
         // check them again.
         let changes = self.changes_seen.load(Ordering::Acquire);
-        if checked != changes && !self.visible(&rel) {
+        if checked != changes && !self.visible(rel) {
             return None;
         }
         let root = self.root_dir.lock().ok()?.clone()?;
-        let st = rustix::fs::statat(root.as_fd(), rel.as_str(), AtFlags::SYMLINK_NOFOLLOW).ok()?;
+        let st = rustix::fs::statat(root.as_fd(), rel, AtFlags::SYMLINK_NOFOLLOW).ok()?;
         if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile
             || paths::Version::of(&st) != want
         {
             return None;
         }
         let mut cache = self.read_cache.lock().ok()?;
-        let hit = cache.files.get_mut(&rel).filter(|c| c.version == want)?;
+        let hit = cache.files.get_mut(rel).filter(|c| c.version == want)?;
         hit.checked = changes;
         Some(Contents {
             uri: uri.to_owned(),
@@ -930,27 +901,12 @@ impl FilesSource {
         })
     }
 
-    /// Keeps what `read_now` read of a watched source's file at `version`, if the file was
-    /// opened by its own path (no symlink followed) and has stood unchanged for `settled`.
-    fn keep_read(
-        &self,
-        uri: &str,
-        real_rel: &str,
-        version: paths::Version,
-        checked: u64,
-        read: &Contents,
-    ) {
-        if !self.watch || self.root_is_file || !version.settled(SystemTime::now(), self.settled) {
+    /// Keeps what `read_now` read of the file at `rel` at `version`, if it has stood unchanged
+    /// for `settled`.
+    fn keep_read(&self, rel: String, version: paths::Version, checked: u64, read: &Contents) {
+        if !version.settled(SystemTime::now(), self.settled) {
             return;
         }
-        let Some(rel) = uri
-            .strip_prefix(&self.root_uri)
-            .and_then(|r| r.strip_prefix('/'))
-            .and_then(paths::plain_relative)
-            .filter(|rel| rel == real_rel)
-        else {
-            return;
-        };
         if let Ok(mut cache) = self.read_cache.lock() {
             cache.put(
                 rel,
@@ -1069,7 +1025,9 @@ impl FilesSource {
     /// resources changed and whether the set of watched folders must be recomputed.
     fn apply_changes_blocking(&self, changes: &[Change]) -> ChangeEffect {
         // Kept reads check their rules again (after what follows drops the rules it must).
-        let _bump = scopeguard_bump(&self.changes_seen);
+        let _bump = scopeguard(|| {
+            self.changes_seen.fetch_add(1, Ordering::Release);
+        });
         let mut effect = ChangeEffect::default();
         let old = self.listing.lock().ok().and_then(|l| l.clone());
         let mut touched = false;
@@ -1225,12 +1183,25 @@ impl Source for FilesSource {
         if self.large.lock().is_ok_and(|l| l.iter().any(|u| u == uri)) {
             return None;
         }
-        if let Some(hit) = self.read_cached(uri) {
+        // The path below the root of a watched folder's file: what its reads are kept by.
+        let kept_by = (self.watch && !self.root_is_file)
+            .then(|| paths::plain_relative(uri.strip_prefix(&self.root_uri)?.strip_prefix('/')?))
+            .flatten();
+        if let Some(rel) = &kept_by
+            && let Some(hit) = self.read_cached(uri, rel)
+        {
             return Some(Ok(hit));
         }
-        // Read before `open_for_read` checks the rules (see `read_cached`).
+        // Read before the rules are checked (see `read_cached`).
         let changes = self.changes_seen.load(Ordering::Acquire);
-        match self.open_for_read(uri) {
+        let opened = match &kept_by {
+            // What `open_for_read` does, without finding the path again.
+            Some(rel) => self
+                .open_rel(rel)
+                .ok_or_else(|| RequestError::NotFound(uri.to_owned())),
+            None => self.open_for_read(uri),
+        };
+        match opened {
             Ok(opened) if opened.size > INLINE_READ => {
                 if let Ok(mut large) = self.large.lock() {
                     if large.len() == LARGE_KEPT {
@@ -1241,10 +1212,13 @@ impl Source for FilesSource {
                 None
             }
             Ok(opened) => {
-                let kept = opened.version.map(|v| (v, opened.real_rel.clone()));
+                // Kept only if opened by its own path (no symlink followed).
+                let keep = kept_by
+                    .filter(|rel| *rel == opened.real_rel)
+                    .zip(opened.version);
                 let read = self.read_opened(uri, opened);
-                if let (Ok(contents), Some((version, real_rel))) = (&read, kept) {
-                    self.keep_read(uri, &real_rel, version, changes, contents);
+                if let (Ok(contents), Some((rel, version))) = (&read, keep) {
+                    self.keep_read(rel, version, changes, contents);
                 }
                 Some(read)
             }
@@ -1777,26 +1751,17 @@ mod tests {
         src.settled = std::time::Duration::ZERO;
         assert_eq!(text(src.read_now("/a.txt")), "one");
         // Kept: what is kept is what a read answers (seen by changing it behind the source's back).
-        let body = |s: &str| super::Body::Text(s.to_owned());
-        src.read_cache
-            .lock()
-            .unwrap()
-            .files
-            .get_mut("a.txt")
-            .unwrap()
-            .body = body("own");
+        let keep_as = |src: &FilesSource, s: &str| {
+            let mut cache = src.read_cache.lock().unwrap();
+            cache.files.get_mut("a.txt").unwrap().body = super::Body::Text(s.to_owned());
+        };
+        keep_as(&src, "own");
         assert_eq!(text(src.read_now("/a.txt")), "own");
         // Another size: read again.
         std::fs::write(&file, "two!").unwrap();
         assert_eq!(text(src.read_now("/a.txt")), "two!");
         // The same size, another time: read again.
-        src.read_cache
-            .lock()
-            .unwrap()
-            .files
-            .get_mut("a.txt")
-            .unwrap()
-            .body = body("kep!");
+        keep_as(&src, "kep!");
         std::fs::write(&file, "2wo!").unwrap();
         let f = std::fs::File::options().write(true).open(&file).unwrap();
         f.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000))
@@ -1821,6 +1786,55 @@ mod tests {
         std::fs::rename(root.join("d"), root.join("d.old")).unwrap();
         std::os::unix::fs::symlink(outside.path(), root.join("d")).unwrap();
         assert!(matches!(src.read_now("/d/x.txt"), Some(Err(_))));
+    }
+
+    /// A kept file replaced by a symlink (to another file inside the root) is read through the
+    /// symlink, not answered from what was kept: the `stat` does not follow the last name.
+    #[test]
+    fn a_kept_file_swapped_for_a_symlink_is_read_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::write(root.join("a.txt"), "one").unwrap();
+        std::fs::write(root.join("b.txt"), "bee").unwrap();
+        let mut src = FilesSource::hiding_rules(&root, false, false);
+        src.watch = true;
+        src.settled = std::time::Duration::ZERO;
+        assert_eq!(text(src.read_now("/a.txt")), "one");
+        assert!(src.read_cache.lock().unwrap().files.contains_key("a.txt"));
+        std::fs::remove_file(root.join("a.txt")).unwrap();
+        std::os::unix::fs::symlink("b.txt", root.join("a.txt")).unwrap();
+        assert_eq!(text(src.read_now("/a.txt")), "bee");
+    }
+
+    /// However many pages are served while a walk ahead runs, no second one starts; one that
+    /// began later fills the slot, an earlier one does not.
+    #[test]
+    fn one_walk_ahead_at_a_time() {
+        let ahead = super::Ahead::default();
+        let first = ahead.begin("a", 2).expect("free");
+        assert!(ahead.begin("b", 2).is_none());
+        ahead.end(first, None);
+        let second = ahead.begin("b", 2).expect("free again");
+        // The first walk's page, late: not taken for the second's.
+        ahead.end(
+            first,
+            Some(super::Walked {
+                found: Vec::new(),
+                next: None,
+            }),
+        );
+        assert!(ahead.lock().running);
+        ahead.end(
+            second,
+            Some(super::Walked {
+                found: Vec::new(),
+                next: None,
+            }),
+        );
+        let now = std::time::Instant::now();
+        assert!(ahead.take("a", 2, now, false).is_none());
+        assert!(ahead.take("b", 3, now, false).is_none());
+        assert!(ahead.take("b", 2, now, false).is_some());
     }
 
     /// A kept read's path passes the rules again after the watcher applied a change: a

@@ -40,6 +40,7 @@ use tokio_util::sync::CancellationToken;
 use crate::providers::RequestError;
 use crate::quote::{Quote, quote};
 use crate::registry::{PromptContent, Registry, paginate};
+use crate::scopeguard;
 use crate::tools::CallContext;
 use convert::{
     completion, contents, error, forward_progress, list_page_json, prompt, resource, role,
@@ -585,19 +586,6 @@ where
     // Everything answered is written before we return (the process exits right after).
     output.finish(Duration::from_millis(200)).await;
     Ok(())
-}
-
-/// Runs `f` when dropped, however the scope is left.
-fn scopeguard(f: impl FnOnce()) -> impl Drop {
-    struct Guard<F: FnOnce()>(Option<F>);
-    impl<F: FnOnce()> Drop for Guard<F> {
-        fn drop(&mut self) {
-            if let Some(f) = self.0.take() {
-                f();
-            }
-        }
-    }
-    Guard(Some(f))
 }
 
 /// SIGTERM or SIGINT (how a service manager or a terminal stops an HTTP server).
