@@ -471,10 +471,11 @@ const EOF_GRACE: Duration = Duration::from_millis(650);
 
 /// Serves `registry` on stdin/stdout until stdin closes (or SIGTERM), then returns within ~1 s.
 pub(crate) async fn serve_stdio(registry: Registry) -> anyhow::Result<()> {
-    serve(
+    // rmcp's thread may write a short answer to stdout itself (`Output::write_directly`).
+    serve_on(
         registry,
         std::io::stdin(),
-        std::io::stdout(),
+        (std::io::stdout(), Some(libc::STDOUT_FILENO)),
         terminate_signal(),
     )
     .await
@@ -541,11 +542,28 @@ where
     R: Read + Send + 'static,
     W: Write + Send + 'static,
 {
+    serve_on(registry, input, (output, None), shutdown).await
+}
+
+/// `serve`, with the file descriptor `output` writes to when there is one.
+async fn serve_on<R, W>(
+    registry: Registry,
+    input: R,
+    (output, output_fd): (W, Option<std::os::fd::RawFd>),
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<()>
+where
+    R: Read + Send + 'static,
+    W: Write + Send + 'static,
+{
     let children = registry.children.clone();
     // However serving ends, no child outlives it: every process group a tool started is killed.
     let _children = scopeguard(move || children.kill_all());
     let eof = CancellationToken::new();
     let output = Output::start(output);
+    if let Some(fd) = output_fd {
+        output.write_directly(fd);
+    }
     let shared = Shared::new(registry);
     output.shortcut(shortcut(shared.clone()));
     let transport = LineTransport::new(input, &output, eof.clone());

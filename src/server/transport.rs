@@ -72,7 +72,7 @@ mod parse;
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, Read, Write};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
@@ -201,6 +201,9 @@ struct Session {
     /// which a second thread would not make faster.
     direct_reads: AtomicBool,
     shortcut: OnceLock<Shortcut>,
+    /// The file descriptor behind the sink when a write to it can be tried without blocking
+    /// (a pipe or a Unix socket, `Output::write_directly`); -1 otherwise.
+    nowait_fd: AtomicI32,
 }
 
 impl Session {
@@ -239,6 +242,67 @@ impl Session {
             return;
         }
         st.wake_writer(&self.writable);
+    }
+
+    /// Writes the answer just queued on the calling thread (rmcp's), when it is alone in the
+    /// queue, short and the writer sleeps: waking the writer thread costs more than the write
+    /// (a `futex` call, and tens of microseconds while an idle CPU wakes up). The write must not
+    /// block this thread, which routes every request: it is tried with `RWF_NOWAIT` and at most
+    /// `PIPE_BUF` bytes, which a pipe or a Unix socket takes whole or not at all; when the client
+    /// has left no room, the answer stays queued for the writer as it would have.
+    fn write_now(&self, mut st: MutexGuard<'_, State>) {
+        let fd = self.nowait_fd.load(Ordering::Relaxed);
+        let alone = fd >= 0
+            && st.writer_waiting
+            && !st.held
+            && !st.out_closed
+            && st.out.len() == 1
+            && st.out[0].bytes.len() <= NOWAIT_MAX;
+        let sink = alone
+            .then(|| self.sink.try_lock().ok())
+            .flatten()
+            .filter(|k| !k.failed && k.w.buffer().is_empty());
+        let Some(mut sink) = sink else {
+            st.wake_writer(&self.writable);
+            return;
+        };
+        let Some(out) = st.out.pop_front() else {
+            return;
+        };
+        drop(st);
+        let wrote = write_nowait(fd, &out.bytes);
+        let len = out.bytes.len();
+        match wrote {
+            Ok(n) if n == len => {}
+            Ok(n) if n > 0 => {
+                // Not seen from a pipe or a Unix socket for so few bytes; the line is finished
+                // before the sink is let go, so no other answer can come between its halves.
+                tracing::debug!("a write without waiting took {n} of {len} bytes");
+                if sink.w.write_all(&out.bytes[n..]).is_err() || sink.w.flush().is_err() {
+                    sink.failed = true;
+                }
+            }
+            failed => {
+                if let Err(e) = &failed
+                    && matches!(e.raw_os_error(), Some(libc::EOPNOTSUPP | libc::EINVAL))
+                {
+                    // A kernel without `RWF_NOWAIT` for this kind of file: never again.
+                    self.nowait_fd.store(-1, Ordering::Relaxed);
+                }
+                // Nothing was written (no room, or an error the writer will meet itself): the
+                // answer goes back first in the queue, for the writer, before the sink is let
+                // go (a writer finishing takes the sink before it looks at the queue).
+                let mut st = self.lock();
+                st.out.push_front(out);
+                st.wake_writer(&self.writable);
+                return;
+            }
+        }
+        drop(sink);
+        let mut st = self.lock();
+        st.written(len, out.release);
+        st.grant();
+        self.wake(&st);
     }
 
     /// The reader waits here until there is room to read one more line.
@@ -860,13 +924,16 @@ impl State {
     }
 
     /// rmcp produced the answer of `internal`, serialized as `bytes` (without a newline).
-    fn answered(&mut self, internal: u64, bytes: Vec<u8>, writable: &Condvar) {
+    /// Returns whether it was queued on its own and the writer is still to be woken for it
+    /// (`Session::write_now`, or `wake_writer`): a batch's member waits with its batch.
+    #[must_use]
+    fn answered(&mut self, internal: u64, bytes: Vec<u8>, writable: &Condvar) -> bool {
         let Some(r) = self.records.get_mut(&internal) else {
-            return;
+            return false;
         };
         if r.state == RecState::Cancelled {
             self.records.remove(&internal);
-            return;
+            return false;
         }
         self.reserved -= r.held;
         r.held = 0;
@@ -878,7 +945,8 @@ impl State {
                     bytes,
                     release: Some(internal),
                 });
-                self.wake_writer(writable);
+                self.grant();
+                true
             }
             Some(batch) => {
                 // Its slot is free now; its answer waits with the batch's.
@@ -905,9 +973,10 @@ impl State {
                     b.pending = b.pending.saturating_sub(1);
                 }
                 self.batch_answer(batch, answer, writable);
+                self.grant();
+                false
             }
         }
-        self.grant();
     }
 
     /// The writer wrote `len` bytes (the answer of `release`).
@@ -953,6 +1022,7 @@ impl Output {
             fast_ping: AtomicBool::new(false),
             direct_reads: AtomicBool::new(false),
             shortcut: OnceLock::new(),
+            nowait_fd: AtomicI32::new(-1),
         });
         let (done_tx, done) = tokio::sync::oneshot::channel();
         let s = session.clone();
@@ -970,6 +1040,15 @@ impl Output {
     /// `LineTransport::new`).
     pub fn shortcut(&self, shortcut: Shortcut) {
         let _ = self.session.shortcut.set(shortcut);
+    }
+
+    /// Lets rmcp's thread write a short answer itself to `fd`, the file descriptor the writer
+    /// writes to (see `Session::write_now`), when it is a pipe or a Unix stream socket; anything
+    /// else is left to the writer thread.
+    pub fn write_directly(&self, fd: std::os::fd::RawFd) {
+        if takes_nowait_writes(fd) {
+            self.session.nowait_fd.store(fd, Ordering::Relaxed);
+        }
     }
 
     /// Waits (at most `limit`) until everything queued is written.
@@ -998,7 +1077,15 @@ fn write_messages(session: &Session) {
             while st.out.is_empty() {
                 if st.finishing {
                     drop(st);
-                    let _ = lock_sink(session).w.flush();
+                    // The sink first: an answer `Session::write_now` could not write is back in
+                    // the queue by the time the sink is free.
+                    let mut sink = lock_sink(session);
+                    st = session.lock();
+                    if !st.out.is_empty() {
+                        continue;
+                    }
+                    drop(st);
+                    let _ = sink.w.flush();
                     return;
                 }
                 st.writer_waiting = true;
@@ -1053,6 +1140,60 @@ fn write_burst(session: &Session, sink: &mut Sink, burst: &mut Vec<Out>) {
     }
 }
 
+/// The longest answer rmcp's thread writes itself (`Session::write_now`): `PIPE_BUF`, which a
+/// pipe writes whole or not at all.
+const NOWAIT_MAX: usize = libc::PIPE_BUF;
+
+/// One `pwritev2(RWF_NOWAIT)` of `bytes` to `fd`: what fits now, or `EAGAIN`.
+fn write_nowait(fd: std::os::fd::RawFd, bytes: &[u8]) -> std::io::Result<usize> {
+    let iov = libc::iovec {
+        iov_base: bytes.as_ptr() as *mut libc::c_void,
+        iov_len: bytes.len(),
+    };
+    // SAFETY: `iov` points at `bytes`, alive and unchanged for the call; offset -1 is the
+    // file's own position (a pipe or a socket has none).
+    let n = unsafe { libc::pwritev2(fd, &iov, 1, -1, libc::RWF_NOWAIT) };
+    usize::try_from(n).map_err(|_| std::io::Error::last_os_error())
+}
+
+/// Whether `fd` is a pipe or a Unix stream socket: what takes a short write whole or not at all.
+fn takes_nowait_writes(fd: std::os::fd::RawFd) -> bool {
+    // SAFETY: `fstat` and `getsockopt` only write into the buffers given, of the right sizes.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        if libc::fstat(fd, &mut st) != 0 {
+            return false;
+        }
+        match st.st_mode & libc::S_IFMT {
+            libc::S_IFIFO => true,
+            libc::S_IFSOCK => {
+                let mut value: libc::c_int = 0;
+                let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+                let unix = libc::getsockopt(
+                    fd,
+                    libc::SOL_SOCKET,
+                    libc::SO_DOMAIN,
+                    (&raw mut value).cast(),
+                    &mut len,
+                ) == 0
+                    && value == libc::AF_UNIX;
+                value = 0;
+                len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+                let stream = libc::getsockopt(
+                    fd,
+                    libc::SOL_SOCKET,
+                    libc::SO_TYPE,
+                    (&raw mut value).cast(),
+                    &mut len,
+                ) == 0
+                    && value == libc::SOCK_STREAM;
+                unix && stream
+            }
+            _ => false,
+        }
+    }
+}
+
 /// A read answer whose contents are at most this many bytes is serialized in place: that
 /// takes a few microseconds, less than the hand-off to the blocking pool and back.
 const INLINE_SERIALIZE: usize = 16 * 1024;
@@ -1065,6 +1206,61 @@ fn contents_len(c: &rmcp::model::ResourceContents) -> usize {
         // A kind rmcp may add: serialized on the blocking pool, to be safe.
         _ => usize::MAX / 2,
     }
+}
+
+/// About how many bytes a tool's result serializes to, as far as it matters: text contents and
+/// structured content are counted (the latter up to `INLINE_SERIALIZE`); any other kind of
+/// content, or `_meta`, counts as large, so it is serialized on the blocking pool.
+fn tool_result_len(call: &rmcp::model::CallToolResult) -> usize {
+    const LARGE: usize = usize::MAX / 2;
+    if call.meta.is_some() {
+        return LARGE;
+    }
+    let mut len = 0usize;
+    for block in &call.content {
+        match block {
+            rmcp::model::ContentBlock::Text(t) if t.meta.is_none() && t.annotations.is_none() => {
+                len = len.saturating_add(t.text.len());
+            }
+            _ => return LARGE,
+        }
+    }
+    if let Some(value) = &call.structured_content {
+        len = len.saturating_add(json_len_upto(value, INLINE_SERIALIZE + 1));
+    }
+    len
+}
+
+/// The bytes `value`'s strings and numbers hold (a lower bound of its JSON's length), counting
+/// no further than `limit`: a huge value is not walked to its end.
+fn json_len_upto(value: &serde_json::Value, limit: usize) -> usize {
+    use serde_json::Value;
+    let mut len = 0usize;
+    let mut stack = vec![value];
+    while let Some(v) = stack.pop() {
+        if len >= limit {
+            return limit;
+        }
+        len += match v {
+            Value::Null | Value::Bool(_) | Value::Number(_) => 8,
+            Value::String(s) => s.len() + 2,
+            // Each item is at least a byte: a long array or map is as long as the limit.
+            Value::Array(items) if items.len() >= limit => return limit,
+            Value::Object(map) if map.len() >= limit => return limit,
+            Value::Array(items) => {
+                stack.extend(items);
+                2 + items.len()
+            }
+            Value::Object(map) => {
+                for (k, item) in map {
+                    len = len.saturating_add(k.len() + 4);
+                    stack.push(item);
+                }
+                2
+            }
+        };
+    }
+    len.min(limit)
 }
 
 /// The transport rmcp drives.
@@ -1146,9 +1342,10 @@ impl rmcp::transport::Transport<RoleServer> for LineTransport {
                                     .fold(0usize, |n, c| n.saturating_add(contents_len(c)))
                                     > INLINE_SERIALIZE
                             }
-                            ServerResult::CallToolResult(_) | ServerResult::GetPromptResult(_) => {
-                                true
+                            ServerResult::CallToolResult(call) => {
+                                tool_result_len(call) > INLINE_SERIALIZE
                             }
+                            ServerResult::GetPromptResult(_) => true,
                             _ => false,
                         },
                         _ => false,
@@ -1170,12 +1367,15 @@ impl rmcp::transport::Transport<RoleServer> for LineTransport {
                         splice_subscription_id(&mut bytes, internal, &id);
                     }
                     let mut st = session.lock();
-                    st.answered(internal, bytes, &session.writable);
+                    let queued = st.answered(internal, bytes, &session.writable);
                     if st.initialized {
                         session.fast_ping.store(true, Ordering::Relaxed);
                     }
                     // A batch's request frees its slot here.
                     session.wake(&st);
+                    if queued {
+                        session.write_now(st);
+                    }
                 }
                 Route::Notification(listen) => {
                     // Notifications wait while the client does not read (answers never do:

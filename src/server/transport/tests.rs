@@ -609,3 +609,118 @@ async fn a_client_that_does_not_read_stops_the_reading_not_the_memory() {
     assert!(produced > 0);
     drop(h.input);
 }
+
+#[test]
+fn small_tool_results_are_serialized_in_place_and_large_ones_are_not() {
+    use rmcp::model::{CallToolResult, ContentBlock};
+    let text = |n: usize| CallToolResult::success(vec![ContentBlock::text("x".repeat(n))]);
+    assert_eq!(tool_result_len(&text(0)), 0);
+    assert!(tool_result_len(&text(100)) <= INLINE_SERIALIZE);
+    assert!(tool_result_len(&text(INLINE_SERIALIZE + 1)) > INLINE_SERIALIZE);
+    // Many small blocks add up.
+    let blocks = CallToolResult::success(vec![ContentBlock::text("y".repeat(1024)); 17]);
+    assert!(tool_result_len(&blocks) > INLINE_SERIALIZE);
+    // Structured content counts, and a huge one is not walked to its end.
+    let mut with_value = text(10);
+    with_value.structured_content = Some(serde_json::json!({"matches": vec!["z".repeat(100); 3]}));
+    let small = tool_result_len(&with_value);
+    assert!((300..INLINE_SERIALIZE).contains(&small), "{small}");
+    let many: Vec<serde_json::Value> = (0..200_000)
+        .map(|i| serde_json::json!({"line": i}))
+        .collect();
+    with_value.structured_content = Some(serde_json::Value::Array(many));
+    let big = tool_result_len(&with_value);
+    assert!(
+        big > INLINE_SERIALIZE && big < 2 * INLINE_SERIALIZE,
+        "{big}"
+    );
+    // Content the estimate does not know is large.
+    let image = CallToolResult::success(vec![ContentBlock::image("AAAA", "image/png")]);
+    assert!(tool_result_len(&image) > INLINE_SERIALIZE);
+}
+
+#[tokio::test]
+async fn a_short_answer_is_written_by_rmcps_thread_when_the_writer_sleeps() {
+    use std::io::Read as _;
+    use std::os::fd::AsRawFd as _;
+    let mut h = Harness::started().await;
+    let (mut client, stdout) = std::io::pipe().expect("pipe");
+    h.output.write_directly(stdout.as_raw_fd());
+    let waiting = |st: &State| st.writer_waiting && st.out.is_empty();
+    // The writer's own stdout is shut: a short answer still comes, through the pipe.
+    h.gate.set(false);
+    h.until(waiting);
+    h.write(r#"{"jsonrpc":"2.0","id":"short","method":"tools/list"}"#);
+    let r = h.request().await;
+    h.answer(r, result_of(100)).await;
+    let mut pfd = libc::pollfd {
+        fd: client.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid `pollfd`.
+    let ready = unsafe { libc::poll(&mut pfd, 1, 10_000) };
+    assert_eq!(ready, 1, "the short answer never reached the pipe");
+    let mut line = vec![0u8; 4096];
+    let n = client.read(&mut line).expect("read");
+    let line = String::from_utf8_lossy(&line[..n]).into_owned();
+    assert!(
+        line.starts_with(r#"{"jsonrpc":"2.0","id":"short","#),
+        "{line}"
+    );
+    assert!(
+        line.ends_with('\n') && line.matches('\n').count() == 1,
+        "{line}"
+    );
+    h.until(|st| st.out_bytes == 0 && st.records.is_empty());
+    h.gate.set(true);
+
+    // A client that has left no room in the pipe: the answer waits for the writer, whole.
+    let filler = vec![b' '; 1000];
+    while write_nowait(stdout.as_raw_fd(), &filler).is_ok() {}
+    h.until(waiting);
+    h.write(r#"{"jsonrpc":"2.0","id":"full","method":"tools/list"}"#);
+    let r = h.request().await;
+    h.answer(r, result_of(100)).await;
+    h.until_written(|l| l.starts_with(r#"{"jsonrpc":"2.0","id":"full","#));
+
+    // Longer than a pipe takes whole: the writer's.
+    h.until(waiting);
+    h.write(r#"{"jsonrpc":"2.0","id":"long","method":"tools/list"}"#);
+    let r = h.request().await;
+    h.answer(r, result_of(NOWAIT_MAX)).await;
+    h.until_written(|l| l.starts_with(r#"{"jsonrpc":"2.0","id":"long","#));
+    h.until(|st| st.out_bytes == 0 && st.records.is_empty());
+
+    // Nothing else reached the pipe: only the filler.
+    drop(stdout);
+    drop(h.output);
+    let mut rest = Vec::new();
+    client.read_to_end(&mut rest).expect("read");
+    assert!(
+        rest.iter().all(|b| *b == b' '),
+        "{}",
+        String::from_utf8_lossy(&rest)
+    );
+    let lines = h.gate.lines();
+    assert!(
+        !lines.iter().any(|l| l.contains(r#""id":"short""#)),
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn only_pipes_and_unix_stream_sockets_take_writes_without_waiting() {
+    use std::os::fd::AsRawFd as _;
+    let (r, w) = std::io::pipe().expect("pipe");
+    assert!(takes_nowait_writes(w.as_raw_fd()) && takes_nowait_writes(r.as_raw_fd()));
+    let (a, _b) = std::os::unix::net::UnixStream::pair().expect("socketpair");
+    assert!(takes_nowait_writes(a.as_raw_fd()));
+    let (d, _e) = std::os::unix::net::UnixDatagram::pair().expect("socketpair");
+    assert!(!takes_nowait_writes(d.as_raw_fd()));
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").expect("udp");
+    assert!(!takes_nowait_writes(udp.as_raw_fd()));
+    let file = tempfile::tempfile().expect("file");
+    assert!(!takes_nowait_writes(file.as_raw_fd()));
+    assert!(!takes_nowait_writes(-1));
+}
