@@ -99,8 +99,9 @@ const MESSAGE_COST: usize = 1024;
 pub const OUTPUT_CAP: usize = 8 * MIB;
 /// Bytes reserved by answers being computed plus bytes waiting for stdout, at most. With the
 /// process's own ~10 MiB this keeps a server under 64 MiB whatever the load (a debug build
-/// maps ~27 MiB of itself); a release build under ~32 MiB for pipelined 64 KiB and 1 MiB reads.
-pub const BUDGET: usize = 16 * MIB;
+/// maps ~27 MiB of itself); a release build under 32 MiB for pipelined 64 KiB and 1 MiB reads
+/// (which map 12–15 MiB of the binary: the kernel maps a whole cached folio on a fault).
+pub const BUDGET: usize = 12 * MIB;
 /// Work requests handed to rmcp whose answers are not written yet, at most.
 pub const MAX_WORK: usize = 256;
 /// Control requests handed to rmcp whose answers are not written yet, at most.
@@ -117,8 +118,9 @@ pub const READ_RESERVE: usize = 3 * MIB;
 /// What a `*/list` request reserves before it builds its page (a page of 1 000 resources, or
 /// hundreds of tools with their schemas, is tens to hundreds of KiB).
 pub const LIST_RESERVE: usize = MIB;
-/// What a `tools/call` reserves before it runs (a tool's output is capped, 1 MiB by default):
-/// 16 calls fit in the budget, as many as tool processes run at once.
+/// What a `tools/call` reserves before it runs (a tool's output is capped, 1 MiB by default,
+/// and its answer's reservation becomes its size once serialized): 16 calls fit in the budget,
+/// as many as tool processes run at once.
 pub const TOOL_RESERVE: usize = BUDGET / 16;
 
 /// Answers some requests on the reader thread, without rmcp, once the session started with
