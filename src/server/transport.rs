@@ -11,8 +11,10 @@
 //! A reader thread splits stdin into lines (at most [`MAX_LINE`]; a longer one is answered with
 //! `-32600` and skipped), parses them (`parse`) and queues the messages; rmcp's loop takes them
 //! through [`LineTransport::receive`]. A writer thread writes what rmcp sends, in one buffered
-//! write per burst, flushing when idle. Answers are serialized by the send future (a large one
-//! on the blocking pool), so every byte waiting for stdout is counted exactly.
+//! write per burst, flushing when idle; a short answer alone in the queue while the writer
+//! sleeps is written by rmcp's thread itself, without waiting (`Session::write_now`). Answers
+//! are serialized by the send future (a large one on the blocking pool), so every byte waiting
+//! for stdout is counted exactly.
 //!
 //! Once the answer to `initialize` is queued, the reader answers a bare `ping` (no params, or
 //! `{}`) itself, as it answers a line that is not a message, and so does the server's
