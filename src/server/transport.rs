@@ -1245,7 +1245,7 @@ fn json_len_upto(value: &serde_json::Value, limit: usize) -> usize {
         if len >= limit {
             return limit;
         }
-        len += match v {
+        let own = match v {
             Value::Null | Value::Bool(_) | Value::Number(_) => 8,
             Value::String(s) => s.len() + 2,
             // Each item is at least a byte: a long array or map is as long as the limit.
@@ -1256,13 +1256,12 @@ fn json_len_upto(value: &serde_json::Value, limit: usize) -> usize {
                 2 + items.len()
             }
             Value::Object(map) => {
-                for (k, item) in map {
-                    len = len.saturating_add(k.len() + 4);
-                    stack.push(item);
-                }
-                2
+                stack.extend(map.values());
+                map.keys()
+                    .fold(2usize, |n, k| n.saturating_add(k.len() + 4))
             }
         };
+        len = len.saturating_add(own);
     }
     len.min(limit)
 }
