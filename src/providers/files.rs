@@ -1806,6 +1806,44 @@ mod tests {
         assert_eq!(text(src.read_now("/a.txt")), "bee");
     }
 
+    /// A client paging to the end gets every file once, in order, whatever the page size
+    /// (pages ending inside a folder or at its end) and however pages were walked ahead.
+    #[test]
+    fn paging_to_the_end_lists_everything_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let mut all = Vec::new();
+        for d in 0..7 {
+            std::fs::create_dir(root.join(format!("d{d}"))).unwrap();
+            for f in 0..3 {
+                std::fs::write(root.join(format!("d{d}/f{f}")), "x").unwrap();
+                all.push(format!("d{d}/f{f}"));
+            }
+        }
+        let src = Arc::new(FilesSource::hiding_rules(&root, false, false));
+        for limit in [1, 2, 3, 4, 5, 100] {
+            let mut got: Vec<String> = Vec::new();
+            let mut after: Option<String> = None;
+            loop {
+                // Every other page by the reader's path when it is ready, as a client gets it.
+                let page = match after.as_deref().filter(|_| got.len() % 2 == 1) {
+                    Some(a) => src
+                        .clone()
+                        .list_page_now(Some(a), limit)
+                        .and_then(Result::ok),
+                    None => None,
+                }
+                .unwrap_or_else(|| src.page_blocking(after.as_deref(), limit));
+                got.extend(names(&page).into_iter().map(str::to_owned));
+                match page.next {
+                    Some(n) => after = Some(n),
+                    None => break,
+                }
+            }
+            assert_eq!(got, all, "pages of {limit}");
+        }
+    }
+
     /// However many pages are served while a walk ahead runs, no second one starts; one that
     /// began later fills the slot, an earlier one does not.
     #[test]
