@@ -362,13 +362,17 @@ fn overlaps(m: &Manifest, w: &mut Diagnostics) {
     for g in &m.git {
         owners.push((format!("[git.{}]", g.name), format!("git://{}/", g.name)));
     }
-    let parsed: Vec<(&manifest::Template, UriTemplate)> = m
+    // Each template with the URI it gives for `x` everywhere.
+    let parsed: Vec<(&manifest::Template, UriTemplate, String)> = m
         .templates
         .iter()
-        .filter_map(|t| Some((t, UriTemplate::parse(&t.uri).ok()?)))
+        .filter_map(|t| {
+            let uri = UriTemplate::parse(&t.uri).ok()?;
+            let sample = sample(&uri, "x");
+            Some((t, uri, sample))
+        })
         .collect();
-    for (i, (t, uri)) in parsed.iter().enumerate() {
-        let sample = sample(uri, "x");
+    for (i, (t, uri, sample)) in parsed.iter().enumerate() {
         if let Some((owner, _)) = owners.iter().find(|(_, prefix)| {
             sample.strip_prefix(prefix.as_str()).is_some_and(|rest| {
                 prefix.ends_with('/') || rest.is_empty() || rest.starts_with('/')
@@ -383,8 +387,13 @@ fn overlaps(m: &Manifest, w: &mut Diagnostics) {
             );
             continue;
         }
-        if let Some((earlier, _)) = parsed[..i].iter().find(|(_, e)| {
-            e.matches(&sample).is_some() && uri.matches(&self::sample(e, "x")).is_some()
+        // A template matches only URIs that begin with its plain literal prefix: comparing
+        // prefixes first keeps hundreds of templates from costing a regex match per pair.
+        if let Some((earlier, _, _)) = parsed[..i].iter().find(|(_, e, e_sample)| {
+            sample.starts_with(e.plain_prefix())
+                && e_sample.starts_with(uri.plain_prefix())
+                && e.matches(sample).is_some()
+                && uri.matches(e_sample).is_some()
         }) {
             w.warn(
                 t.uri_loc,
@@ -416,11 +425,22 @@ fn sample(template: &UriTemplate, value: &str) -> String {
 async fn prompt_uris(registry: &Registry, complete: bool) -> Diagnostics {
     let m = &registry.manifest;
     let mut out = Diagnostics::new(m.file.clone());
-    let templates: Vec<UriTemplate> = registry
-        .templates()
-        .iter()
-        .filter_map(|t| UriTemplate::parse(&t.uri_template).ok())
-        .collect();
+    // Parsed only when a prompt embeds a resource (a manifest of hundreds of templates starts
+    // the server without compiling each twice more).
+    let embeds = m.prompts.iter().any(|p| {
+        p.messages
+            .iter()
+            .any(|msg| matches!(msg.content, MessageContent::Resource(_)))
+    });
+    let templates: Vec<UriTemplate> = if embeds {
+        registry
+            .templates()
+            .iter()
+            .filter_map(|t| UriTemplate::parse(&t.uri_template).ok())
+            .collect()
+    } else {
+        Vec::new()
+    };
     let user_templates: Vec<&str> = m.templates.iter().map(|t| t.uri.as_str()).collect();
     let matching = |uri: &str| templates.iter().find(|t| t.matches(uri).is_some());
     // Prompts with a problem of their own (an unknown `{name}`) were left out of the registry.

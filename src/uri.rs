@@ -275,6 +275,17 @@ impl UriTemplate {
     }
 
     /// Match a concrete URI back to variable values, or `None` if it does not fit the template.
+    /// The template's text before its first expression, up to a percent-encoded or non-ASCII
+    /// character: every URI it matches begins with exactly these bytes (`compile` matches
+    /// plain ASCII literals as they are).
+    pub fn plain_prefix(&self) -> &str {
+        let end = self
+            .text
+            .find(|c: char| c == '{' || c == '%' || !c.is_ascii())
+            .unwrap_or(self.text.len());
+        &self.text[..end]
+    }
+
     pub fn matches(&self, uri: &str) -> Option<Vars> {
         let mut found = self.regex.create_captures();
         self.regex.captures(uri, &mut found);
@@ -872,7 +883,11 @@ mod tests {
                 VarValue::List(v) => theirs.set("x", v.as_slice()),
                 VarValue::Map(v) => theirs.set("x", v.as_slice()),
             };
-            let ours = tpl(&text).expand(&vars(&[("x", value)]));
+            let t = tpl(&text);
+            let ours = t.expand(&vars(&[("x", value)]));
+            // What `check` relies on: a URI the template gives or matches begins with its
+            // plain prefix.
+            prop_assert!(ours.starts_with(t.plain_prefix()), "{}", text);
             prop_assert_eq!(ours, theirs.build(), "{}", text);
         }
     }
@@ -1181,5 +1196,32 @@ mod tests {
         assert_eq!(t.matches(&uri), Some(v.clone()));
         // Plain expansion keeps them, as RFC 6570 says, and they do not come back.
         assert_ne!(t.matches(&t.expand(&v)), Some(v));
+    }
+}
+
+#[cfg(test)]
+mod prefix_tests {
+    use super::UriTemplate;
+
+    /// Every URI a template matches begins with its plain prefix (what `check` compares before
+    /// matching two templates against each other), whatever follows in the template.
+    #[test]
+    fn a_match_begins_with_the_plain_prefix() {
+        for (template, uri, prefix) in [
+            ("notes://{topic}", "notes://a", "notes://"),
+            ("file:///srv/{+path}", "file:///srv/a/b", "file:///srv/"),
+            ("x://a%4Ab/{v}", "x://a%4Ab/c", "x://a"),
+            ("x://a%4Ab/{v}", "x://a%4ab/c", "x://a"),
+            ("x://caf\u{e9}/{v}", "x://caf%C3%A9/c", "x://caf"),
+            ("x://caf\u{e9}/{v}", "x://caf\u{e9}/c", "x://caf"),
+            ("{scheme}://x", "a://x", ""),
+            ("plain://no/vars", "plain://no/vars", "plain://no/vars"),
+            ("q://s{?a,b}", "q://s?a=1", "q://s"),
+        ] {
+            let t = UriTemplate::parse(template).expect(template);
+            assert_eq!(t.plain_prefix(), prefix, "{template}");
+            assert!(t.matches(uri).is_some(), "{template} should match {uri}");
+            assert!(uri.starts_with(t.plain_prefix()), "{template}: {uri}");
+        }
     }
 }
