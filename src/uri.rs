@@ -144,6 +144,8 @@ pub struct UriTemplate {
     parts: Vec<Part>,
     regex: Regex,
     plan: Vec<Extract>,
+    /// The length of `plain_prefix`.
+    plain: usize,
 }
 
 impl UriTemplate {
@@ -167,11 +169,15 @@ impl UriTemplate {
                 offset: 0,
                 message: format!("template is too large to match URIs against: {e}"),
             })?;
+        let plain = template
+            .find(|c: char| c == '{' || c == '%' || !c.is_ascii())
+            .unwrap_or(template.len());
         Ok(UriTemplate {
             text: template.to_string(),
             parts,
             regex,
             plan,
+            plain,
         })
     }
 
@@ -279,14 +285,15 @@ impl UriTemplate {
     /// character: every URI it matches begins with exactly these bytes (`compile` matches
     /// plain ASCII literals as they are).
     pub fn plain_prefix(&self) -> &str {
-        let end = self
-            .text
-            .find(|c: char| c == '{' || c == '%' || !c.is_ascii())
-            .unwrap_or(self.text.len());
-        &self.text[..end]
+        &self.text[..self.plain]
     }
 
     pub fn matches(&self, uri: &str) -> Option<Vars> {
+        // A URI that does not begin with the plain prefix cannot match: no regex search (and
+        // no captures to allocate) for it, which is most URIs tried against most templates.
+        if !uri.starts_with(self.plain_prefix()) {
+            return None;
+        }
         let mut found = self.regex.create_captures();
         self.regex.captures(uri, &mut found);
         if !found.is_match() {

@@ -1150,52 +1150,39 @@ const NOWAIT_MAX: usize = libc::PIPE_BUF;
 
 /// One `pwritev2(RWF_NOWAIT)` of `bytes` to `fd`: what fits now, or `EAGAIN`.
 fn write_nowait(fd: std::os::fd::RawFd, bytes: &[u8]) -> std::io::Result<usize> {
-    let iov = libc::iovec {
-        iov_base: bytes.as_ptr() as *mut libc::c_void,
-        iov_len: bytes.len(),
-    };
-    // SAFETY: `iov` points at `bytes`, alive and unchanged for the call; offset -1 is the
-    // file's own position (a pipe or a socket has none).
-    let n = unsafe { libc::pwritev2(fd, &iov, 1, -1, libc::RWF_NOWAIT) };
-    usize::try_from(n).map_err(|_| std::io::Error::last_os_error())
+    let fd = borrow_open(fd).ok_or_else(|| std::io::Error::from_raw_os_error(libc::EBADF))?;
+    // `u64::MAX`: the file's own position (a pipe or a socket has none).
+    let flags = rustix::io::ReadWriteFlags::NOWAIT;
+    Ok(rustix::io::pwritev2(
+        fd,
+        &[std::io::IoSlice::new(bytes)],
+        u64::MAX,
+        flags,
+    )?)
 }
 
 /// Whether `fd` is a pipe or a Unix stream socket: what takes a short write whole or not at all.
 fn takes_nowait_writes(fd: std::os::fd::RawFd) -> bool {
-    // SAFETY: `fstat` and `getsockopt` only write into the buffers given, of the right sizes.
-    unsafe {
-        let mut st: libc::stat = std::mem::zeroed();
-        if libc::fstat(fd, &mut st) != 0 {
-            return false;
+    use rustix::net::{AddressFamily, SocketType, sockopt};
+    let Some(fd) = borrow_open(fd) else {
+        return false;
+    };
+    match rustix::fs::fstat(fd).map(|st| rustix::fs::FileType::from_raw_mode(st.st_mode)) {
+        Ok(rustix::fs::FileType::Fifo) => true,
+        Ok(rustix::fs::FileType::Socket) => {
+            sockopt::socket_domain(fd).is_ok_and(|d| d == AddressFamily::UNIX)
+                && sockopt::socket_type(fd).is_ok_and(|t| t == SocketType::STREAM)
         }
-        match st.st_mode & libc::S_IFMT {
-            libc::S_IFIFO => true,
-            libc::S_IFSOCK => {
-                let mut value: libc::c_int = 0;
-                let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-                let unix = libc::getsockopt(
-                    fd,
-                    libc::SOL_SOCKET,
-                    libc::SO_DOMAIN,
-                    (&raw mut value).cast(),
-                    &mut len,
-                ) == 0
-                    && value == libc::AF_UNIX;
-                value = 0;
-                len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-                let stream = libc::getsockopt(
-                    fd,
-                    libc::SOL_SOCKET,
-                    libc::SO_TYPE,
-                    (&raw mut value).cast(),
-                    &mut len,
-                ) == 0
-                    && value == libc::SOCK_STREAM;
-                unix && stream
-            }
-            _ => false,
-        }
+        _ => false,
     }
+}
+
+/// `fd` (the sink's own descriptor, `Output::write_directly`) borrowed for a system call;
+/// `None` for a negative one.
+fn borrow_open(fd: std::os::fd::RawFd) -> Option<std::os::fd::BorrowedFd<'static>> {
+    // SAFETY: the descriptor given to `write_directly` stays open while the session writes to
+    // it (stdout, or a test's pipe), and is only used for the call it is borrowed for.
+    (fd >= 0).then(|| unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) })
 }
 
 /// A read answer whose contents are at most this many bytes is serialized in place: that

@@ -724,3 +724,29 @@ fn only_pipes_and_unix_stream_sockets_take_writes_without_waiting() {
     assert!(!takes_nowait_writes(file.as_raw_fd()));
     assert!(!takes_nowait_writes(-1));
 }
+
+/// What `Session::write_now` relies on: a pipe or a Unix stream socket that has no room takes
+/// a line of up to `PIPE_BUF` bytes whole or not at all, and says so at once (`EAGAIN`).
+#[test]
+fn a_full_pipe_or_unix_socket_takes_a_short_line_whole_or_not_at_all() {
+    use std::os::fd::AsRawFd as _;
+    let (_r, w) = std::io::pipe().expect("pipe");
+    let (a, _b) = std::os::unix::net::UnixStream::pair().expect("socketpair");
+    for fd in [w.as_raw_fd(), a.as_raw_fd()] {
+        for len in [37, 1000, NOWAIT_MAX] {
+            let line = vec![b'x'; len];
+            let mut lines = 0;
+            let refused = loop {
+                match write_nowait(fd, &line) {
+                    Ok(n) => {
+                        assert_eq!(n, len, "a line cut short");
+                        lines += 1;
+                    }
+                    Err(e) => break e,
+                }
+            };
+            assert_eq!(refused.kind(), std::io::ErrorKind::WouldBlock);
+            assert!(lines > 0 || len > 37, "fd {fd}, {len} bytes");
+        }
+    }
+}
