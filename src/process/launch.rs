@@ -23,8 +23,9 @@
 //!   before it exits.
 //!
 //! A failed `chdir` or `execve` is written into `Launch` too, and `run` reports it as the
-//! spawn error it is. `cloned()` falls back to the forked supervisor where pidfds are missing
-//! (Linux before 5.4) or when `MCP_MANIFEST_SUPERVISOR=fork` asks for it.
+//! spawn error it is. `cloned()` falls back to the forked supervisor when a trial clone fails
+//! (Linux before 5.4, an emulator such as qemu-user, a sandbox that refuses `CLONE_VM`
+//! processes) or when `MCP_MANIFEST_SUPERVISOR=fork` asks for it.
 
 use std::ffi::{CString, OsStr};
 use std::io;
@@ -91,27 +92,79 @@ pub(super) fn cloned() -> bool {
         if std::env::var_os("MCP_MANIFEST_SUPERVISOR").is_some_and(|v| v == "fork") {
             return false;
         }
-        // pidfd_open of ourselves (ENOSYS before Linux 5.3), then waitid on it (EINVAL before
-        // 5.4, which first knew P_PIDFD; ECHILD after, as we are not our own child).
-        // SAFETY: plain system calls on a zeroed out value; the descriptor is closed at once.
-        unsafe {
-            let fd = libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0);
-            if fd < 0 {
-                return false;
-            }
-            let mut info: libc::siginfo_t = std::mem::zeroed();
-            let r = libc::waitid(
-                libc::P_PIDFD,
-                fd as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOHANG,
-            );
-            let waitable =
-                r == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::EINVAL);
-            libc::close(fd as c_int);
-            waitable
-        }
+        clone_works()
     })
+}
+
+/// The trial supervisor: ends at once (a raw system call: it runs in the server's memory).
+extern "C" fn trial(_: *mut c_void) -> c_int {
+    // SAFETY: ends this process only.
+    unsafe {
+        sys::sys(libc::SYS_exit, 0, 0, 0, 0);
+    }
+    0
+}
+
+/// Starts and reaps one trial supervisor the way `start` does: `clone(CLONE_VM | CLONE_PIDFD)`
+/// (refused with `EINVAL` by emulators such as qemu-user, which run a `CLONE_VM` child only as
+/// a thread, and by sandboxes whose filters refuse it; `CLONE_PIDFD` is Linux 5.2+), then
+/// `waitid(P_PIDFD)` (`EINVAL` before Linux 5.4). Anything short of that, and supervisors are
+/// forked. Costs one short-lived process, once.
+fn clone_works() -> bool {
+    const TRIAL_STACK: usize = 16 * 1024;
+    // SAFETY: a fresh anonymous mapping used as the trial's stack, unmapped once it is reaped;
+    // signals are blocked around the clone as in `start`; the descriptors are the kernel's
+    // fresh ones, closed here.
+    unsafe {
+        let stack = libc::mmap(
+            std::ptr::null_mut(),
+            TRIAL_STACK,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+            -1,
+            0,
+        );
+        if stack == libc::MAP_FAILED {
+            return false;
+        }
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        let top = (stack as usize + TRIAL_STACK) & !15;
+        let mut pidfd: c_int = -1;
+        let pid = libc::clone(
+            trial,
+            top as *mut c_void,
+            libc::CLONE_VM | libc::CLONE_PIDFD | libc::SIGCHLD,
+            std::ptr::null_mut(),
+            &raw mut pidfd,
+        );
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        if pid < 0 {
+            libc::munmap(stack, TRIAL_STACK);
+            return false;
+        }
+        let waited = loop {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            let r = libc::waitid(libc::P_PIDFD, pidfd as libc::id_t, &mut info, libc::WEXITED);
+            if r == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                break r == 0;
+            }
+        };
+        if !waited {
+            // No P_PIDFD: reap it by pid before its stack goes.
+            let mut status = 0;
+            while libc::waitpid(pid, &mut status, libc::__WALL) < 0
+                && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+            {}
+        }
+        if pidfd >= 0 {
+            libc::close(pidfd);
+        }
+        libc::munmap(stack, TRIAL_STACK);
+        waited
+    }
 }
 
 /// A started supervisor, as the server sees it.

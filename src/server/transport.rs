@@ -288,9 +288,13 @@ impl Session {
             }
             failed => {
                 if let Err(e) = &failed
-                    && matches!(e.raw_os_error(), Some(libc::EOPNOTSUPP | libc::EINVAL))
+                    && matches!(
+                        e.raw_os_error(),
+                        Some(libc::EOPNOTSUPP | libc::EINVAL | libc::ENOSYS | libc::EPERM)
+                    )
                 {
-                    // A kernel without `RWF_NOWAIT` for this kind of file: never again.
+                    // A kernel without `RWF_NOWAIT` for this kind of file, or without
+                    // `pwritev2` (before 4.6, qemu-user, a filter that refuses it): never again.
                     self.nowait_fd.store(-1, Ordering::Relaxed);
                 }
                 // Nothing was written (no room, or an error the writer will meet itself): the
