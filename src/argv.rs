@@ -163,15 +163,13 @@ pub fn too_large(program: &str, args: &[String], env: &[(String, String)]) -> Op
             MAX_ARG_STRLEN - 1
         ));
     }
-    let strings = |n: usize| n + 1 + std::mem::size_of::<usize>();
+    let strings = crate::process::arg_size;
     let argv: usize = std::iter::once(program.len())
         .chain(args.iter().map(String::len))
         .map(strings)
         .sum();
-    let inherited: usize = std::env::vars_os()
-        .filter(|(k, _)| !env.iter().any(|(n, _)| k.as_os_str() == n.as_str()))
-        .map(|(k, v)| strings(k.len() + 1 + v.len()))
-        .sum();
+    let inherited = crate::process::inherited()
+        .size_without(env.iter().map(|(n, _)| std::ffi::OsStr::new(n.as_str())));
     let added: usize = env
         .iter()
         .map(|(k, v)| strings(k.len() + 1 + v.len()))
@@ -186,14 +184,19 @@ pub fn too_large(program: &str, args: &[String], env: &[(String, String)]) -> Op
 }
 
 /// The system's limit on argv plus environment (`ARG_MAX`), less a page of headroom.
+/// Read once: glibc derives it from `RLIMIT_STACK` (a `getrlimit` per call), which the server
+/// never changes.
 fn arg_max() -> usize {
-    // SAFETY: sysconf only reads a system constant.
-    let n = unsafe { libc::sysconf(libc::_SC_ARG_MAX) };
-    usize::try_from(n)
-        .ok()
-        .filter(|n| *n > 0)
-        .unwrap_or(256 * 1024)
-        .saturating_sub(4096)
+    static ARG_MAX: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *ARG_MAX.get_or_init(|| {
+        // SAFETY: sysconf only reads a system value.
+        let n = unsafe { libc::sysconf(libc::_SC_ARG_MAX) };
+        usize::try_from(n)
+            .ok()
+            .filter(|n| *n > 0)
+            .unwrap_or(256 * 1024)
+            .saturating_sub(4096)
+    })
 }
 
 /// Checks each placeholder of `pieces` against `declared`; returns an error message per problem.

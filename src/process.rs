@@ -18,6 +18,7 @@
 //! have their own. `Children` also holds what `[server]` says about processes: the folders put
 //! before `PATH` and `max_processes`, the slots calls wait for in order (FIFO).
 
+mod inherited;
 #[cfg(all(
     target_os = "linux",
     any(target_arch = "x86_64", target_arch = "aarch64")
@@ -25,6 +26,8 @@
 mod launch;
 mod supervisor;
 mod sys;
+
+pub(crate) use inherited::{arg_size, inherited};
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
@@ -450,7 +453,7 @@ fn ending_of(s: ExitStatus) -> Ending {
 pub(crate) fn process_path(prefix: &[PathBuf], env: &[(String, String)]) -> OsString {
     let base: Option<OsString> = match env.iter().rev().find(|(k, _)| k == "PATH") {
         Some((_, v)) => Some(v.into()),
-        None => std::env::var_os("PATH"),
+        None => inherited().path().map(OsStr::to_os_string),
     };
     let mut parts: Vec<OsString> = prefix.iter().map(|p| p.as_os_str().to_owned()).collect();
     match base {

@@ -57,7 +57,8 @@ struct Launch {
     cwd: CString,
     /// The child ends, as numbered in the server when it cloned: stdin, stdout, stderr, stop.
     fds: [c_int; 4],
-    /// The supervisor's stack: a guard page, then `STACK` bytes (`mmap`ed, unmapped on drop).
+    /// The supervisor's stack: a guard page, then `STACK` bytes (from `Stacks`, given back on
+    /// drop).
     stack: *mut c_void,
     /// The tool's wait status (`NO_STATUS` until written).
     status: AtomicI32,
@@ -77,12 +78,76 @@ const GUARD: usize = 4096;
 
 impl Drop for Launch {
     fn drop(&mut self) {
-        // SAFETY: the region was mapped by `start` with this size and is no longer used (the
-        // supervisor was reaped before a `Launch` is dropped).
+        // The supervisor was reaped before a `Launch` is dropped: its stack is free again.
+        Stacks::put(self.stack);
+    }
+}
+
+/// Supervisor stacks kept for the next starts (at most `Stacks::KEPT`): a stack mapped, guarded
+/// and unmapped per call cost three system calls, page faults on first touch, and on `munmap`
+/// a TLB flush on every CPU running one of the server's threads.
+struct Stacks;
+
+impl Stacks {
+    const KEPT: usize = 16;
+
+    fn kept() -> std::sync::MutexGuard<'static, Vec<usize>> {
+        static KEPT: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
+        KEPT.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A stack region (`GUARD` bytes of guard page, then `STACK` bytes): a kept one, or a
+    /// fresh mapping.
+    fn take() -> io::Result<*mut c_void> {
+        if let Some(p) = Self::kept().pop() {
+            return Ok(p as *mut c_void);
+        }
+        // SAFETY: a fresh anonymous mapping; the low page becomes the guard below the stack.
         unsafe {
-            libc::munmap(self.stack, STACK + GUARD);
+            let p = libc::mmap(
+                std::ptr::null_mut(),
+                STACK + GUARD,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                -1,
+                0,
+            );
+            if p == libc::MAP_FAILED {
+                return Err(io::Error::last_os_error());
+            }
+            if libc::mprotect(p, GUARD, libc::PROT_NONE) != 0 {
+                let e = io::Error::last_os_error();
+                libc::munmap(p, STACK + GUARD);
+                return Err(e);
+            }
+            Ok(p)
         }
     }
+
+    /// Gives back a region `take` returned, no longer used by any process.
+    fn put(p: *mut c_void) {
+        let mut kept = Self::kept();
+        if kept.len() < Self::KEPT {
+            kept.push(p as usize);
+            return;
+        }
+        drop(kept);
+        // SAFETY: mapped by `take` with this size, and no longer used.
+        unsafe {
+            libc::munmap(p, STACK + GUARD);
+        }
+    }
+}
+
+/// `/dev/null`, opened once (close-on-exec): every supervisor dups it to the tool's stdin.
+fn dev_null() -> io::Result<c_int> {
+    static NULL: std::sync::OnceLock<OwnedFd> = std::sync::OnceLock::new();
+    if let Some(fd) = NULL.get() {
+        return Ok(fd.as_raw_fd());
+    }
+    let fd = OwnedFd::from(std::fs::File::open("/dev/null")?);
+    Ok(NULL.get_or_init(|| fd).as_raw_fd())
 }
 
 /// Whether supervisors are cloned (`true`) or forked, decided once per process.
@@ -206,32 +271,17 @@ pub(super) fn start(
     use std::os::unix::ffi::OsStrExt as _;
     let cwd = CString::new(cwd.as_os_str().as_bytes())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL in the folder"))?;
-    let null = std::fs::File::open("/dev/null")?;
+    let null = dev_null()?;
     let (out_r, out_w) = pipe(0)?;
     let (err_r, err_w) = pipe(0)?;
     // Non-blocking: asking to stop never waits (the supervisor only polls its end).
     let (stop_r, stop_w) = pipe(libc::O_NONBLOCK)?;
-    // SAFETY: a fresh anonymous mapping; the low page becomes the guard below the stack.
-    let stack = unsafe {
-        let p = libc::mmap(
-            std::ptr::null_mut(),
-            STACK + GUARD,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
-            -1,
-            0,
-        );
-        if p == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        libc::mprotect(p, GUARD, libc::PROT_NONE);
-        p
-    };
+    let stack = Stacks::take()?;
     let launch = Box::new(Launch {
         exec: Exec::new(cmd, arg0),
         cwd,
         fds: [
-            null.as_raw_fd(),
+            null,
             out_w.as_raw_fd(),
             err_w.as_raw_fd(),
             stop_r.as_raw_fd(),
@@ -269,7 +319,7 @@ pub(super) fn start(
         pid
     };
     // The child ends are the supervisor's now (it has copies); the server's go.
-    drop((null, out_w, err_w, stop_r));
+    drop((out_w, err_w, stop_r));
     // SAFETY: CLONE_PIDFD stored a new descriptor (close-on-exec) owned here.
     let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
     // SAFETY: an `OwnedFd` stays open, and the same descriptor, for as long as it is owned.
@@ -490,9 +540,10 @@ extern "C" fn supervise(arg: *mut c_void) -> c_int {
             supervisor: me,
             failed: 0,
         };
+        let mut stack = supervisor::ToolStack::new();
         let tool = libc::clone(
             start_tool,
-            launch.exec.stack_top(),
+            stack.top(),
             libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
             (&raw mut start).cast(),
         );
@@ -507,8 +558,9 @@ extern "C" fn supervise(arg: *mut c_void) -> c_int {
         sys::sys(libc::SYS_setpgid, tool as usize, tool as usize, 0, 0);
         let pidfd = sys::sys(libc::SYS_pidfd_open, tool as usize, 0, 0, 0);
         let mut status: Option<c_int> = None;
+        let mut none_left;
         loop {
-            supervisor::reap(tool, &mut status);
+            none_left = supervisor::reap(tool, &mut status);
             if status.is_some() {
                 break;
             }
@@ -541,7 +593,9 @@ extern "C" fn supervise(arg: *mut c_void) -> c_int {
                 break;
             }
         }
-        supervisor::cleanup(tool, &mut status);
+        if !supervisor::nothing_left(status, none_left) {
+            supervisor::cleanup(tool, &mut status);
+        }
         launch
             .status
             .store(status.unwrap_or(NO_STATUS), Ordering::Release);
