@@ -471,10 +471,11 @@ const EOF_GRACE: Duration = Duration::from_millis(650);
 
 /// Serves `registry` on stdin/stdout until stdin closes (or SIGTERM), then returns within ~1 s.
 pub(crate) async fn serve_stdio(registry: Registry) -> anyhow::Result<()> {
-    // rmcp's thread may write a short answer to stdout itself (`Output::write_directly`).
+    // rmcp's thread may write a short answer to stdout itself (`Output::write_directly`), and
+    // the reader watches stdin a moment after answering (`Output::spin_on_input`).
     serve_on(
         registry,
-        std::io::stdin(),
+        (std::io::stdin(), Some(libc::STDIN_FILENO)),
         (std::io::stdout(), Some(libc::STDOUT_FILENO)),
         terminate_signal(),
     )
@@ -542,13 +543,13 @@ where
     R: Read + Send + 'static,
     W: Write + Send + 'static,
 {
-    serve_on(registry, input, (output, None), shutdown).await
+    serve_on(registry, (input, None), (output, None), shutdown).await
 }
 
-/// `serve`, with the file descriptor `output` writes to when there is one.
+/// `serve`, with the file descriptors `input` reads from and `output` writes to when there are.
 async fn serve_on<R, W>(
     registry: Registry,
-    input: R,
+    (input, input_fd): (R, Option<std::os::fd::RawFd>),
     (output, output_fd): (W, Option<std::os::fd::RawFd>),
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()>
@@ -563,6 +564,9 @@ where
     let output = Output::start(output);
     if let Some(fd) = output_fd {
         output.write_directly(fd);
+    }
+    if let Some(fd) = input_fd {
+        output.spin_on_input(fd);
     }
     let shared = Shared::new(registry);
     output.shortcut(shortcut(shared.clone()));

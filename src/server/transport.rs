@@ -208,6 +208,9 @@ struct Session {
     /// The file descriptor behind the sink when a write to it can be tried without blocking
     /// (a pipe or a Unix socket, `Output::write_directly`); -1 otherwise.
     nowait_fd: AtomicI32,
+    /// The input's file descriptor when the reader may watch it a moment for the client's next
+    /// line after answering (`Spin`, `Output::spin_on_input`); -1 otherwise.
+    input_fd: AtomicI32,
 }
 
 impl Session {
@@ -228,10 +231,11 @@ impl Session {
     }
 
     /// Wakes the writer for the answers the reader queued without waking it.
-    fn flush_held(&self) {
+    /// Sends what the reader answered; whether there was anything.
+    fn flush_held(&self) -> bool {
         let mut st = self.lock();
         if !st.held {
-            return;
+            return false;
         }
         st.held = false;
         if st.writer_waiting
@@ -243,9 +247,10 @@ impl Session {
             let mut burst: Vec<Out> = st.out.drain(..).collect();
             drop(st);
             write_burst(self, &mut sink, &mut burst);
-            return;
+            return true;
         }
         st.wake_writer(&self.writable);
+        true
     }
 
     /// Writes the answer just queued on the calling thread (rmcp's), when it is alone in the
@@ -1031,6 +1036,7 @@ impl Output {
             direct_reads: AtomicBool::new(false),
             shortcut: OnceLock::new(),
             nowait_fd: AtomicI32::new(-1),
+            input_fd: AtomicI32::new(-1),
         });
         let (done_tx, done) = tokio::sync::oneshot::channel();
         let s = session.clone();
@@ -1056,6 +1062,14 @@ impl Output {
     pub fn write_directly(&self, fd: std::os::fd::RawFd) {
         if takes_nowait_writes(fd) {
             self.session.nowait_fd.store(fd, Ordering::Relaxed);
+        }
+    }
+
+    /// Lets the reader watch `fd`, the input's file descriptor, a moment for the client's next
+    /// line after it answered one itself (`Spin`), when it is a pipe or a Unix stream socket.
+    pub fn spin_on_input(&self, fd: std::os::fd::RawFd) {
+        if takes_nowait_writes(fd) {
+            self.session.input_fd.store(fd, Ordering::Relaxed);
         }
     }
 
@@ -1181,11 +1195,13 @@ fn takes_nowait_writes(fd: std::os::fd::RawFd) -> bool {
     }
 }
 
-/// `fd` (the sink's own descriptor, `Output::write_directly`) borrowed for a system call;
+/// `fd` (the sink's own descriptor, `Output::write_directly`, or the input's,
+/// `Output::spin_on_input`) borrowed for a system call;
 /// `None` for a negative one.
 fn borrow_open(fd: std::os::fd::RawFd) -> Option<std::os::fd::BorrowedFd<'static>> {
-    // SAFETY: the descriptor given to `write_directly` stays open while the session writes to
-    // it (stdout, or a test's pipe), and is only used for the call it is borrowed for.
+    // SAFETY: the descriptor given to `write_directly` or `spin_on_input` stays open while the
+    // session uses it (stdout or stdin, or a test's pipe), and is only used for the call it is
+    // borrowed for.
     (fd >= 0).then(|| unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) })
 }
 
@@ -1686,6 +1702,68 @@ fn shareable(session: &Session, line: &[u8]) -> bool {
         && parse::names(line, "resources/read")
 }
 
+/// How long the reader watches the input for the client's next line after it answered one
+/// itself, before it sleeps in `read`. A sequential client (one request, wait for its answer,
+/// the next) sends the next line within tens of microseconds; a thread asleep in `read` is
+/// woken by it only after the kernel wakes its CPU, which on a virtual machine with idle CPUs
+/// halted costs 20–40 µs per line: the sequential `ping` p50 was 33–60 µs against a null
+/// server's 5–50 µs (BENCHMARKS.md, seventh pass).
+const SPIN: std::time::Duration = std::time::Duration::from_micros(50);
+/// Watches that saw nothing in a row before the reader stops watching (a client that does not
+/// send at once, as an assistant between requests): then only one chance in `SPIN_RETRY` is
+/// watched, so an idle session costs at most `SPIN` per `SPIN_RETRY` answers.
+const SPIN_MISSES: u32 = 4;
+const SPIN_RETRY: u32 = 64;
+
+/// What one `Spin::watch` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Watched {
+    /// The input became readable (or closed, or failed: `read` will say) within `SPIN`.
+    Caught,
+    /// Nothing came within `SPIN`.
+    Missed,
+    /// Not watched (backing off after misses).
+    Skipped,
+}
+
+/// The reader's short watch of its input (see `SPIN`).
+#[derive(Default)]
+struct Spin {
+    misses: u32,
+    skipped: u32,
+}
+
+impl Spin {
+    /// Polls `fd` without blocking until it is readable or `SPIN` has passed.
+    fn watch(&mut self, fd: std::os::fd::BorrowedFd<'_>) -> Watched {
+        use rustix::event::{PollFd, PollFlags, poll};
+        if self.misses >= SPIN_MISSES {
+            self.skipped += 1;
+            if self.skipped < SPIN_RETRY {
+                return Watched::Skipped;
+            }
+            self.skipped = 0;
+        }
+        let start = std::time::Instant::now();
+        let zero = rustix::event::Timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        loop {
+            let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+            if !matches!(poll(&mut fds, Some(&zero)), Ok(0)) {
+                self.misses = 0;
+                return Watched::Caught;
+            }
+            if start.elapsed() >= SPIN {
+                self.misses += 1;
+                return Watched::Missed;
+            }
+            std::hint::spin_loop();
+        }
+    }
+}
+
 /// Lines gathered for the second reader.
 struct Chunk {
     bytes: Vec<u8>,
@@ -1719,13 +1797,19 @@ fn read_lines_sharing<R: Read>(session: &Session, read: R, mut share: Option<Sha
         bytes: Vec::new(),
         lines: 0,
     };
+    let mut spin = Spin::default();
     loop {
         session.wait_for_room();
         if !reader.buffer().contains(&b'\n') {
             // The next read may wait for the client: what was gathered is given now, and what
-            // was answered goes out first.
+            // was answered goes out first. Then, if the reader answered, a moment's watch for
+            // the client's next line saves the wake-up of a sleeping thread (`SPIN`).
             give(session, &mut chunk, &mut share);
-            session.flush_held();
+            if session.flush_held()
+                && let Some(fd) = borrow_open(session.input_fd.load(Ordering::Relaxed))
+            {
+                spin.watch(fd);
+            }
         }
         match read_line(&mut reader, &mut line) {
             Ok(Line::Complete) => {

@@ -786,3 +786,37 @@ fn a_full_pipe_or_unix_socket_takes_a_short_line_whole_or_not_at_all() {
         }
     }
 }
+
+/// The reader's watch for the next line (`Spin`): caught when a line is there, missed after
+/// `SPIN` when none comes, and after `SPIN_MISSES` misses in a row watched only once in
+/// `SPIN_RETRY` chances, so a client that sends nothing soon costs almost no spinning.
+#[test]
+fn the_reader_watches_its_input_a_moment_and_backs_off_when_nothing_comes() {
+    use std::io::{Read as _, Write as _};
+    use std::os::fd::AsFd as _;
+    let (mut r, mut w) = std::io::pipe().expect("pipe");
+    let mut spin = Spin::default();
+    let start = std::time::Instant::now();
+    assert_eq!(spin.watch(r.as_fd()), Watched::Missed);
+    assert!(start.elapsed() >= SPIN);
+    for _ in 1..SPIN_MISSES {
+        assert_eq!(spin.watch(r.as_fd()), Watched::Missed);
+    }
+    for _ in 1..SPIN_RETRY {
+        assert_eq!(spin.watch(r.as_fd()), Watched::Skipped);
+    }
+    // The retry watches again: a line waiting is caught, and the misses start over.
+    w.write_all(b"{}\n").expect("write");
+    assert_eq!(spin.watch(r.as_fd()), Watched::Caught);
+    let mut line = [0u8; 3];
+    r.read_exact(&mut line).expect("read");
+    for _ in 0..SPIN_MISSES - 1 {
+        assert_eq!(spin.watch(r.as_fd()), Watched::Missed);
+    }
+    w.write_all(b"{}\n").expect("write");
+    assert_eq!(spin.watch(r.as_fd()), Watched::Caught);
+    r.read_exact(&mut line).expect("read");
+    // A closed input is caught at once (`read` then sees the end).
+    drop(w);
+    assert_eq!(spin.watch(r.as_fd()), Watched::Caught);
+}
