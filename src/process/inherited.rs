@@ -19,7 +19,6 @@ pub(crate) struct Inherited {
     vars: Vec<Var>,
     /// `arg_size` summed over `vars`.
     size: usize,
-    path: Option<OsString>,
 }
 
 /// One variable as `execve` takes it.
@@ -50,7 +49,6 @@ pub(crate) fn inherited() -> &'static Inherited {
 impl Inherited {
     fn from_vars(vars: impl Iterator<Item = (OsString, OsString)>) -> Inherited {
         let map: BTreeMap<OsString, OsString> = vars.collect();
-        let path = map.get(OsStr::new("PATH")).cloned();
         let vars: Vec<Var> = map
             .into_iter()
             .filter_map(|(name, value)| {
@@ -67,12 +65,13 @@ impl Inherited {
             .iter()
             .map(|v| arg_size(v.entry.as_bytes().len()))
             .sum();
-        Inherited { vars, size, path }
+        Inherited { vars, size }
     }
 
     /// The inherited `PATH`.
     pub(crate) fn path(&self) -> Option<&OsStr> {
-        self.path.as_deref()
+        let var = self.find(OsStr::new("PATH"))?;
+        Some(OsStr::from_bytes(&var.entry.as_bytes()[var.name_len + 1..]))
     }
 
     fn find(&self, name: &OsStr) -> Option<&Var> {

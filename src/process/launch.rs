@@ -170,46 +170,22 @@ extern "C" fn trial(_: *mut c_void) -> c_int {
     0
 }
 
-/// Starts and reaps one trial supervisor the way `start` does: `clone(CLONE_VM | CLONE_PIDFD)`
-/// (refused with `EINVAL` by emulators such as qemu-user, which run a `CLONE_VM` child only as
-/// a thread, and by sandboxes whose filters refuse it; `CLONE_PIDFD` is Linux 5.2+), then
+/// Starts and reaps one trial supervisor the way `start` does (`clone_supervisor`: refused
+/// with `EINVAL` by emulators such as qemu-user, which run a `CLONE_VM` child only as a thread,
+/// and by sandboxes whose filters refuse it; `CLONE_PIDFD` is Linux 5.2+), then
 /// `waitid(P_PIDFD)` (`EINVAL` before Linux 5.4). Anything short of that, and supervisors are
-/// forked. Costs one short-lived process, once.
+/// forked. Costs one short-lived process, once; its stack is kept for the first real one.
 fn clone_works() -> bool {
-    const TRIAL_STACK: usize = 16 * 1024;
-    // SAFETY: a fresh anonymous mapping used as the trial's stack, unmapped once it is reaped;
-    // signals are blocked around the clone as in `start`; the descriptors are the kernel's
-    // fresh ones, closed here.
-    unsafe {
-        let stack = libc::mmap(
-            std::ptr::null_mut(),
-            TRIAL_STACK,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
-            -1,
-            0,
-        );
-        if stack == libc::MAP_FAILED {
-            return false;
-        }
-        let mut all: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut all);
-        let mut old: libc::sigset_t = std::mem::zeroed();
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-        let top = (stack as usize + TRIAL_STACK) & !15;
-        let mut pidfd: c_int = -1;
-        let pid = libc::clone(
-            trial,
-            top as *mut c_void,
-            libc::CLONE_VM | libc::CLONE_PIDFD | libc::SIGCHLD,
-            std::ptr::null_mut(),
-            &raw mut pidfd,
-        );
-        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
-        if pid < 0 {
-            libc::munmap(stack, TRIAL_STACK);
-            return false;
-        }
+    let Ok(stack) = Stacks::take() else {
+        return false;
+    };
+    // SAFETY: `trial` touches nothing; the stack is given back only once the trial is reaped.
+    let Ok((pid, pidfd)) = (unsafe { clone_supervisor(trial, stack, std::ptr::null_mut()) }) else {
+        Stacks::put(stack);
+        return false;
+    };
+    // SAFETY: plain system calls on a zeroed out value and on descriptors owned here.
+    let waited = unsafe {
         let waited = loop {
             let mut info: libc::siginfo_t = std::mem::zeroed();
             let r = libc::waitid(libc::P_PIDFD, pidfd as libc::id_t, &mut info, libc::WEXITED);
@@ -218,7 +194,8 @@ fn clone_works() -> bool {
             }
         };
         if !waited {
-            // No P_PIDFD: reap it by pid before its stack goes.
+            // No P_PIDFD (or no pidfd at all: a kernel before 5.2 ignores the flag): reap it
+            // by pid before its stack goes.
             let mut status = 0;
             while libc::waitpid(pid, &mut status, libc::__WALL) < 0
                 && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
@@ -227,8 +204,45 @@ fn clone_works() -> bool {
         if pidfd >= 0 {
             libc::close(pidfd);
         }
-        libc::munmap(stack, TRIAL_STACK);
         waited
+    };
+    Stacks::put(stack);
+    waited
+}
+
+/// `clone(CLONE_VM | CLONE_PIDFD)` of `f(arg)` on `stack` (a `Stacks` region), every signal
+/// blocked around it so that none of the server's handlers can run in the new process before it
+/// has its own mask: its pid and pidfd (-1 where the kernel gave none).
+///
+/// # Safety
+/// `f` must make raw system calls only (it runs in the server's memory, with the calling
+/// thread's thread pointer), and `stack` and what `arg` points to must outlive the process.
+unsafe fn clone_supervisor(
+    f: extern "C" fn(*mut c_void) -> c_int,
+    stack: *mut c_void,
+    arg: *mut c_void,
+) -> io::Result<(libc::pid_t, c_int)> {
+    let mut pidfd: c_int = -1;
+    // SAFETY: the caller's promises; the masks are plain values.
+    unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        let top = (stack as usize + GUARD + STACK) & !15;
+        let pid = libc::clone(
+            f,
+            top as *mut c_void,
+            libc::CLONE_VM | libc::CLONE_PIDFD | libc::SIGCHLD,
+            arg,
+            &raw mut pidfd,
+        );
+        let err = io::Error::last_os_error();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        if pid < 0 {
+            return Err(err);
+        }
+        Ok((pid, pidfd))
     }
 }
 
@@ -291,33 +305,21 @@ pub(super) fn start(
         failed: AtomicI32::new(FAILED_NONE),
         errno: AtomicI32::new(0),
     });
-    let mut pidfd: c_int = -1;
-    // SAFETY: `launch` (and the stack inside it) outlives the supervisor: it is owned by the
-    // returned `Cloned` until the supervisor is reaped. Every signal is blocked around the
-    // clone so that none of the server's handlers can run in the new process before it has
-    // its own mask (it keeps all blocked).
-    let pid = unsafe {
-        let mut all: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut all);
-        let mut old: libc::sigset_t = std::mem::zeroed();
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-        let top = (stack as usize + GUARD + STACK) & !15;
-        let pid = libc::clone(
+    // SAFETY: `supervise` makes raw system calls only; `launch` (and the stack inside it)
+    // outlives the supervisor: it is owned by the returned `Cloned` until the supervisor is
+    // reaped.
+    let (pid, pidfd) = unsafe {
+        clone_supervisor(
             supervise,
-            top as *mut c_void,
-            libc::CLONE_VM | libc::CLONE_PIDFD | libc::SIGCHLD,
+            stack,
             std::ptr::from_ref::<Launch>(&launch).cast_mut().cast(),
-            &raw mut pidfd,
-        );
-        let err = io::Error::last_os_error();
-        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
-        if pid < 0 {
-            return Err(err);
-        }
-        // Both sides set the group, so it exists whichever runs first.
-        libc::setpgid(pid, pid);
-        pid
+        )?
     };
+    // Both sides set the group, so it exists whichever runs first.
+    // SAFETY: a plain system call on our child.
+    unsafe {
+        libc::setpgid(pid, pid);
+    }
     // The child ends are the supervisor's now (it has copies); the server's go.
     drop((out_w, err_w, stop_r));
     // SAFETY: CLONE_PIDFD stored a new descriptor (close-on-exec) owned here.

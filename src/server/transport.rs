@@ -1060,7 +1060,7 @@ impl Output {
     /// writes to (see `Session::write_now`), when it is a pipe or a Unix stream socket; anything
     /// else is left to the writer thread.
     pub fn write_directly(&self, fd: std::os::fd::RawFd) {
-        if takes_nowait_writes(fd) {
+        if pipe_or_unix_stream(fd) {
             self.session.nowait_fd.store(fd, Ordering::Relaxed);
         }
     }
@@ -1068,7 +1068,7 @@ impl Output {
     /// Lets the reader watch `fd`, the input's file descriptor, a moment for the client's next
     /// line after it answered one itself (`Spin`), when it is a pipe or a Unix stream socket.
     pub fn spin_on_input(&self, fd: std::os::fd::RawFd) {
-        if takes_nowait_writes(fd) {
+        if pipe_or_unix_stream(fd) {
             self.session.input_fd.store(fd, Ordering::Relaxed);
         }
     }
@@ -1179,8 +1179,9 @@ fn write_nowait(fd: std::os::fd::RawFd, bytes: &[u8]) -> std::io::Result<usize> 
     )?)
 }
 
-/// Whether `fd` is a pipe or a Unix stream socket: what takes a short write whole or not at all.
-fn takes_nowait_writes(fd: std::os::fd::RawFd) -> bool {
+/// Whether `fd` is a pipe or a Unix stream socket: what takes a short write whole or not at all
+/// (`write_now`), and what `poll` tells truly whether a line is waiting (`Spin`).
+fn pipe_or_unix_stream(fd: std::os::fd::RawFd) -> bool {
     use rustix::net::{AddressFamily, SocketType, sockopt};
     let Some(fd) = borrow_open(fd) else {
         return false;

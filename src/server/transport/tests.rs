@@ -725,16 +725,16 @@ async fn a_short_answer_is_written_by_rmcps_thread_when_the_writer_sleeps() {
 fn only_pipes_and_unix_stream_sockets_take_writes_without_waiting() {
     use std::os::fd::AsRawFd as _;
     let (r, w) = std::io::pipe().expect("pipe");
-    assert!(takes_nowait_writes(w.as_raw_fd()) && takes_nowait_writes(r.as_raw_fd()));
+    assert!(pipe_or_unix_stream(w.as_raw_fd()) && pipe_or_unix_stream(r.as_raw_fd()));
     let (a, _b) = std::os::unix::net::UnixStream::pair().expect("socketpair");
-    assert!(takes_nowait_writes(a.as_raw_fd()));
+    assert!(pipe_or_unix_stream(a.as_raw_fd()));
     let (d, _e) = std::os::unix::net::UnixDatagram::pair().expect("socketpair");
-    assert!(!takes_nowait_writes(d.as_raw_fd()));
+    assert!(!pipe_or_unix_stream(d.as_raw_fd()));
     let udp = std::net::UdpSocket::bind("127.0.0.1:0").expect("udp");
-    assert!(!takes_nowait_writes(udp.as_raw_fd()));
+    assert!(!pipe_or_unix_stream(udp.as_raw_fd()));
     let file = tempfile::tempfile().expect("file");
-    assert!(!takes_nowait_writes(file.as_raw_fd()));
-    assert!(!takes_nowait_writes(-1));
+    assert!(!pipe_or_unix_stream(file.as_raw_fd()));
+    assert!(!pipe_or_unix_stream(-1));
 }
 
 /// Whether this kernel takes `RWF_NOWAIT` writes on a pipe: Linux 5.7+ does, so a refusal
