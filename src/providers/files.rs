@@ -12,13 +12,14 @@ use std::fs;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use globset::{GlobSet, GlobSetBuilder};
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
+use super::ahead::{self, Ahead};
 use super::paths::{self, OpenError, ReadError, io_reason, mime_for, sniff_is_text};
 use super::{
     Body, BoxFut, ChangeEffect, Completion, CompletionRequest, Contents, PageOf, RequestError,
@@ -65,9 +66,9 @@ pub(crate) struct FilesSource {
     /// and a reader thread busy opening large files reaches a `ping` behind them later). A
     /// file that shrank is read by that path all the same, which forgets it here.
     large: Mutex<VecDeque<String>>,
-    /// The page after the last one served, walked ahead on a thread of its own (unwatched
+    /// The pages after the last one served, walked ahead on a thread of their own (unwatched
     /// sources; see `page_blocking`).
-    ahead: Ahead,
+    ahead: Ahead<Walked>,
     /// Small files read in place lately (watched sources; see `read_cached`).
     read_cache: Mutex<ReadCache>,
     /// How long a file must have stood unchanged to be kept in `read_cache`.
@@ -150,9 +151,6 @@ impl DirRules {
     }
 }
 
-/// How long after the start of its walk a page walked ahead may still be served.
-const AHEAD_FRESH: Duration = Duration::from_millis(250);
-
 /// A page of a sorted walk, and the key to resume after when more follow.
 #[derive(Debug)]
 struct Walked {
@@ -160,101 +158,13 @@ struct Walked {
     next: Option<String>,
 }
 
-/// The one page a source walks ahead (`FilesSource::read_ahead`).
-#[derive(Debug, Default)]
-struct Ahead {
-    slot: Mutex<AheadSlot>,
-    done: Condvar,
-}
-
-#[derive(Debug, Default)]
-struct AheadSlot {
-    /// The walk's `after` and `limit`, while it runs or its page waits to be taken.
-    key: Option<(String, usize)>,
-    started: Option<Instant>,
-    /// Counts walks begun, so that a walk the slot has moved on from does not fill it.
-    generation: u64,
-    running: bool,
-    page: Option<Walked>,
-}
-
-impl Ahead {
-    fn lock(&self) -> MutexGuard<'_, AheadSlot> {
-        self.slot.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Claims the slot for a walk of the page after `after`; `None` while another walk runs.
-    fn begin(&self, after: &str, limit: usize) -> Option<u64> {
-        let mut slot = self.lock();
-        if slot.running {
+impl ahead::Page for Walked {
+    fn after(&self, limit: usize) -> Option<&str> {
+        // Pages of one item are the registry's "anything after?" probes: not paged on.
+        if limit < 2 || self.found.len() < limit {
             return None;
         }
-        slot.generation = slot.generation.wrapping_add(1);
-        slot.key = Some((after.to_owned(), limit));
-        slot.started = Some(Instant::now());
-        slot.running = true;
-        slot.page = None;
-        Some(slot.generation)
-    }
-
-    /// Ends walk `generation`, with its page (`None`: it failed).
-    fn end(&self, generation: u64, page: Option<Walked>) {
-        let mut slot = self.lock();
-        if slot.generation == generation {
-            slot.running = false;
-            if page.is_none() {
-                slot.key = None;
-            }
-            slot.page = page;
-        }
-        drop(slot);
-        self.done.notify_all();
-    }
-
-    /// The page after `after` of `limit` files, if it was walked ahead and its walk started at
-    /// most [`AHEAD_FRESH`] before `asked`. If that walk still runs, waits for it when `wait`.
-    fn take(&self, after: &str, limit: usize, asked: Instant, wait: bool) -> Option<Walked> {
-        let mut slot = self.lock();
-        loop {
-            if !slot
-                .key
-                .as_ref()
-                .is_some_and(|(a, l)| a == after && *l == limit)
-            {
-                return None;
-            }
-            let fresh = slot
-                .started
-                .is_some_and(|t| asked.saturating_duration_since(t) <= AHEAD_FRESH);
-            if !fresh {
-                // Too old to serve: dropped (a walk still running keeps the slot until the next).
-                if !slot.running {
-                    slot.key = None;
-                    slot.page = None;
-                }
-                return None;
-            }
-            if let Some(page) = slot.page.take() {
-                slot.key = None;
-                return Some(page);
-            }
-            if !wait || !slot.running {
-                return None;
-            }
-            slot = self.done.wait(slot).unwrap_or_else(|e| e.into_inner());
-        }
-    }
-}
-
-#[cfg(test)]
-impl Ahead {
-    /// Waits until the page after `after` has been walked ahead.
-    fn wait_ready(&self, after: &str) {
-        let mut slot = self.lock();
-        while !(slot.page.is_some() && slot.key.as_ref().is_some_and(|(a, _)| a == after)) {
-            assert!(slot.running, "no walk ahead of {after}");
-            slot = self.done.wait(slot).unwrap();
-        }
+        self.next.as_deref()
     }
 }
 
@@ -412,8 +322,8 @@ impl FilesSource {
     /// (`walk_page`), so a page costs O(page) and no listing is kept between requests.
     ///
     /// A client that pages on asks for the next page right away, so once a page is served the
-    /// one after it is walked on a thread of its own while this one is sent (`read_ahead`), and
-    /// served if it is asked for within [`AHEAD_FRESH`] of the start of its walk: a page is at
+    /// ones after it are walked on a thread of their own while this one is sent (`read_ahead`),
+    /// and served if asked for within [`ahead::FRESH`] of the start of their walk: a page is at
     /// most that much older than the request, as if the request had come that much earlier.
     fn page_blocking(self: &Arc<Self>, after: Option<&str>, limit: usize) -> PageOf<ResourceInfo> {
         let limit = limit.max(1);
@@ -448,30 +358,21 @@ impl FilesSource {
         }
     }
 
-    /// Starts walking the page after `page` on a thread of its own, unless no page follows,
-    /// pages hold one item (the registry's "anything after?" probes), or a walk ahead is still
-    /// running (at most one per source, whatever a client pipelines).
+    /// Keeps walking the pages after `page` ahead ([`Ahead`]: up to two, on one thread of
+    /// their own, whatever a client pipelines), unless no page follows or pages hold one item.
     fn read_ahead(self: &Arc<Self>, page: &Walked, limit: usize) {
-        let Some(next) = &page.next else { return };
-        if limit < 2 || page.found.len() < limit {
+        if !self.ahead.follow(page, limit) {
             return;
         }
-        let Some(generation) = self.ahead.begin(next, limit) else {
-            return;
-        };
         let me = self.clone();
-        let after = next.clone();
         let spawned = std::thread::Builder::new()
             .name("list-ahead".into())
             .spawn(move || {
-                // Ends the walk however it ends: a panic leaves no page (and no slot running).
-                let walked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    me.walk_page(Some(&after), limit)
-                }));
-                me.ahead.end(generation, walked.ok());
+                me.ahead
+                    .run(|after, limit| Some(me.walk_page(Some(after), limit)))
             });
         if spawned.is_err() {
-            self.ahead.end(generation, None);
+            self.ahead.not_started();
         }
     }
 
@@ -1727,7 +1628,7 @@ fn modified(st: &rustix::fs::Stat) -> Option<SystemTime> {
 mod tests {
     use std::sync::Arc;
 
-    use super::{AHEAD_FRESH, FilesSource, INLINE_READ};
+    use super::{FilesSource, INLINE_READ};
     use crate::providers::{Body, PageOf, ResourceInfo, Source};
 
     fn names(page: &PageOf<ResourceInfo>) -> Vec<&str> {
@@ -1844,37 +1745,6 @@ mod tests {
         }
     }
 
-    /// However many pages are served while a walk ahead runs, no second one starts; one that
-    /// began later fills the slot, an earlier one does not.
-    #[test]
-    fn one_walk_ahead_at_a_time() {
-        let ahead = super::Ahead::default();
-        let first = ahead.begin("a", 2).expect("free");
-        assert!(ahead.begin("b", 2).is_none());
-        ahead.end(first, None);
-        let second = ahead.begin("b", 2).expect("free again");
-        // The first walk's page, late: not taken for the second's.
-        ahead.end(
-            first,
-            Some(super::Walked {
-                found: Vec::new(),
-                next: None,
-            }),
-        );
-        assert!(ahead.lock().running);
-        ahead.end(
-            second,
-            Some(super::Walked {
-                found: Vec::new(),
-                next: None,
-            }),
-        );
-        let now = std::time::Instant::now();
-        assert!(ahead.take("a", 2, now, false).is_none());
-        assert!(ahead.take("b", 3, now, false).is_none());
-        assert!(ahead.take("b", 2, now, false).is_some());
-    }
-
     /// A kept read's path passes the rules again after the watcher applied a change: a
     /// `.gitignore` that now hides the file makes it "not found", kept or not.
     #[test]
@@ -1955,14 +1825,14 @@ mod tests {
         assert_eq!(cache.files.len(), 1);
     }
 
-    /// Once a page of an unwatched source is served, the next is walked ahead and served when
-    /// asked for within `AHEAD_FRESH` of its walk's start (by the reader too, which never
-    /// waits); asked for later, it is walked again. No walk follows the last page.
+    /// Once a page of an unwatched source is served, the next two are walked ahead and served
+    /// when asked for within `FRESH` of their walk's start (by the reader too, which never
+    /// waits); asked for later, a page is walked again. No walk follows the last page.
     #[test]
-    fn the_next_page_is_walked_ahead_and_served_only_while_fresh() {
+    fn the_next_pages_are_walked_ahead_and_served_only_while_fresh() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
-        for d in ["a", "b", "c"] {
+        for d in ["a", "b", "c", "d"] {
             std::fs::create_dir(root.join(d)).unwrap();
             for f in 0..3 {
                 std::fs::write(root.join(format!("{d}/f{f}")), "x").unwrap();
@@ -1972,7 +1842,8 @@ mod tests {
         let first = src.page_blocking(None, 3);
         assert_eq!(names(&first), ["a/f0", "a/f1", "a/f2"]);
         let next = first.next.clone().expect("more");
-        src.ahead.wait_ready(&next);
+        src.ahead.wait_idle();
+        assert_eq!(src.ahead.ready(), ["b/", "c/"], "two pages ahead");
         // Walked before `b/f0` went: served as walked, by the reader's path.
         std::fs::remove_file(root.join("b/f0")).unwrap();
         let second = src
@@ -1981,17 +1852,29 @@ mod tests {
             .expect("ready")
             .unwrap();
         assert_eq!(names(&second), ["b/f0", "b/f1", "b/f2"]);
-        // The third page is walked ahead at once; asked for too late, it is walked again.
+        // The fourth page is walked ahead at once; the third, asked for too late, is walked
+        // again (without the file removed since).
         let next = second.next.clone().expect("more");
-        src.ahead.wait_ready(&next);
-        src.ahead.lock().started = std::time::Instant::now().checked_sub(AHEAD_FRESH * 2);
+        src.ahead.wait_idle();
+        assert_eq!(src.ahead.ready(), ["c/", "d/"]);
+        src.ahead.age(super::ahead::FRESH * 2);
         std::fs::remove_file(root.join("c/f0")).unwrap();
         assert!(src.clone().list_page_now(Some(&next), 3).is_none());
         let third = src.page_blocking(Some(&next), 3);
-        assert_eq!(names(&third), ["c/f1", "c/f2"]);
-        assert!(third.next.is_none());
-        let slot = src.ahead.lock();
-        assert!(!slot.running && slot.key.is_none() && slot.page.is_none());
+        assert_eq!(names(&third), ["c/f1", "c/f2", "d/f0"]);
+        // The page walked ahead after `d/` does not follow this one: walked again after
+        // `d/f0`, and it is the last.
+        src.ahead.wait_idle();
+        assert_eq!(src.ahead.ready(), ["d/f0"]);
+        let fourth = src
+            .clone()
+            .list_page_now(third.next.as_deref(), 3)
+            .expect("ready")
+            .unwrap();
+        assert_eq!(names(&fourth), ["d/f1", "d/f2"]);
+        assert!(fourth.next.is_none());
+        src.ahead.wait_idle();
+        assert!(src.ahead.ready().is_empty());
     }
 
     fn text(
