@@ -127,6 +127,22 @@ impl Fixtures {
         })
     }
 
+    /// `flat-N/`: `files` small files in one folder, listed in pages of 1000 with
+    /// `watch = false` (a page resumes inside a folder far larger than itself).
+    pub fn flat(&self, files: usize) -> Result<PathBuf> {
+        self.group(&format!("flat-{files}"), |dir| {
+            let tree = dir.join("tree");
+            fs::create_dir_all(&tree)?;
+            for i in 0..files {
+                fs::write(tree.join(format!("f{i:06}.txt")), b"a small file\n")?;
+            }
+            write(
+                &dir.join("mcp-server.toml"),
+                b"[server]\npage_size = 1000\n\n[files.tree]\nroot = \"tree\"\nwatch = false\n",
+            )
+        })
+    }
+
     /// `sqlite/`: `bench.db` with a 100-row table `items` and the named query `by_id`. Made with
     /// the `sqlite3` CLI (also what the SQLite workloads are compared with).
     pub fn sqlite(&self) -> Result<PathBuf> {

@@ -276,11 +276,12 @@ pub fn catalog() -> Vec<Entry> {
             Ok(w)
         },
     ));
-    for (name, about, files, stat) in [
+    for (name, about, files, stat, flat) in [
         (
             "list/10k",
             "`resources/list` of 10 000 files (`watch = false`), all 10 pages of 1 000, beside `find`",
             10_000,
+            false,
             false,
         ),
         (
@@ -288,6 +289,15 @@ pub fn catalog() -> Vec<Entry> {
             "`resources/list` of 100 000 files (`watch = false`), all 100 pages of 1 000, beside `find`",
             100_000,
             false,
+            false,
+        ),
+        (
+            "list/flat-100k",
+            "`resources/list` of 100 000 files in one folder (`watch = false`), all 100 pages of \
+             1 000, beside `find`",
+            100_000,
+            false,
+            true,
         ),
         (
             "list/100k-stat",
@@ -295,10 +305,15 @@ pub fn catalog() -> Vec<Entry> {
              walk that also `stat`s each file for its size (`bench --stat-walk`, one thread)",
             100_000,
             true,
+            false,
         ),
     ] {
         out.push(entry(name, about, move |fx, s| {
-            let dir = fx.tree(files)?;
+            let dir = if flat {
+                fx.flat(files)?
+            } else {
+                fx.tree(files)?
+            };
             let ops = if files >= 100_000 { 1 } else { 5 };
             let (beside, targets) = if stat {
                 (stat_walk(&dir, files, s.n(10))?, Vec::new())

@@ -20,6 +20,7 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
 use super::ahead::{self, Ahead};
+use super::folders::{self, Names};
 use super::paths::{self, OpenError, ReadError, io_reason, mime_for, sniff_is_text};
 use super::{
     Body, BoxFut, ChangeEffect, Completion, CompletionRequest, Contents, PageOf, RequestError,
@@ -69,6 +70,8 @@ pub(crate) struct FilesSource {
     /// The pages after the last one served, walked ahead on a thread of their own (unwatched
     /// sources; see `page_blocking`).
     ahead: Ahead<Walked>,
+    /// Sorted listings of folders larger than a page, kept between walks (`folders.rs`).
+    folders: Mutex<folders::Kept>,
     /// Small files read in place lately (watched sources; see `read_cached`).
     read_cache: Mutex<ReadCache>,
     /// How long a file must have stood unchanged to be kept in `read_cache`.
@@ -240,6 +243,7 @@ impl FilesSource {
             root_dir: Mutex::new(None),
             large: Mutex::new(VecDeque::new()),
             ahead: Ahead::default(),
+            folders: Mutex::default(),
             read_cache: Mutex::new(ReadCache::default()),
             settled: SETTLED,
             changes_seen: AtomicU64::new(0),
@@ -284,6 +288,7 @@ impl FilesSource {
             root_dir: Mutex::new(None),
             large: Mutex::new(VecDeque::new()),
             ahead: Ahead::default(),
+            folders: Mutex::default(),
             read_cache: Mutex::new(ReadCache::default()),
             settled: SETTLED,
             changes_seen: AtomicU64::new(0),
@@ -507,6 +512,36 @@ impl FilesSource {
         let mut walk = self.walker(limit, false);
         walk.run(after);
         walk.out
+    }
+
+    /// The names of the folder `fd` a walk looks at (`walked`), sorted: those kept for the
+    /// folder's version if there are (see `folders.rs`), else read, and kept if the folder
+    /// holds more than `keep_over` of them and its version has settled. `None` if it cannot be
+    /// read.
+    fn sorted_names(&self, fd: BorrowedFd<'_>, keep_over: usize) -> Option<Arc<Names>> {
+        let version = rustix::fs::fstat(fd).ok().map(|st| paths::Version::of(&st));
+        let kept = || self.folders.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(v) = &version
+            && let Some(names) = kept().get(v)
+        {
+            return Some(names);
+        }
+        let mut names = Names::default();
+        let mut read = rustix::fs::Dir::read_from(fd).ok()?;
+        while let Some(Ok(item)) = read.read() {
+            if let Some((name, is_dir)) = walked(self, fd, &item) {
+                names.push(name, is_dir);
+            }
+        }
+        names.finish();
+        let names = Arc::new(names);
+        if let Some(v) = version
+            && names.len() > keep_over
+            && v.settled(SystemTime::now(), self.settled)
+        {
+            kept().put(v, names.clone());
+        }
+        Some(names)
     }
 
     fn walker(&self, limit: usize, probe: bool) -> Walk<'_> {
@@ -1225,13 +1260,6 @@ const DIR_FLAGS: OFlags = OFlags::RDONLY
     .union(OFlags::CLOEXEC)
     .union(OFlags::NOFOLLOW);
 
-/// `name` (followed by `/` for a folder) against `other`, bytewise.
-fn key_cmp(name: &str, is_dir: bool, other: &str) -> std::cmp::Ordering {
-    name.bytes()
-        .chain(is_dir.then_some(b'/'))
-        .cmp(other.bytes())
-}
-
 /// The name of a folder's entry and whether it is a folder, if a walk looks at it at all: not
 /// `.`/`..`, UTF-8 (other names cannot be written in a URI we could read back), not hidden
 /// (unless `hidden`), not `.git`, and a folder or a regular file by the entry's type (a `stat`
@@ -1279,6 +1307,23 @@ fn join(rel_dir: &str, name: &str, spare: usize) -> String {
     out
 }
 
+/// The items `range` of a folder's sorted `names`, as a walk takes them: each its path below
+/// the root (the folder is `rel_dir`), a folder's followed by `/`, and whether it is a folder.
+fn keys<'n>(
+    names: &'n Names,
+    range: std::ops::Range<usize>,
+    rel_dir: &'n str,
+) -> impl Iterator<Item = (String, bool)> + 'n {
+    range.map(move |i| {
+        let (name, is_dir) = names.get(i);
+        let mut key = join(rel_dir, name, 1);
+        if is_dir {
+            key.push('/');
+        }
+        (key, is_dir)
+    })
+}
+
 /// What a listed file's `stat` gave.
 struct FileMeta {
     size: u64,
@@ -1304,46 +1349,16 @@ impl Walk<'_> {
         } else {
             rel_dir.len() + 1
         };
-        // Each item is its path below the root, a folder's followed by `/`: sorting the paths
-        // bytewise sorts the names as described above.
-        let mut items: Vec<(String, bool)> = Vec::new();
-        {
-            let Ok(mut read) = rustix::fs::Dir::read_from(&fd) else {
-                return true;
-            };
-            while let Some(Ok(item)) = read.read() {
-                let Some((name, is_dir)) = walked(src, fd.as_fd(), &item) else {
-                    continue;
-                };
-                if let Some(a) = after {
-                    let before = if is_dir {
-                        // Wholly before `a` unless `a` is inside it.
-                        key_cmp(name, true, a).is_lt()
-                            && !(a.starts_with(name) && a[name.len()..].starts_with('/'))
-                    } else {
-                        name <= a
-                    };
-                    if before {
-                        continue;
-                    }
-                }
-                let mut key = join(rel_dir, name, 1);
-                if is_dir {
-                    key.push('/');
-                }
-                items.push((key, is_dir));
-            }
-        }
-        items.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
+        let Some(names) = src.sorted_names(fd.as_fd(), self.limit) else {
+            return true;
+        };
         let pushed = self.push_rules(rel_dir);
         let any_rules = pushed && self.any_rules();
-        let going_on = if self.split
-            && after.is_none()
-            && items.iter().filter(|(_, is_dir)| *is_dir).nth(1).is_some()
-        {
+        let going_on = if self.split && after.is_none() && names.dirs() >= 2 {
             self.split = false;
-            self.items_on_two(fd.as_fd(), items, name_at, any_rules)
+            self.items_on_two(fd.as_fd(), &names, rel_dir, name_at, any_rules)
         } else {
+            let items = keys(&names, names.resume_at(after)..names.len(), rel_dir);
             self.items(fd.as_fd(), items, name_at, after, any_rules)
         };
         if pushed {
@@ -1359,20 +1374,20 @@ impl Walk<'_> {
     fn items_on_two(
         &mut self,
         dir: BorrowedFd<'_>,
-        mut items: Vec<(String, bool)>,
+        names: &Names,
+        rel_dir: &str,
         name_at: usize,
         any_rules: bool,
     ) -> bool {
-        let dirs = items.iter().filter(|(_, is_dir)| *is_dir).count();
+        let dirs = names.dirs();
         let mut seen = 0;
-        let middle = items
-            .iter()
-            .position(|(_, is_dir)| {
-                seen += usize::from(*is_dir);
+        let middle = (0..names.len())
+            .position(|i| {
+                seen += usize::from(names.get(i).1);
                 seen > dirs / 2
             })
-            .unwrap_or(items.len());
-        let mut second = Some(items.split_off(middle));
+            .unwrap_or(names.len());
+        let mut second = Some(middle..names.len());
         let mut other = Walk {
             src: self.src,
             limit: self.limit,
@@ -1384,11 +1399,17 @@ impl Walk<'_> {
         };
         let going_on = std::thread::scope(|s| {
             let helper = std::thread::Builder::new().spawn_scoped(s, || {
-                if let Some(items) = second.take() {
-                    other.items(dir, items, name_at, None, any_rules);
+                if let Some(range) = second.take() {
+                    other.items(dir, keys(names, range, rel_dir), name_at, None, any_rules);
                 }
             });
-            let going_on = self.items(dir, items, name_at, None, any_rules);
+            let going_on = self.items(
+                dir,
+                keys(names, 0..middle, rel_dir),
+                name_at,
+                None,
+                any_rules,
+            );
             if let Ok(h) = helper
                 && let Err(panic) = h.join()
             {
@@ -1396,8 +1417,8 @@ impl Walk<'_> {
             }
             going_on
         });
-        if let Some(items) = second.take() {
-            other.items(dir, items, name_at, None, any_rules);
+        if let Some(range) = second.take() {
+            other.items(dir, keys(names, range, rel_dir), name_at, None, any_rules);
         }
         self.out.append(&mut other.out);
         going_on
@@ -1477,11 +1498,12 @@ impl Walk<'_> {
     }
 
     /// The sorted items of the folder `dir`: folders walked, files checked against the rules,
-    /// each run of files between two folders statted at once.
+    /// each run of files between two folders statted at once (a run as long as the files the
+    /// page still needs is statted then, so that a page in a large folder goes no further).
     fn items(
         &mut self,
         dir: BorrowedFd<'_>,
-        items: Vec<(String, bool)>,
+        items: impl Iterator<Item = (String, bool)>,
         name_at: usize,
         after: Option<&str>,
         any_rules: bool,
@@ -1522,6 +1544,12 @@ impl Walk<'_> {
                     continue;
                 }
                 run.push(rel);
+                // Enough to end the page if all are still there: no need to look further.
+                if run.len() >= self.limit.saturating_sub(self.out.len())
+                    && !self.flush(dir, &mut run, name_at)
+                {
+                    return false;
+                }
             }
         }
         self.flush(dir, &mut run, name_at)
@@ -1743,6 +1771,78 @@ mod tests {
             }
             assert_eq!(got, all, "pages of {limit}");
         }
+    }
+
+    /// A folder larger than a page is read and sorted once while its version holds: the pages
+    /// after the first are walked from the kept names. Adding or removing a file changes the
+    /// version, and the names are read again. A folder changed within `settled` is not kept.
+    #[test]
+    fn a_folder_larger_than_a_page_is_read_once_while_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join("sub")).unwrap();
+        std::fs::write(root.join("sub/a"), "x").unwrap();
+        for f in 0..10 {
+            std::fs::write(root.join(format!("f{f:02}")), "x").unwrap();
+        }
+        let listing = |src: &Arc<FilesSource>| {
+            let mut got: Vec<String> = Vec::new();
+            let mut after: Option<String> = None;
+            loop {
+                let page = src.page_blocking(after.as_deref(), 4);
+                got.extend(names(&page).into_iter().map(str::to_owned));
+                match page.next {
+                    Some(n) => after = Some(n),
+                    None => return got,
+                }
+            }
+        };
+        let version = || super::paths::Version::of(&rustix::fs::stat(&root).unwrap());
+        let kept = |src: &Arc<FilesSource>| src.folders.lock().unwrap().get(&version());
+        // Just changed: not kept.
+        let src = Arc::new(FilesSource::hiding_rules(&root, false, false));
+        assert_eq!(listing(&src).len(), 11);
+        src.ahead.wait_idle();
+        assert!(kept(&src).is_none());
+        // Settled (its modification time in the past, so that any change moves it whatever
+        // the clock's granularity): kept, and the same names serve every page.
+        let past = rustix::fs::Timespec {
+            tv_sec: 1_000_000_000,
+            tv_nsec: 0,
+        };
+        rustix::fs::utimensat(
+            rustix::fs::CWD,
+            &root,
+            &rustix::fs::Timestamps {
+                last_access: past,
+                last_modification: past,
+            },
+            rustix::fs::AtFlags::empty(),
+        )
+        .unwrap();
+        let mut fresh = FilesSource::hiding_rules(&root, false, false);
+        fresh.settled = std::time::Duration::ZERO;
+        let src = Arc::new(fresh);
+        let first = src.page_blocking(None, 4);
+        assert_eq!(names(&first), ["f00", "f01", "f02", "f03"]);
+        let names_kept = kept(&src).expect("kept");
+        assert_eq!(names_kept.len(), 11);
+        let mut want: Vec<String> = (0..10).map(|f| format!("f{f:02}")).collect();
+        want.push("sub/a".into());
+        assert_eq!(listing(&src), want);
+        src.ahead.wait_idle();
+        assert!(Arc::ptr_eq(&names_kept, &kept(&src).expect("still kept")));
+        assert_eq!(
+            src.folders.lock().unwrap().len(),
+            1,
+            "`sub` is smaller than a page"
+        );
+        // A file removed and one added: read again.
+        std::fs::remove_file(root.join("f05")).unwrap();
+        std::fs::write(root.join("f10"), "x").unwrap();
+        want.retain(|n| n != "f05");
+        want.insert(9, "f10".into());
+        assert_eq!(listing(&src), want);
     }
 
     /// A kept read's path passes the rules again after the watcher applied a change: a

@@ -7,6 +7,7 @@
 
 pub(crate) mod ahead;
 pub(crate) mod files;
+pub(crate) mod folders;
 pub(crate) mod git;
 pub(crate) mod paths;
 pub(crate) mod postgres;

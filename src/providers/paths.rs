@@ -99,6 +99,20 @@ impl Version {
         }
     }
 
+    /// Whether both are versions of one file (device and inode).
+    pub(crate) fn same_file(&self, other: &Version) -> bool {
+        self.dev == other.dev && self.ino == other.ino
+    }
+
+    /// The same file, modified a second later.
+    #[cfg(test)]
+    pub(crate) fn touched(&self) -> Version {
+        Version {
+            mtime: (self.mtime.0 + 1, self.mtime.1),
+            ..*self
+        }
+    }
+
     /// Whether both its times are at least `age` before `now`: any later change gives the file
     /// a change time after them, so a `stat` that finds this version again saw these bytes (the
     /// "racy git" rule; a file changed twice within one tick of the clock could otherwise keep

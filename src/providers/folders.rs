@@ -1,0 +1,266 @@
+//! Sorted folder listings kept between the walks of a files source, so that paging through a
+//! folder larger than a page costs each page its own files, not a read and a sort of the
+//! whole folder.
+//!
+//! A walk that resumes after a cursor must still read every name of the cursor's folder and
+//! sort them to know what comes next (`getdents` has no order and no seek by name): in a folder
+//! of 100 000 files, 100 pages of 1 000 read and sorted 10 million names. A folder's names,
+//! sorted, are kept under its *version* (device, inode, size, modification and change time):
+//! adding, removing or renaming an entry changes the folder's modification time, so a walk that
+//! finds the same version finds the same names. Only versions that have stood for
+//! [`SETTLED`](super::files) are kept (a change within one tick of the clock could otherwise
+//! keep the version), only folders larger than a page, and at most [`KEPT_BYTES`] in all, the
+//! least recently used dropped first. Which entries are files or folders is kept too; nothing
+//! else is (each file is still `stat`ed by the walk, each folder opened again below its parent).
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use super::paths::Version;
+
+/// The most bytes of names (and their index) kept for all folders of one source.
+pub(crate) const KEPT_BYTES: usize = 8 * 1024 * 1024;
+
+/// The most folders kept for one source.
+const KEPT_FOLDERS: usize = 8;
+
+/// A folder's names a walk looks at, sorted as the walk orders them: bytewise by the name, a
+/// folder's followed by `/`.
+#[derive(Debug, Default)]
+pub(crate) struct Names {
+    text: String,
+    items: Vec<Item>,
+    dirs: usize,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Item {
+    at: usize,
+    len: u32,
+    is_dir: bool,
+}
+
+impl Names {
+    /// Adds a name (in any order; `finish` sorts them).
+    pub(crate) fn push(&mut self, name: &str, is_dir: bool) {
+        // A name is at most a few hundred bytes (`NAME_MAX`).
+        let Ok(len) = u32::try_from(name.len()) else {
+            return;
+        };
+        let at = self.text.len();
+        self.text.push_str(name);
+        self.items.push(Item { at, len, is_dir });
+        self.dirs += usize::from(is_dir);
+    }
+
+    /// Sorts the names pushed, and gives back the room they do not use.
+    pub(crate) fn finish(&mut self) {
+        self.text.shrink_to_fit();
+        self.items.shrink_to_fit();
+        let text = &self.text;
+        self.items
+            .sort_unstable_by(|a, b| key(text, *a).cmp(key(text, *b)));
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// How many are folders.
+    pub(crate) fn dirs(&self) -> usize {
+        self.dirs
+    }
+
+    /// The `i`th name and whether it is a folder.
+    pub(crate) fn get(&self, i: usize) -> (&str, bool) {
+        let it = self.items[i];
+        (self.name(it), it.is_dir)
+    }
+
+    fn name(&self, it: Item) -> &str {
+        &self.text[it.at..it.at + it.len as usize]
+    }
+
+    /// Where a walk resuming after `after` (a path relative to this folder) starts: the first
+    /// name that sorts after it, or the folder `after` lies in.
+    pub(crate) fn resume_at(&self, after: Option<&str>) -> usize {
+        let Some(a) = after else { return 0 };
+        let text = &self.text;
+        let i = self
+            .items
+            .partition_point(|it| key(text, *it).le(a.bytes()));
+        // No name sorts between a folder's `name/` and a path inside it (names hold no `/`).
+        if let Some(prev) = i.checked_sub(1).map(|p| self.items[p])
+            && prev.is_dir
+            && a.strip_prefix(self.name(prev))
+                .is_some_and(|r| r.starts_with('/'))
+        {
+            return i - 1;
+        }
+        i
+    }
+
+    /// What keeping these names costs.
+    fn bytes(&self) -> usize {
+        self.text.capacity() + self.items.capacity() * std::mem::size_of::<Item>()
+    }
+}
+
+/// The sort key of an item: its name, followed by `/` for a folder.
+fn key(text: &str, it: Item) -> impl Iterator<Item = u8> + '_ {
+    text.as_bytes()[it.at..it.at + it.len as usize]
+        .iter()
+        .copied()
+        .chain(it.is_dir.then_some(b'/'))
+}
+
+/// The sorted listings kept for one source, most recently used last.
+#[derive(Debug, Default)]
+pub(crate) struct Kept {
+    folders: VecDeque<(Version, Arc<Names>)>,
+    bytes: usize,
+}
+
+impl Kept {
+    /// The names kept for the folder at `version`, if any.
+    pub(crate) fn get(&mut self, version: &Version) -> Option<Arc<Names>> {
+        let i = self.folders.iter().position(|(v, _)| v == version)?;
+        let found = self.folders.remove(i)?;
+        let names = found.1.clone();
+        self.folders.push_back(found);
+        Some(names)
+    }
+
+    /// Keeps `names` for the folder at `version` (a settled version), dropping the least
+    /// recently used to stay within bounds; names larger than the bound are not kept.
+    pub(crate) fn put(&mut self, version: Version, names: Arc<Names>) {
+        let cost = names.bytes();
+        if cost > KEPT_BYTES {
+            return;
+        }
+        // The same folder at an older version goes: it cannot be found again. (Versions
+        // differ in times; a folder is one device and inode.)
+        if let Some(i) = self.folders.iter().position(|(v, _)| v.same_file(&version))
+            && let Some((_, old)) = self.folders.remove(i)
+        {
+            self.bytes -= old.bytes();
+        }
+        while self.folders.len() >= KEPT_FOLDERS || self.bytes + cost > KEPT_BYTES {
+            let Some((_, old)) = self.folders.pop_front() else {
+                break;
+            };
+            self.bytes -= old.bytes();
+        }
+        self.bytes += cost;
+        self.folders.push_back((version, names));
+    }
+
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.folders.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(of: &[(&str, bool)]) -> Names {
+        let mut n = Names::default();
+        for (name, is_dir) in of {
+            n.push(name, *is_dir);
+        }
+        n.finish();
+        n
+    }
+
+    fn all(n: &Names) -> Vec<(&str, bool)> {
+        (0..n.len()).map(|i| n.get(i)).collect()
+    }
+
+    /// Folders sort as their name followed by `/`: `a/` after `a.txt` and `a-b`, before `a0`.
+    #[test]
+    fn sorted_as_the_walk_orders_paths() {
+        let n = names(&[
+            ("a0", false),
+            ("a", true),
+            ("a.txt", false),
+            ("b", false),
+            ("a-b", true),
+        ]);
+        assert_eq!(
+            all(&n),
+            [
+                ("a-b", true),
+                ("a.txt", false),
+                ("a", true),
+                ("a0", false),
+                ("b", false)
+            ]
+        );
+        assert_eq!(n.dirs(), 2);
+    }
+
+    /// Resuming after a path starts at the first name after it, or at the folder it is in.
+    #[test]
+    fn resumes_after_a_path_or_in_its_folder() {
+        let n = names(&[("a", true), ("a.txt", false), ("b", false), ("c", true)]);
+        // a.txt, a/, b, c/
+        for (after, at) in [
+            (None, 0),
+            (Some(""), 0),
+            (Some("a.txt"), 1),
+            (Some("a-"), 0),
+            (Some("a/"), 1),
+            (Some("a/x/y"), 1),
+            (Some("a0"), 2),
+            (Some("b"), 3),
+            (Some("c/"), 3),
+            (Some("c/z"), 3),
+            (Some("d"), 4),
+        ] {
+            assert_eq!(n.resume_at(after), at, "after {after:?}");
+        }
+        // A file named like the folder a path is in does not hold it.
+        let n = names(&[("a", false), ("b", false)]);
+        assert_eq!(n.resume_at(Some("a/x")), 1);
+    }
+
+    /// Kept by version, the least recently used dropped first, within the byte bound; a folder
+    /// kept again at a new version replaces the old.
+    #[test]
+    fn kept_by_version_within_bounds() {
+        let st = rustix::fs::stat("/").unwrap();
+        let root = Version::of(&st);
+        let tmp = Version::of(&rustix::fs::stat(std::env::temp_dir()).unwrap());
+        let mut kept = Kept::default();
+        kept.put(root, Arc::new(names(&[("x", false)])));
+        kept.put(tmp, Arc::new(names(&[("y", false)])));
+        assert_eq!(kept.get(&root).map(|n| n.len()), Some(1));
+        // Same folder, another version: the old one goes.
+        let newer = root.touched();
+        kept.put(newer, Arc::new(names(&[("x", false), ("z", false)])));
+        assert_eq!(kept.len(), 2);
+        assert!(kept.get(&root).is_none());
+        assert_eq!(kept.get(&newer).map(|n| n.len()), Some(2));
+        // Too large for the bound: not kept.
+        let mut big = Names::default();
+        let long = "n".repeat(1024);
+        while big.bytes() <= KEPT_BYTES {
+            big.push(&long, false);
+        }
+        kept.put(tmp.touched(), Arc::new(big));
+        assert!(kept.get(&tmp.touched()).is_none());
+        assert!(kept.bytes <= KEPT_BYTES);
+        // Two that fit only one at a time: the least recently used goes.
+        let mut half = Names::default();
+        while half.bytes() <= KEPT_BYTES / 2 + 1 {
+            half.push(&long, false);
+        }
+        let half = Arc::new(half);
+        kept.put(tmp, half.clone());
+        kept.put(newer, half);
+        assert!(kept.bytes <= KEPT_BYTES);
+        assert!(kept.get(&tmp).is_none() && kept.get(&newer).is_some());
+    }
+}
