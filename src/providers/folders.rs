@@ -9,17 +9,24 @@
 //! adding, removing or renaming an entry changes the folder's modification time, so a walk that
 //! finds the same version finds the same names. Only versions that have stood for
 //! [`SETTLED`](super::files) are kept (a change within one tick of the clock could otherwise
-//! keep the version), only folders larger than a page, and at most [`KEPT_BYTES`] in all, the
-//! least recently used dropped first. Which entries are files or folders is kept too; nothing
+//! keep the version), only folders larger than a page, and at most [`KEPT_BYTES`] per source
+//! and [`ALL_KEPT_BYTES`] in the process, the least recently used dropped first. Which entries are files or folders is kept too; nothing
 //! else is (each file is still `stat`ed by the walk, each folder opened again below its parent).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::paths::Version;
 
 /// The most bytes of names (and their index) kept for all folders of one source.
 pub(crate) const KEPT_BYTES: usize = 8 * 1024 * 1024;
+
+/// The most bytes kept for all sources together (a manifest may declare many).
+pub(crate) const ALL_KEPT_BYTES: usize = 16 * 1024 * 1024;
+
+/// The bytes kept now by all sources.
+static ALL_KEPT: AtomicUsize = AtomicUsize::new(0);
 
 /// The most folders kept for one source.
 const KEPT_FOLDERS: usize = 8;
@@ -132,7 +139,7 @@ impl Kept {
     }
 
     /// Keeps `names` for the folder at `version` (a settled version), dropping the least
-    /// recently used to stay within bounds; names larger than the bound are not kept.
+    /// recently used to stay within bounds; names that do not fit are not kept.
     pub(crate) fn put(&mut self, version: Version, names: Arc<Names>) {
         let cost = names.bytes();
         if cost > KEPT_BYTES {
@@ -140,24 +147,45 @@ impl Kept {
         }
         // The same folder at an older version goes: it cannot be found again. (Versions
         // differ in times; a folder is one device and inode.)
-        if let Some(i) = self.folders.iter().position(|(v, _)| v.same_file(&version))
-            && let Some((_, old)) = self.folders.remove(i)
-        {
-            self.bytes -= old.bytes();
+        if let Some(i) = self.folders.iter().position(|(v, _)| v.same_file(&version)) {
+            self.drop_at(i);
         }
         while self.folders.len() >= KEPT_FOLDERS || self.bytes + cost > KEPT_BYTES {
-            let Some((_, old)) = self.folders.pop_front() else {
-                break;
-            };
-            self.bytes -= old.bytes();
+            self.drop_at(0);
+        }
+        // Within the process's bound too, dropping this source's own if others hold the rest.
+        while ALL_KEPT
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |all| {
+                (all + cost <= ALL_KEPT_BYTES).then_some(all + cost)
+            })
+            .is_err()
+        {
+            if self.folders.is_empty() {
+                return;
+            }
+            self.drop_at(0);
         }
         self.bytes += cost;
         self.folders.push_back((version, names));
     }
 
+    fn drop_at(&mut self, i: usize) {
+        if let Some((_, old)) = self.folders.remove(i) {
+            let cost = old.bytes();
+            self.bytes -= cost;
+            ALL_KEPT.fetch_sub(cost, Ordering::AcqRel);
+        }
+    }
+
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.folders.len()
+    }
+}
+
+impl Drop for Kept {
+    fn drop(&mut self) {
+        ALL_KEPT.fetch_sub(self.bytes, Ordering::AcqRel);
     }
 }
 
@@ -172,6 +200,20 @@ mod tests {
         }
         n.finish();
         n
+    }
+
+    /// The tests that keep megabytes, one at a time (the process's bound is shared).
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    fn sized(bytes: usize) -> Arc<Names> {
+        let mut n = Names::default();
+        let long = "n".repeat(1024);
+        for _ in 0..=bytes / (long.len() + std::mem::size_of::<Item>()) {
+            n.push(&long, false);
+        }
+        n.finish();
+        assert!(n.bytes() >= bytes);
+        Arc::new(n)
     }
 
     fn all(n: &Names) -> Vec<(&str, bool)> {
@@ -230,6 +272,7 @@ mod tests {
     /// kept again at a new version replaces the old.
     #[test]
     fn kept_by_version_within_bounds() {
+        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         let st = rustix::fs::stat("/").unwrap();
         let root = Version::of(&st);
         let tmp = Version::of(&rustix::fs::stat(std::env::temp_dir()).unwrap());
@@ -262,5 +305,26 @@ mod tests {
         kept.put(newer, half);
         assert!(kept.bytes <= KEPT_BYTES);
         assert!(kept.get(&tmp).is_none() && kept.get(&newer).is_some());
+    }
+
+    /// All sources together keep at most `ALL_KEPT_BYTES`: a source whose own folders do not
+    /// make room keeps nothing more; what a dropped source kept is counted out.
+    #[test]
+    fn the_process_keeps_a_bounded_total() {
+        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        let root = Version::of(&rustix::fs::stat("/").unwrap());
+        let big = ALL_KEPT_BYTES * 7 / 16;
+        let (mut a, mut b, mut c) = (Kept::default(), Kept::default(), Kept::default());
+        a.put(root, sized(big));
+        b.put(root, sized(big));
+        c.put(root, sized(big));
+        assert_eq!((a.len(), b.len(), c.len()), (1, 1, 0));
+        // Its own older folder makes room for a newer one.
+        b.put(root.touched(), sized(big));
+        assert!(b.get(&root.touched()).is_some() && b.get(&root).is_none());
+        drop(a);
+        c.put(root, sized(big));
+        assert_eq!(c.len(), 1);
+        assert!(ALL_KEPT.load(Ordering::Acquire) <= ALL_KEPT_BYTES);
     }
 }
