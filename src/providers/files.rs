@@ -161,10 +161,13 @@ struct Walked {
     next: Option<String>,
 }
 
+/// The largest pages walked ahead: two are kept, and a page is about 100 bytes a file.
+const AHEAD_MAX_PAGE: usize = 10_000;
+
 impl ahead::Page for Walked {
     fn after(&self, limit: usize) -> Option<&str> {
         // Pages of one item are the registry's "anything after?" probes: not paged on.
-        if limit < 2 || self.found.len() < limit {
+        if limit < 2 || limit > AHEAD_MAX_PAGE || self.found.len() < limit {
             return None;
         }
         self.next.as_deref()
@@ -364,7 +367,8 @@ impl FilesSource {
     }
 
     /// Keeps walking the pages after `page` ahead ([`Ahead`]: up to two, on one thread of
-    /// their own, whatever a client pipelines), unless no page follows or pages hold one item.
+    /// their own, whatever a client pipelines), unless no page follows or pages hold one item
+    /// or more than [`AHEAD_MAX_PAGE`].
     fn read_ahead(self: &Arc<Self>, page: &Walked, limit: usize) {
         if !self.ahead.follow(page, limit) {
             return;
@@ -1923,6 +1927,30 @@ mod tests {
         }
         assert!(cache.bytes <= super::READ_CACHE_BYTES);
         assert_eq!(cache.files.len(), 1);
+    }
+
+    /// A full page is followed by a walk ahead, unless pages hold one item (probes) or more
+    /// than `AHEAD_MAX_PAGE` (two such pages would be kept).
+    #[test]
+    fn only_full_pages_of_a_bounded_size_are_walked_ahead() {
+        use super::ahead::Page as _;
+        let page = |n: usize| super::Walked {
+            found: (0..n)
+                .map(|i| super::Entry {
+                    rel: format!("f{i}"),
+                    size: 0,
+                    modified: None,
+                    mime: "text/plain",
+                })
+                .collect(),
+            next: Some("next".into()),
+        };
+        let max = super::AHEAD_MAX_PAGE;
+        assert_eq!(page(3).after(3), Some("next"));
+        assert_eq!(page(2).after(3), None, "not full: the last page");
+        assert_eq!(page(1).after(1), None, "a probe");
+        assert_eq!(page(max).after(max), Some("next"));
+        assert_eq!(page(max + 1).after(max + 1), None);
     }
 
     /// Once a page of an unwatched source is served, the next two are walked ahead and served
