@@ -167,7 +167,7 @@ const AHEAD_MAX_PAGE: usize = 10_000;
 impl ahead::Page for Walked {
     fn after(&self, limit: usize) -> Option<&str> {
         // Pages of one item are the registry's "anything after?" probes: not paged on.
-        if limit < 2 || limit > AHEAD_MAX_PAGE || self.found.len() < limit {
+        if !(2..=AHEAD_MAX_PAGE).contains(&limit) || self.found.len() < limit {
             return None;
         }
         self.next.as_deref()
