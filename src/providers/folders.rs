@@ -13,6 +13,7 @@
 //! and [`ALL_KEPT_BYTES`] in the process, the least recently used dropped first. Which entries are files or folders is kept too; nothing
 //! else is (each file is still `stat`ed by the walk, each folder opened again below its parent).
 
+use std::cmp::Ordering as Order;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -65,8 +66,9 @@ impl Names {
         self.text.shrink_to_fit();
         self.items.shrink_to_fit();
         let text = &self.text;
-        self.items
-            .sort_unstable_by(|a, b| key(text, *a).cmp(key(text, *b)));
+        self.items.sort_unstable_by(|a, b| {
+            cmp_keys(bytes(text, *a), a.is_dir, bytes(text, *b), b.is_dir)
+        });
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -93,9 +95,9 @@ impl Names {
     pub(crate) fn resume_at(&self, after: Option<&str>) -> usize {
         let Some(a) = after else { return 0 };
         let text = &self.text;
-        let i = self
-            .items
-            .partition_point(|it| key(text, *it).le(a.bytes()));
+        let i = self.items.partition_point(|it| {
+            cmp_keys(bytes(text, *it), it.is_dir, a.as_bytes(), false).is_le()
+        });
         // No name sorts between a folder's `name/` and a path inside it (names hold no `/`).
         if let Some(prev) = i.checked_sub(1).map(|p| self.items[p])
             && prev.is_dir
@@ -113,12 +115,27 @@ impl Names {
     }
 }
 
-/// The sort key of an item: its name, followed by `/` for a folder.
-fn key(text: &str, it: Item) -> impl Iterator<Item = u8> + '_ {
-    text.as_bytes()[it.at..it.at + it.len as usize]
-        .iter()
-        .copied()
-        .chain(it.is_dir.then_some(b'/'))
+fn bytes(text: &str, it: Item) -> &[u8] {
+    &text.as_bytes()[it.at..it.at + it.len as usize]
+}
+
+/// `a` followed by `/` if `a_dir` against `b` followed by `/` if `b_dir`, bytewise (the common
+/// part compared at once).
+fn cmp_keys(a: &[u8], a_dir: bool, b: &[u8], b_dir: bool) -> Order {
+    let n = a.len().min(b.len());
+    a[..n].cmp(&b[..n]).then_with(|| {
+        // The byte after the common part, if any: the rest of the longer, or a `/`.
+        let next = |x: &[u8], dir: bool| x.get(n).copied().or(dir.then_some(b'/'));
+        match (next(a, a_dir), next(b, b_dir)) {
+            (Some(x), Some(y)) if x != y => x.cmp(&y),
+            // Equal bytes here: one is a name's last byte and the other a `/`, which no
+            // name holds; or both are the `/` of equal names.
+            (Some(_), Some(_)) => {
+                (a.len() + usize::from(a_dir)).cmp(&(b.len() + usize::from(b_dir)))
+            }
+            (x, y) => x.is_some().cmp(&y.is_some()),
+        }
+    })
 }
 
 /// The sorted listings kept for one source, most recently used last.
@@ -241,6 +258,27 @@ mod tests {
             ]
         );
         assert_eq!(n.dirs(), 2);
+    }
+
+    /// The comparison of keys agrees with comparing the keys written out, on names that share
+    /// prefixes and bytes around `/`.
+    #[test]
+    fn keys_compare_as_written_out() {
+        let names = [
+            "", "a", "a-", "a.", "a0", "a/b", "ab", "b", "a\u{7f}", "é", "a.txt", "a-b",
+        ];
+        for a in names {
+            for b in names {
+                for (ad, bd) in [(false, false), (false, true), (true, false), (true, true)] {
+                    let written = |n: &str, d: bool| format!("{n}{}", if d { "/" } else { "" });
+                    assert_eq!(
+                        cmp_keys(a.as_bytes(), ad, b.as_bytes(), bd),
+                        written(a, ad).cmp(&written(b, bd)),
+                        "{a:?} {ad} / {b:?} {bd}"
+                    );
+                }
+            }
+        }
     }
 
     /// Resuming after a path starts at the first name after it, or at the folder it is in.
