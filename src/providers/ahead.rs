@@ -285,6 +285,16 @@ mod tests {
         Numbers(of.to_vec())
     }
 
+    /// An `Ahead` that served `served` (pages of `limit`) and walked what followed, and the
+    /// keys it walked after.
+    fn ahead_of(served: &[u32], limit: usize) -> (Ahead<Numbers>, Vec<String>) {
+        let ahead = Ahead::default();
+        let mut walked = Vec::new();
+        assert!(ahead.follow(&page(served), limit), "a thread is needed");
+        ahead.run(walk(&mut walked));
+        (ahead, walked)
+    }
+
     /// Served page 0-1: pages 2-3 and 4-5 are walked, no more until one is taken; taking 2-3
     /// walks 6-7 next. The last page is followed by nothing.
     #[test]
@@ -319,10 +329,7 @@ mod tests {
     /// client, another page size) drops them and walks after it instead.
     #[test]
     fn another_listing_starts_the_walk_again() {
-        let ahead = Ahead::default();
-        let mut walked = Vec::new();
-        assert!(ahead.follow(&page(&[4, 5]), 2));
-        ahead.run(walk(&mut walked));
+        let (ahead, mut walked) = ahead_of(&[4, 5], 2);
         assert_eq!(ahead.ready(), ["5", "7"]);
         let now = Instant::now();
         assert_eq!(ahead.take("1", 2, now, false), None, "not walked");
@@ -343,10 +350,7 @@ mod tests {
     /// pages after it are still served while fresh.
     #[test]
     fn pages_too_old_are_dropped() {
-        let ahead = Ahead::default();
-        let mut walked = Vec::new();
-        assert!(ahead.follow(&page(&[0, 1]), 2));
-        ahead.run(walk(&mut walked));
+        let (ahead, mut walked) = ahead_of(&[0, 1], 2);
         let later = Instant::now() + FRESH * 2;
         assert_eq!(ahead.take("1", 2, later, true), None);
         assert_eq!(ahead.ready(), ["3"]);

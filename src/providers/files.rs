@@ -518,12 +518,15 @@ impl FilesSource {
         walk.out
     }
 
-    /// The names of the folder `fd` a walk looks at (`walked`), sorted: those kept for the
-    /// folder's version if there are (see `folders.rs`), else read, and kept if the folder
-    /// holds more than `keep_over` of them and its version has settled. `None` if it cannot be
-    /// read.
-    fn sorted_names(&self, fd: BorrowedFd<'_>, keep_over: usize) -> Option<Arc<Names>> {
-        let version = rustix::fs::fstat(fd).ok().map(|st| paths::Version::of(&st));
+    /// The names of the folder `fd` a walk looks at (`walked`), sorted. A walk of a page
+    /// (`keep_over`: its size) takes those kept for the folder's version if there are (see
+    /// `folders.rs`), else reads them, and keeps them if the folder holds more than a page and
+    /// its version has settled. A walk of everything (`None`) reads each folder once anyway:
+    /// it neither looks up nor keeps (no `fstat` per folder). `None` if it cannot be read.
+    fn sorted_names(&self, fd: BorrowedFd<'_>, keep_over: Option<usize>) -> Option<Arc<Names>> {
+        let version = keep_over
+            .and_then(|_| rustix::fs::fstat(fd).ok())
+            .map(|st| paths::Version::of(&st));
         let kept = || self.folders.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(v) = &version
             && let Some(names) = kept().get(v)
@@ -540,7 +543,7 @@ impl FilesSource {
         names.finish();
         let names = Arc::new(names);
         if let Some(v) = version
-            && names.len() > keep_over
+            && keep_over.is_some_and(|page| names.len() > page)
             && v.settled(SystemTime::now(), self.settled)
         {
             kept().put(v, names.clone());
@@ -1353,7 +1356,9 @@ impl Walk<'_> {
         } else {
             rel_dir.len() + 1
         };
-        let Some(names) = src.sorted_names(fd.as_fd(), self.limit) else {
+        // A walk of everything has no limit.
+        let page = (self.limit < usize::MAX).then_some(self.limit);
+        let Some(names) = src.sorted_names(fd.as_fd(), page) else {
             return true;
         };
         let pushed = self.push_rules(rel_dir);
@@ -1847,6 +1852,52 @@ mod tests {
         want.retain(|n| n != "f05");
         want.insert(9, "f10".into());
         assert_eq!(listing(&src), want);
+    }
+
+    /// A kept folder swapped for another between two pages (renamed away, another moved in,
+    /// its modification time set back to the first's): the other is another inode, and its
+    /// own files are listed, never the kept names.
+    #[test]
+    fn a_kept_folder_swapped_for_another_is_read_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let past = rustix::fs::Timespec {
+            tv_sec: 1_000_000_000,
+            tv_nsec: 0,
+        };
+        let age = |path: &std::path::Path| {
+            rustix::fs::utimensat(
+                rustix::fs::CWD,
+                path,
+                &rustix::fs::Timestamps {
+                    last_access: past,
+                    last_modification: past,
+                },
+                rustix::fs::AtFlags::empty(),
+            )
+            .unwrap()
+        };
+        for (d, prefix) in [("big", "a"), ("other", "b")] {
+            std::fs::create_dir(root.join(d)).unwrap();
+            for f in 0..6 {
+                std::fs::write(root.join(format!("{d}/{prefix}{f}")), "x").unwrap();
+            }
+            age(&root.join(d));
+        }
+        let mut src = FilesSource::hiding_rules(&root, false, false);
+        src.settled = std::time::Duration::ZERO;
+        let src = Arc::new(src);
+        let first = src.page_blocking(Some("big/"), 2);
+        assert_eq!(names(&first), ["big/a0", "big/a1"]);
+        src.ahead.wait_idle();
+        assert!(src.folders.lock().unwrap().len() >= 1);
+        std::fs::rename(root.join("big"), root.join("gone")).unwrap();
+        std::fs::rename(root.join("other"), root.join("big")).unwrap();
+        age(&root.join("big"));
+        // After `big/a2`: not a page walked ahead (those, after `big/a1` and `big/a3`, may be
+        // served as walked for 250 ms), so the folder is walked now.
+        let page = src.page_blocking(Some("big/a2"), 2);
+        assert_eq!(names(&page), ["big/b0", "big/b1"]);
     }
 
     /// A kept read's path passes the rules again after the watcher applied a change: a
