@@ -465,17 +465,19 @@ impl Drop for Cloned {
                 return;
             }
         };
-        let pid = self.pid;
-        let stop = self.stop.clone();
+        // Built before the task: a task the runtime drops before its first poll (it is shutting
+        // down) drops this `Cloned` too, which leaks what a running supervisor reads. Captured
+        // as loose fields, the `Launch` would be freed (and its stack handed to the next
+        // supervisor) under a supervisor that still writes the tool's status into it.
+        let mut c = Cloned {
+            launch: Some(launch),
+            pid: self.pid,
+            pidfd: Some(pidfd),
+            stop: self.stop.clone(),
+            status: None,
+            detached: true,
+        };
         runtime.spawn(async move {
-            let mut c = Cloned {
-                launch: Some(launch),
-                pid,
-                pidfd: Some(pidfd),
-                stop,
-                status: None,
-                detached: true,
-            };
             if tokio::time::timeout(super::STOP_GRACE, c.wait())
                 .await
                 .is_err()
@@ -686,5 +688,58 @@ unsafe fn close_from(low: c_int) {
         for fd in low..65_536 {
             sys::close(fd);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `Cloned` dropped while its supervisor runs hands what the supervisor reads to a task
+    /// that waits for it. A runtime shut down before that task first runs drops it unpolled:
+    /// the supervisor must still find its stack and `Launch` where they were (it writes the
+    /// tool's status there when it ends), never freed nor handed to another supervisor.
+    #[test]
+    fn a_supervisor_outliving_the_runtime_keeps_its_stack_and_launch() {
+        if !cloned() {
+            return;
+        }
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let mut cmd = std::process::Command::new("sleep");
+        cmd.arg("30");
+        let (c, pipes) = {
+            let _in = rt.enter();
+            start(&cmd, OsStr::new("sleep"), std::path::Path::new("/")).unwrap()
+        };
+        let stack = c.launch.as_ref().expect("present").stack as usize;
+        let pid = c.pid();
+        // Keeps the stop pipe open: the supervisor runs until this goes.
+        let stop = c.stopper();
+        {
+            let _in = rt.enter();
+            // Still running: handed to a waiting task, queued and not yet polled.
+            drop(c);
+        }
+        drop(rt);
+        // The supervisor still runs on its stack: it is not among those kept for the next.
+        let kept: Vec<usize> = std::mem::take(&mut *Stacks::kept());
+        let handed_out = kept.contains(&stack);
+        Stacks::kept().extend(kept);
+        assert!(!handed_out, "a running supervisor's stack was given back");
+        // Let it end: it stops the tool, writes the status and exits on its own stack (an
+        // unmapped one would end it with SIGSEGV).
+        drop(stop);
+        drop(pipes);
+        let mut st: c_int = 0;
+        // SAFETY: waits for our own child into a local.
+        let r = unsafe { libc::waitpid(pid, &mut st, 0) };
+        assert_eq!(r, pid);
+        assert!(
+            libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0,
+            "the supervisor ended with wait status {st:#x}"
+        );
     }
 }
