@@ -708,6 +708,8 @@ mod tests {
             .enable_all()
             .build()
             .unwrap();
+        // Only handed to `start` (what `process.rs` does with the commands it builds).
+        #[allow(clippy::disallowed_methods)]
         let mut cmd = std::process::Command::new("sleep");
         cmd.arg("30");
         let (c, pipes) = {
