@@ -47,7 +47,7 @@ use convert::{
     tool_result,
 };
 use shared::{Session, Shared, Snapshot};
-use transport::{LineTransport, Output};
+use transport::{LineTransport, Output, Quick};
 
 /// The `ServerHandler` of one session: the state every session shares (the manifest snapshot,
 /// swapped on an edit; the watcher) and this session's own.
@@ -483,8 +483,9 @@ pub(crate) async fn serve_stdio(registry: Registry) -> anyhow::Result<()> {
 }
 
 /// What the transport answers on its reader thread (`transport::Shortcut`), exactly as the
-/// handlers above would: `resources/read` of a small local file and a `resources/list` page
-/// from a cached listing, when the params are plain (no `_meta`). Everything else, errors
+/// handlers above would: `resources/read` of a small local file, a `resources/list` page
+/// from a cached listing and a `tools/list` page (serialized once per manifest), when the
+/// params are plain (no `_meta`). Everything else, errors
 /// included, goes through rmcp.
 fn shortcut(shared: Arc<Shared>) -> transport::Shortcut {
     #[derive(serde::Deserialize)]
@@ -508,7 +509,7 @@ fn shortcut(shared: Arc<Shared>) -> transport::Shortcut {
                 let mut result = ReadResourceResult::new(found.into_iter().map(contents).collect());
                 // As rmcp answers a session before 2026-07-28 (the only kind with a shortcut).
                 result.result_type = None;
-                (serde_json::to_string(&result).ok()?, p.uri)
+                (Quick::Owned(serde_json::to_string(&result).ok()?), p.uri)
             }
             "resources/list" => {
                 let p: List = match params {
@@ -519,7 +520,22 @@ fn shortcut(shared: Arc<Shared>) -> transport::Shortcut {
                 let (items, next) = registry
                     .list_resources_page_now(p.cursor.as_deref())?
                     .ok()?;
-                (list_page_json(&items, next.as_deref()), String::new())
+                (
+                    Quick::Owned(list_page_json(&items, next.as_deref())),
+                    String::new(),
+                )
+            }
+            "tools/list" => {
+                let p: List = match params {
+                    Some(p) => serde_json::from_str(p.get()).ok()?,
+                    None => List::default(),
+                };
+                // No tools: rmcp answers "method not found".
+                snap.info.capabilities.tools.as_ref()?;
+                (
+                    Quick::Shared(snap.tool_page(p.cursor.as_deref())?),
+                    String::new(),
+                )
             }
             _ => return None,
         };

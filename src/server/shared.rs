@@ -42,6 +42,9 @@ pub(super) struct Snapshot {
     /// Every tool as `tools/list` gives it, made on the first list (a tool's schemas are
     /// shared, not copied, by each answer).
     tools: OnceLock<Vec<rmcp::model::Tool>>,
+    /// `tools/list` results as the transport's reader answers them (`tool_page`): each page's
+    /// cursor (none for the first) and its JSON, serialized on the first such list.
+    tool_pages: OnceLock<Vec<(Option<String>, Arc<str>)>>,
 }
 
 impl Snapshot {
@@ -84,6 +87,7 @@ impl Snapshot {
             info,
             server_meta,
             tools: OnceLock::new(),
+            tool_pages: OnceLock::new(),
         }
     }
 
@@ -96,6 +100,43 @@ impl Snapshot {
                 .map(super::convert::tool)
                 .collect()
         })
+    }
+
+    /// The `tools/list` result after `cursor` (none: the first page) exactly as rmcp answers a
+    /// session before 2026-07-28 (no `resultType`, no `_meta`, only object output schemas):
+    /// every page serialized once per snapshot and shared by every answer that gives it (a
+    /// listing costs no copy of it, nor 200 tools' schemas serialized again). `None` for a cursor this server does not give (rmcp answers
+    /// it, with its error).
+    pub fn tool_page(&self, cursor: Option<&str>) -> Option<Arc<str>> {
+        let pages = self.tool_pages.get_or_init(|| {
+            let all = self.tools();
+            let size = self.registry.page_size();
+            let mut pages = Vec::new();
+            let mut at: Option<String> = None;
+            loop {
+                let Ok((items, next)) = crate::registry::paginate(all, at.as_deref(), size) else {
+                    break;
+                };
+                let mut result = rmcp::model::ListToolsResult::with_all_items(items.to_vec());
+                result.next_cursor = next.clone();
+                let mut result = rmcp::model::ServerResult::ListToolsResult(result);
+                result.strip_result_type_for_legacy_peer();
+                result.strip_non_object_output_for_legacy_peer();
+                let Ok(json) = serde_json::to_string(&result) else {
+                    break;
+                };
+                pages.push((at, Arc::from(json)));
+                match next {
+                    Some(next) => at = Some(next),
+                    None => break,
+                }
+            }
+            pages
+        });
+        pages
+            .iter()
+            .find(|(at, _)| at.as_deref() == cursor)
+            .map(|(_, json)| json.clone())
     }
 }
 

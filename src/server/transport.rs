@@ -130,13 +130,21 @@ pub const TOOL_RESERVE: usize = BUDGET / 16;
 /// hand the request to rmcp as usual. It must answer at once (a few system calls at most): it
 /// holds up the reading of the next line. Its answer is bounded like every answer (it counts in
 /// the output queue, and the reader stops while that is full).
-pub type Shortcut = Box<dyn Fn(&str, Option<&RawValue>) -> Option<String> + Send + Sync>;
+pub type Shortcut = Box<dyn Fn(&str, Option<&RawValue>) -> Option<Quick> + Send + Sync>;
+
+/// A result the [`Shortcut`] gives (JSON): made for this request, or kept and shared by every
+/// answer that gives it (a `tools/list` page), which the output queue then holds once however
+/// many answers wait (each still counts its whole length against [`OUTPUT_CAP`]).
+pub enum Quick {
+    Owned(String),
+    Shared(Arc<str>),
+}
 
 /// Answers the reader queued without waking the writer, at most (bytes): beyond, it wakes it.
 const HOLD_CAP: usize = 64 * 1024;
 
 /// The methods the reader answers itself: a bare `ping`, and what the [`Shortcut`] may answer.
-const DIRECT_METHODS: &[&str] = &["ping", "resources/read", "resources/list"];
+const DIRECT_METHODS: &[&str] = &["ping", "resources/read", "resources/list", "tools/list"];
 
 /// Reserves `bytes` of the session's answer budget for the request of `cx`, waiting (in order
 /// of asking) while the budget is spent; released when the request's answer has been written.
@@ -266,6 +274,7 @@ impl Session {
             && !st.held
             && !st.out_closed
             && st.out.len() == 1
+            && st.out[0].shared.is_none()
             && st.out[0].bytes.len() <= NOWAIT_MAX;
         let sink = alone
             .then(|| self.sink.try_lock().ok())
@@ -336,15 +345,21 @@ impl Session {
 
     /// The answer to a bare `ping`, or to a request the [`Shortcut`] answers; `None` for
     /// anything else.
-    fn answer_directly(&self, text: &[u8]) -> Option<String> {
+    fn answer_directly(&self, text: &[u8]) -> Option<Out> {
         let req = parse::direct(text, DIRECT_METHODS)?;
         if req.method == "ping" {
             let answer = parse::ping_answer(&req)?;
             tracing::info!("ping  0.0 ms ok");
-            return Some(answer);
+            return Some(Out::line(answer));
         }
-        let result = self.shortcut.get()?(&req.method, req.params)?;
-        Some(parse::result_line(&req.id, &result))
+        Some(match self.shortcut.get()?(&req.method, req.params)? {
+            Quick::Owned(result) => Out::line(parse::result_line(&req.id, &result)),
+            Quick::Shared(result) => Out {
+                bytes: parse::result_head(&req.id).into_bytes(),
+                shared: Some(result),
+                release: None,
+            },
+        })
     }
 
     /// One line from the reader: parsed here (outside the lock), then queued or answered.
@@ -369,13 +384,8 @@ impl Session {
             // machinery. Bounded like every reply (it counts in the output queue, and the reader
             // stops while that is full). Only after `initialize` was answered, so it never goes
             // out before that answer.
-            let mut bytes = answer.into_bytes();
-            bytes.push(b'\n');
             let mut st = self.lock();
-            st.enqueue(Out {
-                bytes,
-                release: None,
-            });
+            st.enqueue(answer);
             // The writer is woken when the reader has no whole line left to take
             // (`flush_held`), or once enough is queued: one wake-up (a `futex` call, and a
             // `write`) per burst of pipelined requests, not per answer.
@@ -491,11 +501,48 @@ struct Batch {
     opened: bool,
 }
 
-/// One line for stdout.
+/// One line for stdout: `bytes`, or (with `shared`) `bytes`, then the shared result, then
+/// `SHARED_TAIL`.
 struct Out {
     bytes: Vec<u8>,
+    /// A result kept once for every answer that gives it ([`Quick::Shared`]).
+    shared: Option<Arc<str>>,
     /// The request whose answer this is: released once written.
     release: Option<u64>,
+}
+
+/// What ends a line whose result is shared: the envelope's `}` and the newline.
+const SHARED_TAIL: &[u8] = b"}\n";
+
+impl Out {
+    /// `text` as a line of its own (the newline added), released by nothing.
+    fn line(text: String) -> Out {
+        let mut bytes = text.into_bytes();
+        bytes.push(b'\n');
+        Out {
+            bytes,
+            shared: None,
+            release: None,
+        }
+    }
+
+    /// The bytes the line holds (and counts in the output queue).
+    fn len(&self) -> usize {
+        self.bytes.len()
+            + self
+                .shared
+                .as_ref()
+                .map_or(0, |r| r.len() + SHARED_TAIL.len())
+    }
+
+    fn write_to(&self, w: &mut impl Write) -> std::io::Result<()> {
+        w.write_all(&self.bytes)?;
+        if let Some(result) = &self.shared {
+            w.write_all(result.as_bytes())?;
+            w.write_all(SHARED_TAIL)?;
+        }
+        Ok(())
+    }
 }
 
 /// A [`reserve`] waiting for budget.
@@ -645,6 +692,7 @@ impl State {
         bytes.push(b'\n');
         self.enqueue(Out {
             bytes,
+            shared: None,
             release: None,
         });
         self.wake_writer(writable);
@@ -664,7 +712,7 @@ impl State {
             }
             return;
         }
-        self.out_bytes += out.bytes.len();
+        self.out_bytes += out.len();
         self.out.push_back(out);
     }
 
@@ -746,6 +794,7 @@ impl State {
                     bytes.push(b'\n');
                     self.enqueue(Out {
                         bytes,
+                        shared: None,
                         release: None,
                     });
                     return None;
@@ -931,6 +980,7 @@ impl State {
         bytes.extend_from_slice(b"]\n");
         self.enqueue(Out {
             bytes,
+            shared: None,
             release: None,
         });
         self.wake_writer(writable);
@@ -956,6 +1006,7 @@ impl State {
                 bytes.push(b'\n');
                 self.enqueue(Out {
                     bytes,
+                    shared: None,
                     release: Some(internal),
                 });
                 self.grant();
@@ -1130,10 +1181,10 @@ fn write_burst(session: &Session, sink: &mut Sink, burst: &mut Vec<Out>) {
     let mut done: Vec<(usize, Option<u64>)> = Vec::new();
     let count = burst.len();
     for (i, out) in burst.drain(..).enumerate() {
-        if !sink.failed && sink.w.write_all(&out.bytes).is_err() {
+        if !sink.failed && out.write_to(&mut sink.w).is_err() {
             sink.failed = true;
         }
-        let len = out.bytes.len();
+        let len = out.len();
         done.push((len, out.release));
         drop(out);
         if len >= 64 * 1024 || i + 1 == count {
@@ -1155,7 +1206,7 @@ fn write_burst(session: &Session, sink: &mut Sink, burst: &mut Vec<Out>) {
         tracing::error!("writing stdout failed: answers are dropped from now on");
         st.out_closed = true;
         while let Some(out) = st.out.pop_front() {
-            st.written(out.bytes.len(), out.release);
+            st.written(out.len(), out.release);
         }
         st.grant();
         session.wake(&st);
@@ -1409,6 +1460,7 @@ impl rmcp::transport::Transport<RoleServer> for LineTransport {
                     let mut st = session.lock();
                     st.enqueue(Out {
                         bytes,
+                        shared: None,
                         release: None,
                     });
                     st.wake_writer(&session.writable);
@@ -1419,6 +1471,7 @@ impl rmcp::transport::Transport<RoleServer> for LineTransport {
                     let mut st = session.lock();
                     st.enqueue(Out {
                         bytes,
+                        shared: None,
                         release: None,
                     });
                     st.wake_writer(&session.writable);

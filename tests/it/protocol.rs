@@ -370,9 +370,9 @@ fn a_quick_tool_called_just_before_eof_still_answers() {
     assert_eq!(answer["result"]["isError"], false);
 }
 
-/// A small file's `resources/read` and a cached `resources/list` page are answered by the
-/// transport's reader thread (no `_meta`); with `_meta` the same requests go through rmcp. The
-/// answers must be the same, for every kind of answer.
+/// A small file's `resources/read`, a cached `resources/list` page and a `tools/list` page are
+/// answered by the transport's reader thread (no `_meta`); with `_meta` the same requests go
+/// through rmcp. The answers must be the same, for every kind of answer.
 #[test]
 fn reads_and_listings_answered_on_the_reader_are_what_rmcp_answers() {
     let f = Fixture::new();
@@ -381,7 +381,13 @@ fn reads_and_listings_answered_on_the_reader_are_what_rmcp_answers() {
     f.write("d/big.txt", "x".repeat(40_000));
     f.write("d/c.md", "# c\n");
     f.write("d/.env", "SECRET=1\n");
-    f.manifest("[server]\npage_size = 2\n\n[files.d]\nroot = \"d\"\n");
+    f.manifest(concat!(
+        "[server]\npage_size = 2\n\n[files.d]\nroot = \"d\"\n\n",
+        "[tools.echo]\ncommand = [\"echo\", \"{word}\"]\ndescription = \"Says \\\"a word\\\"\"\n",
+        "params.word = { description = \"é \\t\", pattern = \"^[a-z]+$\" }\n",
+        "output = \"json\"\noutput_schema = { type = \"object\", properties = { n = { type = \"integer\" } } }\n\n",
+        "[templates.note]\nuri = \"note://{topic}\"\nfile = \"d/{topic}.md\"\n",
+    ));
     for version in ["2024-11-05", "2025-11-25"] {
         let mut s = f.serve();
         s.initialize(version);
@@ -432,5 +438,30 @@ fn reads_and_listings_answered_on_the_reader_are_what_rmcp_answers() {
         }
         assert_eq!((listed, pages), (4, 2), "{version}");
         both("resources/list", json!({ "cursor": "not-a-cursor" }));
+        // Every page of tools (the built-in ones, a shell tool, a template tool), then a
+        // cursor the server never gave and one past the end.
+        let (mut cursor, mut names) = (None, Vec::new());
+        loop {
+            let params = match &cursor {
+                None => json!({}),
+                Some(c) => json!({ "cursor": c }),
+            };
+            let page = both("tools/list", params)["result"].clone();
+            for t in page["tools"].as_array().expect("tools") {
+                names.push(t["name"].as_str().expect("a name").to_owned());
+            }
+            cursor = page["nextCursor"].as_str().map(str::to_owned);
+            if cursor.is_none() || names.len() > 50 {
+                break;
+            }
+        }
+        assert!(
+            names.iter().any(|n| n == "echo") && names.iter().any(|n| n == "note"),
+            "{names:?}"
+        );
+        both("tools/list", json!({ "cursor": "not-a-cursor" }));
+        both("tools/list", json!({ "cursor": "cGFnZToxMDAw" }));
+        both("tools/list", json!({ "cursor": 7 }));
+        both("tools/list", json!(null));
     }
 }

@@ -225,7 +225,7 @@ fn test_shortcut(calls: Arc<std::sync::atomic::AtomicUsize>) -> Shortcut {
     Box::new(move |method, params| {
         calls.fetch_add(1, Ordering::Relaxed);
         (method == "resources/read" && params?.get() == r#"{"uri":"file:///direct"}"#)
-            .then(|| r#"{"contents":[]}"#.to_owned())
+            .then(|| Quick::Owned(r#"{"contents":[]}"#.to_owned()))
     })
 }
 
@@ -247,7 +247,7 @@ async fn the_shortcut_answers_on_the_reader_and_everything_else_reaches_rmcp() {
     h.write(
         r#"{"jsonrpc":"2.0","id":"o","method":"resources/read","params":{"uri":"file:///other"}}"#,
     );
-    h.write(r#"{"jsonrpc":"2.0","id":"t","method":"tools/list"}"#);
+    h.write(r#"{"jsonrpc":"2.0","id":"t","method":"prompts/list"}"#);
     h.write(r#"[{"jsonrpc":"2.0","id":"b","method":"resources/read","params":{"uri":"file:///direct"}}]"#);
     // (In any order: a pipelined read may be taken by the second reader thread.)
     let mut methods = Vec::new();
@@ -256,12 +256,74 @@ async fn the_shortcut_answers_on_the_reader_and_everything_else_reaches_rmcp() {
         methods.push(Harness::method(&r.1).to_owned());
     }
     methods.sort();
-    assert_eq!(methods, ["resources/read", "resources/read", "tools/list"]);
+    assert_eq!(
+        methods,
+        ["prompts/list", "resources/read", "resources/read"]
+    );
     assert_eq!(
         calls.load(Ordering::Relaxed),
         2,
         "asked about the two plain reads only"
     );
+    drop(h.output);
+}
+
+/// A result the shortcut shares (`Quick::Shared`) goes out whole in every answer that gives it,
+/// each with its own id, and every byte of them counts in the output queue until written.
+#[tokio::test]
+async fn a_shared_result_is_written_whole_for_each_request_that_gets_it() {
+    let page: Arc<str> = Arc::from(format!(
+        r#"{{"tools":[{}]}}"#,
+        "\"x\",".repeat(20_000) + "1"
+    ));
+    let given = page.clone();
+    let shortcut: Shortcut = Box::new(move |method, params| {
+        (method == "tools/list" && params.is_none()).then(|| Quick::Shared(given.clone()))
+    });
+    let mut h = Harness::started_with(Some(shortcut), ProtocolVersion::V_2025_11_25).await;
+    let n = 200;
+    let mut burst = String::new();
+    for i in 0..n {
+        burst.push_str(&format!(
+            r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/list"}}"#
+        ));
+        burst.push('\n');
+    }
+    h.write(burst.trim_end());
+    let answers = || -> Vec<String> {
+        h.gate
+            .lines()
+            .into_iter()
+            .filter(|l| !l.contains(r#""id":0,"result":{"protocolVersion""#))
+            .filter(|l| l.contains(r#""tools""#))
+            .collect()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while answers().len() < n {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} answers",
+            answers().len()
+        );
+        std::thread::yield_now();
+    }
+    let mut ids = std::collections::BTreeSet::new();
+    for l in answers() {
+        let rest = l
+            .strip_prefix(r#"{"jsonrpc":"2.0","id":"#)
+            .expect("a result line");
+        let (id, result) = rest.split_once(',').expect("an id");
+        assert!(result == format!(r#""result":{page}}}"#), "answer {id}");
+        ids.insert(id.parse::<usize>().expect("a number"));
+    }
+    assert_eq!(ids, (0..n).collect(), "each request answered once");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while h.output.session.lock().out_bytes > 0 {
+        assert!(std::time::Instant::now() < deadline, "bytes still counted");
+        std::thread::yield_now();
+    }
+    // The answers held the page, not copies of it, and let it go once written.
+    assert_eq!(Arc::strong_count(&page), 2);
     drop(h.output);
 }
 
@@ -275,7 +337,7 @@ async fn pipelined_reads_are_shared_by_two_threads_and_each_is_answered_once() {
         let name = std::thread::current().name().unwrap_or("?").to_owned();
         *seen.lock().expect("threads").entry(name).or_default() += 1;
         (method == "resources/read" && params?.get() == r#"{"uri":"file:///direct"}"#)
-            .then(|| r#"{"contents":[]}"#.to_owned())
+            .then(|| Quick::Owned(r#"{"contents":[]}"#.to_owned()))
     });
     let mut h = Harness::started_with(Some(shortcut), ProtocolVersion::V_2025_11_25).await;
     // One burst: direct reads, reads the shortcut declines, another method, and the end of the
@@ -341,7 +403,8 @@ async fn pipelined_reads_are_shared_by_two_threads_and_each_is_answered_once() {
     expected.sort();
     assert_eq!(ids, expected, "every direct read answered exactly once");
     let threads = threads.lock().expect("threads").clone();
-    assert_eq!(threads.values().sum::<usize>(), n + 3, "{threads:?}");
+    // Asked about every read and every `tools/list` (both are methods it may answer).
+    assert_eq!(threads.values().sum::<usize>(), n + 6, "{threads:?}");
     if std::thread::available_parallelism().is_ok_and(|p| p.get() >= 2) {
         assert!(
             threads.get("stdin-2").is_some_and(|&k| k > 0)
