@@ -105,18 +105,15 @@ impl Snapshot {
     /// The `tools/list` result after `cursor` (none: the first page) exactly as rmcp answers a
     /// session before 2026-07-28 (no `resultType`, no `_meta`, only object output schemas):
     /// every page serialized once per snapshot and shared by every answer that gives it (a
-    /// listing costs no copy of it, nor 200 tools' schemas serialized again). `None` for a cursor this server does not give (rmcp answers
-    /// it, with its error).
+    /// listing costs no copy of it, nor 200 tools' schemas serialized again). `None` for a
+    /// cursor this server does not give (rmcp answers it, with its error).
     pub fn tool_page(&self, cursor: Option<&str>) -> Option<Arc<str>> {
         let pages = self.tool_pages.get_or_init(|| {
             let all = self.tools();
             let size = self.registry.page_size();
             let mut pages = Vec::new();
             let mut at: Option<String> = None;
-            loop {
-                let Ok((items, next)) = crate::registry::paginate(all, at.as_deref(), size) else {
-                    break;
-                };
+            while let Ok((items, next)) = crate::registry::paginate(all, at.as_deref(), size) {
                 let mut result = rmcp::model::ListToolsResult::with_all_items(items.to_vec());
                 result.next_cursor = next.clone();
                 let mut result = rmcp::model::ServerResult::ListToolsResult(result);
