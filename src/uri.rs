@@ -142,7 +142,11 @@ enum Extract {
 pub struct UriTemplate {
     text: String,
     parts: Vec<Part>,
-    regex: Regex,
+    /// Built on the first URI that begins with the plain prefix (`regex`): most templates of a
+    /// manifest with hundreds are never tried with one in a session, and `check` parses each
+    /// again. A template longer than `LAZY_MAX` is built by `parse`, which refuses one that
+    /// cannot be (`None` is never left here).
+    regex: std::sync::OnceLock<Option<Regex>>,
     plan: Vec<Extract>,
     /// The length of `plain_prefix`.
     plain: usize,
@@ -153,22 +157,14 @@ impl UriTemplate {
     pub fn parse(template: &str) -> Result<UriTemplate, TemplateError> {
         let parts = parse_parts(template)?;
         let (pattern, plan) = compile(&parts);
-        // No full DFA: `regex` builds one for every small pattern, which made a manifest of 200
-        // templates take a quarter of a second to load; the lazy DFA matches as fast here. No
-        // one-pass DFA (10 KiB a template; the bounded backtracker finds the groups of a URI as
-        // fast), and no Unicode classes (see `MULTIBYTE`).
-        let regex = Regex::builder()
-            .configure(Regex::config().dfa(false).onepass(false))
-            .syntax(
-                regex_automata::util::syntax::Config::new()
-                    .unicode(false)
-                    .utf8(false),
-            )
-            .build(&pattern)
-            .map_err(|e| TemplateError {
+        let regex = std::sync::OnceLock::new();
+        if template.len() > LAZY_MAX {
+            let built = build_regex(&pattern).map_err(|e| TemplateError {
                 offset: 0,
                 message: format!("template is too large to match URIs against: {e}"),
             })?;
+            let _ = regex.set(Some(built));
+        }
         let plain = template
             .find(|c: char| c == '{' || c == '%' || !c.is_ascii())
             .unwrap_or(template.len());
@@ -179,6 +175,13 @@ impl UriTemplate {
             plan,
             plain,
         })
+    }
+
+    /// The anchored regex URIs are matched with (see the field).
+    fn regex(&self) -> Option<&Regex> {
+        self.regex
+            .get_or_init(|| build_regex(&compile(&self.parts).0).ok())
+            .as_ref()
     }
 
     pub fn as_str(&self) -> &str {
@@ -294,8 +297,9 @@ impl UriTemplate {
         if !uri.starts_with(self.plain_prefix()) {
             return None;
         }
-        let mut found = self.regex.create_captures();
-        self.regex.captures(uri, &mut found);
+        let regex = self.regex()?;
+        let mut found = regex.create_captures();
+        regex.captures(uri, &mut found);
         if !found.is_match() {
             return None;
         }
@@ -667,6 +671,26 @@ fn literal_regex(re: &mut String, text: &str) {
         }
         i += c.len_utf8();
     }
+}
+
+/// Templates at most this long (bytes) build their regex on first use (`UriTemplate::regex`):
+/// every such template builds (a test builds the largest kind), so `parse` need not try.
+const LAZY_MAX: usize = 4096;
+
+/// `pattern` as an anchored regex. No full DFA: `regex` builds one for every small pattern,
+/// which made a manifest of 200 templates take a quarter of a second to load; the lazy DFA
+/// matches as fast here. No one-pass DFA (10 KiB a template; the bounded backtracker finds the
+/// groups of a URI as fast), and no Unicode classes (see `MULTIBYTE`).
+fn build_regex(pattern: &str) -> Result<Regex, String> {
+    Regex::builder()
+        .configure(Regex::config().dfa(false).onepass(false))
+        .syntax(
+            regex_automata::util::syntax::Config::new()
+                .unicode(false)
+                .utf8(false),
+        )
+        .build(pattern)
+        .map_err(|e| e.to_string())
 }
 
 fn compile(parts: &[Part]) -> (String, Vec<Extract>) {
@@ -1230,5 +1254,74 @@ mod prefix_tests {
             assert!(t.matches(uri).is_some(), "{template} should match {uri}");
             assert!(uri.starts_with(t.plain_prefix()), "{template}: {uri}");
         }
+    }
+}
+
+#[cfg(test)]
+mod lazy_tests {
+    use super::*;
+
+    /// Templates up to `LAZY_MAX` bytes build their regex only when first used, so every one
+    /// must build: the kinds that make the largest automaton per byte, each as long as a lazy
+    /// template may be, build. A longer template is built (or refused) by `parse`.
+    #[test]
+    fn every_template_built_lazily_builds() {
+        let fill = |unit: &str| {
+            let mut t = String::from("x://");
+            let mut i = 0;
+            while t.len() + unit.len() + 8 <= LAZY_MAX {
+                t.push_str(&unit.replace("N", &format!("{i:x}")));
+                i += 1;
+            }
+            t
+        };
+        for unit in [
+            "{aN}",
+            "{+aN}",
+            "{#aN}",
+            "{.aN*}",
+            "{/aN*}",
+            "{;aN*}",
+            "{?aN,bN}",
+            "{&aN*}",
+            "/{aN:9}",
+            "%C3%A9{aN}",
+            "\u{10000}{aN}",
+        ] {
+            let text = fill(unit);
+            assert!(
+                text.len() <= LAZY_MAX && text.len() > LAZY_MAX - 64,
+                "{unit}"
+            );
+            let t = UriTemplate::parse(&text).expect(unit);
+            assert!(t.regex.get().is_none(), "{unit}: built by parse");
+            assert!(
+                build_regex(&compile(&t.parts).0).is_ok(),
+                "{unit}: a lazy template that does not build"
+            );
+        }
+        let mut long = fill("{aN}");
+        while long.len() <= LAZY_MAX {
+            long.push_str("{z}");
+        }
+        let t = UriTemplate::parse(&long).expect("a long template that builds");
+        assert!(t.regex.get().is_some_and(Option::is_some), "built by parse");
+    }
+
+    /// A template is tried with a regex only past its plain prefix: parsing many and matching a
+    /// URI against them builds one.
+    #[test]
+    fn only_a_template_a_uri_reaches_is_built() {
+        let all: Vec<UriTemplate> = (0..50)
+            .map(|i| UriTemplate::parse(&format!("note{i}://{{topic}}")).expect("parses"))
+            .collect();
+        let found: Vec<usize> = (0..all.len())
+            .filter(|&i| all[i].matches("note7://a").is_some())
+            .collect();
+        assert_eq!(found, [7]);
+        let built: Vec<usize> = (0..all.len())
+            .filter(|&i| all[i].regex.get().is_some())
+            .collect();
+        assert_eq!(built, [7]);
     }
 }
