@@ -599,8 +599,15 @@ impl Raw {
             rx
         });
         // A hang is no line for `TIMEOUT`; a long run of lines (1 000 listings of 300 tools in
-        // a debug build on a loaded machine) is progress, however long it takes in all.
+        // a debug build on a loaded machine) is progress, up to ten times that in all (lines
+        // that never satisfy `pred` must not keep a test running forever).
+        let deadline = Instant::now() + TIMEOUT * 10;
         loop {
+            assert!(
+                Instant::now() < deadline,
+                "no matching line within {:?}",
+                TIMEOUT * 10
+            );
             match lines.recv_timeout(TIMEOUT) {
                 Ok(l) if pred(&l) => return l,
                 Ok(_) => {}
