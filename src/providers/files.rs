@@ -560,6 +560,7 @@ impl FilesSource {
             probe,
             probed: None,
             split: !probe && limit == usize::MAX && two_cores(),
+            names_only: false,
         }
     }
 
@@ -735,10 +736,12 @@ impl FilesSource {
                 .map(|n| vec![n.to_owned()])
                 .unwrap_or_default();
         }
-        self.walk_sorted(None, usize::MAX)
-            .into_iter()
-            .map(|e| e.rel)
-            .collect()
+        // Names only: the search opens each file with every check a read makes, and a `stat`
+        // per file was the most of a walk's time.
+        let mut walk = self.walker(usize::MAX, false);
+        walk.names_only = true;
+        walk.run(None);
+        walk.out.into_iter().map(|e| e.rel).collect()
     }
 
     /// Opens a served file by its relative path, as `served_paths` just gave it, for reading
@@ -1253,6 +1256,9 @@ struct Walk<'a> {
     /// A walk of everything not yet split over two threads: the first folder holding two
     /// folders or more gives its second half of folders (and what follows) to a second thread.
     split: bool,
+    /// Paths only (`served_paths`): files are not `stat`ed, their entries hold no size, time
+    /// or type. Whoever opens one checks it then (`open_served_in`).
+    names_only: bool,
 }
 
 /// Whether this process may run on two cores or more (asked once).
@@ -1405,6 +1411,7 @@ impl Walk<'_> {
             probe: false,
             probed: None,
             split: false,
+            names_only: self.names_only,
         };
         let going_on = std::thread::scope(|s| {
             let helper = std::thread::Builder::new().spawn_scoped(s, || {
@@ -1579,6 +1586,15 @@ impl Walk<'_> {
                 Vec::new()
             };
             let batch = std::mem::replace(&mut rest, tail);
+            if self.names_only {
+                self.out.extend(batch.into_iter().map(|rel| Entry {
+                    rel,
+                    size: 0,
+                    modified: None,
+                    mime: "",
+                }));
+                continue;
+            }
             let metas = stat_each(dir, &batch, name_at);
             for (rel, meta) in batch.into_iter().zip(metas) {
                 if let Some(m) = meta {

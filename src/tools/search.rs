@@ -724,6 +724,47 @@ mod tests {
         });
     }
 
+    /// The walk gives names only (no `stat`): a file swapped after it for a symlink leading out
+    /// of the root, or for a FIFO, is not searched (each file is opened with every check a read
+    /// makes) and does not hold the search up; one that went is skipped.
+    #[test]
+    fn files_swapped_after_the_walk_are_not_searched() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("root");
+        std::fs::create_dir_all(root.join("sub")).expect("mkdir");
+        std::fs::write(dir.path().join("secret.txt"), "needle outside\n").expect("write");
+        for name in ["a.txt", "sub/b.txt", "sub/c.txt", "sub/d.txt"] {
+            std::fs::write(root.join(name), "needle inside\n").expect("write");
+        }
+        let t = tool(&root);
+        let source = &t.sources[0];
+        let walked = source.served_paths();
+        assert_eq!(walked, ["a.txt", "sub/b.txt", "sub/c.txt", "sub/d.txt"]);
+        std::fs::remove_file(root.join("a.txt")).expect("rm");
+        std::os::unix::fs::symlink(dir.path().join("secret.txt"), root.join("a.txt"))
+            .expect("symlink");
+        std::fs::remove_file(root.join("sub/b.txt")).expect("rm");
+        let fifo = std::ffi::CString::new(root.join("sub/b.txt").as_os_str().as_encoded_bytes())
+            .expect("a path");
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        std::fs::remove_file(root.join("sub/c.txt")).expect("rm");
+        let q = t.query(&args(json!({"pattern": "needle"}))).expect("query");
+        let stop = CancellationToken::new();
+        let mut searcher = SearcherBuilder::new().line_number(true).build();
+        let mut dirs = None;
+        let found: Vec<usize> = walked
+            .iter()
+            .map(|rel| search_one(&mut searcher, source, &mut dirs, rel, &q, &stop).matches)
+            .collect();
+        assert_eq!(found, [0, 0, 0, 1], "only the file still in place");
+        // The whole search (a walk of its own now) finds only that one too.
+        let whole = run(&t.sources, &q, &stop, None).expect("searched");
+        let text = whole.structured.expect("structured").to_string();
+        assert!(!text.contains("outside"), "{text}");
+        assert!(text.contains("sub/d.txt"), "{text}");
+    }
+
     /// `regex` repeats a pattern it cannot compile: a short one keeps that message, a long one
     /// (4 MiB here) is quoted cut, with only what is wrong.
     #[test]
