@@ -13,7 +13,7 @@
 //! hold more than `max_matches` matches. Cancellation (the call's token, or the call's future
 //! being dropped) stops every thread at its next file or match.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::io::Read;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{CallContext, Hints, Progress, ToolContent, ToolInfo, ToolResult};
 use crate::manifest::SEARCH_TOOL_NAME;
-use crate::providers::files::FilesSource;
+use crate::providers::files::{FilesSource, PathList};
 use crate::quote::{QUOTED_CHARS, Quote, quote};
 
 /// Default and largest `max_matches`.
@@ -257,30 +257,45 @@ fn run(
     let start = Instant::now();
     // Every file to search, in order: sources in manifest order, paths sorted. A file that two
     // overlapping sources serve is searched once, under the first.
+    // Only roots that overlap can serve a file twice: the set of paths seen (a `PathBuf` per
+    // file) is kept only then.
+    let overlap = query.sources.iter().enumerate().any(|(n, &i)| {
+        query.sources[n + 1..].iter().any(|&j| {
+            let (a, b) = (sources[i].root(), sources[j].root());
+            a.starts_with(b) || b.starts_with(a)
+        })
+    });
     let mut seen: HashSet<PathBuf> = HashSet::new();
-    let mut files: Vec<(usize, String)> = Vec::new();
+    let mut files = Files::default();
     for &i in &query.sources {
         if stop.is_cancelled() {
             return None;
         }
         let source = &sources[i];
-        for rel in source.served_paths() {
-            if let Some(g) = &query.glob {
-                let subject = if g.name_only {
-                    rel.rsplit('/').next().unwrap_or(&rel)
-                } else {
-                    rel.as_str()
-                };
-                if !g.matcher.is_match(subject) {
+        let served = source.served_paths();
+        if query.glob.is_none() && !overlap && files.paths.is_empty() {
+            files.paths = served;
+        } else {
+            for rel in served.iter() {
+                if let Some(g) = &query.glob {
+                    let subject = if g.name_only {
+                        rel.rsplit('/').next().unwrap_or(rel)
+                    } else {
+                        rel
+                    };
+                    if !g.matcher.is_match(subject) {
+                        continue;
+                    }
+                }
+                if overlap && !seen.insert(source.path_of(rel)) {
                     continue;
                 }
+                files.paths.push(rel);
             }
-            if query.sources.len() > 1 && !seen.insert(source.root().join(&rel)) {
-                continue;
-            }
-            files.push((i, rel));
         }
+        files.spans.push((i, files.paths.len()));
     }
+    drop(seen);
     let shared = Shared {
         files: &files,
         next: AtomicUsize::new(0),
@@ -288,14 +303,15 @@ fn run(
         found: AtomicUsize::new(0),
         full: AtomicBool::new(false),
         results: Mutex::new(Results {
-            hits: (0..files.len()).map(|_| None).collect(),
+            hits: BTreeMap::new(),
+            searched: vec![false; files.paths.len()],
             prefix: 0,
             prefix_matches: 0,
         }),
     };
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
-        .min(files.len().max(1));
+        .min(files.paths.len().max(1));
     let mut last_report = None;
     let mut report = |shared: &Shared| {
         let Some(tx) = &progress else { return };
@@ -310,7 +326,7 @@ fn run(
             message: Some(format!(
                 "searched {} of {} files, {} matches",
                 shared.done.load(Ordering::Relaxed),
-                files.len(),
+                files.paths.len(),
                 shared.found.load(Ordering::Relaxed)
             )),
         });
@@ -348,9 +364,28 @@ fn run(
     ))
 }
 
+/// The files of one search, in order: every source's paths one after the other.
+#[derive(Default)]
+struct Files {
+    paths: PathList,
+    /// Per source, in order: its index in `sources` and where its paths end in `paths`.
+    spans: Vec<(usize, usize)>,
+}
+
+impl Files {
+    /// The `i`th file: its source (an index in `sources`) and its path below the root.
+    fn get(&self, i: usize) -> Option<(usize, &str)> {
+        if i >= self.paths.len() {
+            return None;
+        }
+        let span = self.spans.partition_point(|&(_, end)| end <= i);
+        Some((self.spans.get(span)?.0, self.paths.get(i)))
+    }
+}
+
 /// What the threads of one search share.
 struct Shared<'a> {
-    files: &'a [(usize, String)],
+    files: &'a Files,
     /// The next file to claim.
     next: AtomicUsize,
     /// Files searched (for progress).
@@ -363,8 +398,10 @@ struct Shared<'a> {
 }
 
 struct Results {
-    /// Per file, once searched.
-    hits: Vec<Option<FileHits>>,
+    /// What the files that matched gave, by their index: a file without a match takes no room
+    /// but its flag in `searched`.
+    hits: BTreeMap<usize, FileHits>,
+    searched: Vec<bool>,
     /// Files `0..prefix` are all searched ...
     prefix: usize,
     /// ... and hold this many matches.
@@ -396,8 +433,8 @@ fn worker(
         };
         let hits = search_one(
             &mut searcher,
-            &sources[*source],
-            &mut dirs[*source],
+            &sources[source],
+            &mut dirs[source],
             rel,
             query,
             stop,
@@ -407,11 +444,15 @@ fn worker(
         let Ok(mut results) = shared.results.lock() else {
             return;
         };
-        results.hits[index] = Some(hits);
-        while let Some(Some(h)) = results.hits.get(results.prefix) {
-            let n = h.matches;
+        let matches = hits.matches;
+        if matches > 0 {
+            results.hits.insert(index, hits);
+        }
+        results.searched[index] = true;
+        while results.searched.get(results.prefix) == Some(&true) {
+            let at = results.prefix;
+            results.prefix_matches += results.hits.get(&at).map_or(0, |h| h.matches);
             results.prefix += 1;
-            results.prefix_matches += n;
         }
         if results.prefix_matches > query.max_matches {
             shared.full.store(true, Ordering::Relaxed);
@@ -520,24 +561,24 @@ fn line_text(bytes: &[u8]) -> String {
 /// under each file's URI, and the matches as `structuredContent`.
 fn answer(
     sources: &[Arc<FilesSource>],
-    files: &[(usize, String)],
-    hits: Vec<Option<FileHits>>,
+    files: &Files,
+    hits: BTreeMap<usize, FileHits>,
     max: usize,
     context: usize,
 ) -> ToolResult {
     let mut text = String::new();
     let mut matches = Vec::new();
     // The search stops only once the files before the cut hold more than `max` matches.
-    let total: usize = hits.iter().flatten().map(|h| h.matches).sum();
+    let total: usize = hits.values().map(|h| h.matches).sum();
     let truncated = total > max;
-    'files: for ((source, rel), hits) in files.iter().zip(hits) {
-        let Some(hits) = hits.filter(|h| h.matches > 0) else {
+    'files: for (index, hits) in hits {
+        let Some((source, rel)) = files.get(index) else {
             continue;
         };
         if matches.len() == max {
             break;
         }
-        let source = &sources[*source];
+        let source = &sources[source];
         let uri = source.uri_for(rel);
         if !text.is_empty() {
             text.push('\n');
@@ -572,7 +613,7 @@ fn answer(
         }
     }
     if matches.is_empty() {
-        text = format!("No matches in {} files.\n", files.len());
+        text = format!("No matches in {} files.\n", files.paths.len());
     } else if truncated {
         text.push_str(&format!(
             "\n[stopped at max_matches = {max}: there are more matches; narrow the pattern, \
@@ -651,8 +692,21 @@ mod tests {
     use crate::manifest::{self, Diagnostics, Loc};
 
     fn tool(dir: &std::path::Path) -> SearchTool {
+        tool_of(&[("d", dir)])
+    }
+
+    /// The tool over one source per `(name, root)`, in that order.
+    fn tool_of(roots: &[(&str, &std::path::Path)]) -> SearchTool {
+        let sources: Vec<Arc<FilesSource>> = roots
+            .iter()
+            .map(|(name, root)| Arc::new(source(name, root)))
+            .collect();
+        SearchTool::build(&sources).expect("searchable")
+    }
+
+    fn source(name: &str, dir: &std::path::Path) -> FilesSource {
         let def = manifest::Files {
-            name: "d".into(),
+            name: name.into(),
             loc: Loc::default(),
             root: dir.to_path_buf(),
             root_loc: Loc::default(),
@@ -666,8 +720,91 @@ mod tests {
             search: true,
         };
         let mut diags = Diagnostics::new("t.toml");
-        let source = FilesSource::build(&def, &mut diags).expect("source");
-        SearchTool::build(&[Arc::new(source)]).expect("searchable")
+        FilesSource::build(&def, &mut diags).expect("source")
+    }
+
+    /// The (source, path, line) of each match.
+    fn found(result: &ToolResult) -> Vec<(String, String, u64)> {
+        let structured = result.structured.as_ref().expect("structured");
+        structured["matches"]
+            .as_array()
+            .expect("matches")
+            .iter()
+            .map(|m| {
+                (
+                    m["source"].as_str().unwrap_or_default().to_owned(),
+                    m["path"].as_str().unwrap_or_default().to_owned(),
+                    m["line"].as_u64().unwrap_or_default(),
+                )
+            })
+            .collect()
+    }
+
+    /// Sources searched in manifest order, each file once: a file two overlapping roots serve
+    /// (either way round, or a one-file root inside another's) under the first source, and a
+    /// source beside them all with its own name. The glob narrows every source.
+    #[test]
+    fn overlapping_sources_search_each_file_once_under_the_first() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let top = dir.path().join("top");
+        let other = dir.path().join("other");
+        std::fs::create_dir_all(top.join("sub")).expect("mkdir");
+        std::fs::create_dir_all(&other).expect("mkdir");
+        for (path, text) in [
+            (top.join("a.txt"), "needle a\n"),
+            (top.join("sub/b.txt"), "x\nneedle b\n"),
+            (top.join("sub/c.md"), "needle c\n"),
+            (other.join("d.txt"), "needle d\n"),
+        ] {
+            std::fs::write(path, text).expect("write");
+        }
+        let sub = top.join("sub");
+        let one_file = sub.join("c.md");
+        let stop = CancellationToken::new();
+        let row = |s: &str, p: &str, l: u64| (s.to_owned(), p.to_owned(), l);
+        // The inner root first: its files are its own, the outer root keeps the rest.
+        let t = tool_of(&[("inner", &sub), ("outer", &top), ("beside", &other)]);
+        let q = t.query(&args(json!({"pattern": "needle"}))).expect("query");
+        let r = run(&t.sources, &q, &stop, None).expect("searched");
+        assert_eq!(
+            found(&r),
+            [
+                row("inner", "b.txt", 2),
+                row("inner", "c.md", 1),
+                row("outer", "a.txt", 1),
+                row("beside", "d.txt", 1),
+            ]
+        );
+        // The outer root first: it has them all; a one-file root inside it adds nothing.
+        let t = tool_of(&[("outer", &top), ("file", &one_file), ("beside", &other)]);
+        let r = run(&t.sources, &q, &stop, None).expect("searched");
+        assert_eq!(
+            found(&r),
+            [
+                row("outer", "a.txt", 1),
+                row("outer", "sub/b.txt", 2),
+                row("outer", "sub/c.md", 1),
+                row("beside", "d.txt", 1),
+            ]
+        );
+        let q = t
+            .query(&args(json!({"pattern": "needle", "glob": "*.txt"})))
+            .expect("query");
+        let r = run(&t.sources, &q, &stop, None).expect("searched");
+        assert_eq!(
+            found(&r),
+            [
+                row("outer", "a.txt", 1),
+                row("outer", "sub/b.txt", 2),
+                row("beside", "d.txt", 1),
+            ]
+        );
+        // One source alone, and only the other two.
+        let q = t
+            .query(&args(json!({"pattern": "needle", "source": "file"})))
+            .expect("query");
+        let r = run(&t.sources, &q, &stop, None).expect("searched");
+        assert_eq!(found(&r), [row("file", "c.md", 1)]);
     }
 
     fn args(v: Value) -> serde_json::Map<String, Value> {
@@ -739,7 +876,10 @@ mod tests {
         let t = tool(&root);
         let source = &t.sources[0];
         let walked = source.served_paths();
-        assert_eq!(walked, ["a.txt", "sub/b.txt", "sub/c.txt", "sub/d.txt"]);
+        assert_eq!(
+            walked.iter().collect::<Vec<_>>(),
+            ["a.txt", "sub/b.txt", "sub/c.txt", "sub/d.txt"]
+        );
         std::fs::remove_file(root.join("a.txt")).expect("rm");
         std::os::unix::fs::symlink(dir.path().join("secret.txt"), root.join("a.txt"))
             .expect("symlink");
