@@ -16,7 +16,7 @@ use crate::providers::files::FilesSource;
 use crate::providers::git::GitSource;
 use crate::providers::postgres::PostgresSource;
 use crate::providers::sqlite::SqliteSource;
-use crate::providers::template::TemplateSource;
+use crate::providers::template::{Roots, TemplateSource};
 use crate::providers::{
     Body, ChangeEffect, Completion, CompletionRequest, Contents, Database, MAX_URI_BYTES, PageOf,
     RequestError, ResourceInfo, Source, TemplateInfo, check_uri_length, check_uri_length_at,
@@ -123,8 +123,11 @@ impl Registry {
                 placed.push((def.loc, Arc::new(src)));
             }
         }
+        let roots = Roots::of(&manifest.templates).await;
         for def in &manifest.templates {
-            if let Some(t) = TemplateSource::build(def, &databases, &children, &mut diags).await {
+            if let Some(t) =
+                TemplateSource::build(def, &databases, &roots, &children, &mut diags).await
+            {
                 placed.push((def.loc, Arc::new(t)));
             }
         }

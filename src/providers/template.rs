@@ -33,6 +33,57 @@ use crate::quote::{Quote, quote};
 use crate::uri::{UriTemplate, VarValue, Vars};
 use crate::watch::Change;
 
+/// The `root` folders of a manifest's `file` templates, canonicalized together off the runtime
+/// thread: one hand-off to the blocking pool for a manifest of hundreds of templates (which
+/// mostly share one root), not one per template. Each: its canonical path and whether it is a
+/// folder, or why it cannot be opened.
+#[derive(Debug, Default)]
+pub(crate) struct Roots(HashMap<PathBuf, Result<(PathBuf, bool), String>>);
+
+impl Roots {
+    pub(crate) async fn of(templates: &[manifest::Template]) -> Roots {
+        let mut wanted: Vec<PathBuf> = templates
+            .iter()
+            .filter_map(|t| match &t.backend {
+                TemplateBackend::File { root, .. } => Some(root.clone()),
+                TemplateBackend::Sql { .. } | TemplateBackend::Command(_) => None,
+            })
+            .collect();
+        wanted.sort();
+        wanted.dedup();
+        if wanted.is_empty() {
+            return Roots::default();
+        }
+        let asked = wanted.clone();
+        let looked_up = blocking(move || {
+            wanted
+                .into_iter()
+                .map(|root| {
+                    let found = std::fs::canonicalize(&root)
+                        .map(|c| {
+                            let is_dir = c.is_dir();
+                            (c, is_dir)
+                        })
+                        .map_err(|e| e.to_string());
+                    (root, found)
+                })
+                .collect()
+        })
+        .await;
+        match looked_up {
+            Ok(map) => Roots(map),
+            Err(e) => Roots(asked.into_iter().map(|r| (r, Err(e.to_string()))).collect()),
+        }
+    }
+
+    fn get(&self, root: &Path) -> Result<(PathBuf, bool), String> {
+        self.0
+            .get(root)
+            .cloned()
+            .unwrap_or_else(|| Err("it was not looked up".to_owned()))
+    }
+}
+
 /// The live template.
 #[derive(Debug)]
 pub(crate) struct TemplateSource {
@@ -81,6 +132,7 @@ impl TemplateSource {
     pub(crate) async fn build(
         def: &manifest::Template,
         databases: &[Arc<dyn Database>],
+        roots: &Roots,
         children: &Arc<Children>,
         diags: &mut Diagnostics,
     ) -> Option<TemplateSource> {
@@ -187,9 +239,9 @@ impl TemplateSource {
                     );
                     ok = false;
                 }
-                let root = match tokio::fs::canonicalize(root).await {
-                    Ok(r) if r.is_dir() => r,
-                    Ok(_) => {
+                let root = match roots.get(root) {
+                    Ok((r, true)) => r,
+                    Ok((_, false)) => {
                         diags.push(
                             *path_loc,
                             format!("{context} root `{}` is not a folder", root.display()),

@@ -409,6 +409,80 @@ cwd = "nowhere"
     );
 }
 
+/// Template roots are looked up together, once each: a missing root and a root that is a file
+/// are reported at each template that names them, and templates sharing a good root serve it.
+#[test]
+fn file_template_roots_are_checked_at_each_template() {
+    let f = Fixture::new();
+    f.mkdir("notes");
+    f.write("notes/a.md", "# A\n");
+    f.write("notes/b.md", "# B\n");
+    f.write("afile.txt", "not a folder\n");
+    let templates = r#"
+[templates.gone]
+uri = "gone://{p}"
+root = "missing"
+file = "{p}.md"
+
+[templates.plain]
+uri = "plain://{p}"
+root = "afile.txt"
+file = "{p}.md"
+
+[templates.first]
+uri = "first://{p}"
+root = "notes"
+file = "{p}.md"
+
+[templates.second]
+uri = "second://{p}"
+root = "notes"
+file = "{p}.md"
+
+[templates.gone_again]
+uri = "again://{p}"
+root = "missing"
+file = "{p}.md"
+"#;
+    f.write("bad.toml", templates);
+    let out = f.run(&["check", "bad.toml"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let err = stderr(&out);
+    let lines: Vec<&str> = err.lines().collect();
+    let missing = f.path("missing");
+    assert_eq!(
+        lines,
+        [
+            format!(
+                "bad.toml:5:8: [templates.gone] root `{}` cannot be opened: No such file or directory (os error 2)",
+                missing.display()
+            )
+            .as_str(),
+            &format!(
+                "bad.toml:10:8: [templates.plain] root `{}` is not a folder",
+                f.path("afile.txt").display()
+            ),
+            &format!(
+                "bad.toml:25:8: [templates.gone_again] root `{}` cannot be opened: No such file or directory (os error 2)",
+                missing.display()
+            ),
+            "bad.toml: 3 errors found",
+        ]
+    );
+    // The two sharing a root serve it.
+    let good: String = templates
+        .split("\n\n")
+        .filter(|t| t.contains("root = \"notes\""))
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    f.manifest(&good);
+    let mut s = f.serve().started();
+    for (uri, text) in [("first://a", "# A\n"), ("second://b", "# B\n")] {
+        let r = s.ok("resources/read", json!({ "uri": uri }));
+        assert_eq!(r["contents"][0]["text"], text, "{uri}: {r}");
+    }
+}
+
 #[test]
 fn command_templates_run_argv_without_a_shell() {
     let f = Fixture::new();
