@@ -761,13 +761,15 @@ mod tests {
         let sub = top.join("sub");
         let one_file = sub.join("c.md");
         let stop = CancellationToken::new();
+        let search = |t: &SearchTool, a: Value| {
+            let q = t.query(&args(a)).expect("query");
+            found(&run(&t.sources, &q, &stop, None).expect("searched"))
+        };
         let row = |s: &str, p: &str, l: u64| (s.to_owned(), p.to_owned(), l);
         // The inner root first: its files are its own, the outer root keeps the rest.
         let t = tool_of(&[("inner", &sub), ("outer", &top), ("beside", &other)]);
-        let q = t.query(&args(json!({"pattern": "needle"}))).expect("query");
-        let r = run(&t.sources, &q, &stop, None).expect("searched");
         assert_eq!(
-            found(&r),
+            search(&t, json!({"pattern": "needle"})),
             [
                 row("inner", "b.txt", 2),
                 row("inner", "c.md", 1),
@@ -777,9 +779,8 @@ mod tests {
         );
         // The outer root first: it has them all; a one-file root inside it adds nothing.
         let t = tool_of(&[("outer", &top), ("file", &one_file), ("beside", &other)]);
-        let r = run(&t.sources, &q, &stop, None).expect("searched");
         assert_eq!(
-            found(&r),
+            search(&t, json!({"pattern": "needle"})),
             [
                 row("outer", "a.txt", 1),
                 row("outer", "sub/b.txt", 2),
@@ -787,24 +788,19 @@ mod tests {
                 row("beside", "d.txt", 1),
             ]
         );
-        let q = t
-            .query(&args(json!({"pattern": "needle", "glob": "*.txt"})))
-            .expect("query");
-        let r = run(&t.sources, &q, &stop, None).expect("searched");
         assert_eq!(
-            found(&r),
+            search(&t, json!({"pattern": "needle", "glob": "*.txt"})),
             [
                 row("outer", "a.txt", 1),
                 row("outer", "sub/b.txt", 2),
                 row("beside", "d.txt", 1),
             ]
         );
-        // One source alone, and only the other two.
-        let q = t
-            .query(&args(json!({"pattern": "needle", "source": "file"})))
-            .expect("query");
-        let r = run(&t.sources, &q, &stop, None).expect("searched");
-        assert_eq!(found(&r), [row("file", "c.md", 1)]);
+        // The one-file source alone.
+        assert_eq!(
+            search(&t, json!({"pattern": "needle", "source": "file"})),
+            [row("file", "c.md", 1)]
+        );
     }
 
     fn args(v: Value) -> serde_json::Map<String, Value> {
