@@ -851,3 +851,72 @@ fn a_query_past_its_timeout_is_stopped_and_the_source_keeps_serving() {
         json!([{"v": 1}])
     );
 }
+
+/// The descriptors the process `pid` holds open on `path`.
+fn open_on(pid: u32, path: &Path) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|fds| {
+            fds.filter_map(Result::ok)
+                .filter(|fd| std::fs::read_link(fd.path()).is_ok_and(|p| p == path))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+#[test]
+fn cancelled_queries_are_interrupted_and_their_connections_closed() {
+    let f = Fixture::new();
+    make_db(
+        &f.path("s.db"),
+        "CREATE TABLE t (v); INSERT INTO t VALUES (1);",
+    );
+    f.manifest(
+        "[sqlite.slow]\npath = \"s.db\"\ntimeout = \"120s\"\nwatch = false\n\n\
+         [sqlite.slow.queries.forever]\n\
+         sql = \"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) AS n FROM c\"\n",
+    );
+    let mut s = f.serve_process().started();
+    let pid = s.child.as_ref().expect("a process").id();
+    let db = std::fs::canonicalize(f.path("s.db")).expect("the database's path");
+    // As many endless queries as the source has connections: each holds one open.
+    let ids: Vec<Value> = (0..4).map(|i| json!(format!("forever-{i}"))).collect();
+    for id in &ids {
+        s.send(
+            &json!({"jsonrpc": "2.0", "id": id, "method": "resources/read",
+                       "params": {"uri": "sqlite://slow/queries/forever"}}),
+        );
+    }
+    let waited = Instant::now();
+    while open_on(pid, &db) < ids.len() {
+        assert!(
+            waited.elapsed() < Duration::from_secs(30),
+            "the queries never started"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    for id in &ids {
+        s.send(
+            &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                       "params": {"requestId": id}}),
+        );
+    }
+    // Interrupted (not left to run out their 120 s) and closed (not kept for the next read).
+    let cancelled = Instant::now();
+    while open_on(pid, &db) > 0 {
+        assert!(
+            cancelled.elapsed() < Duration::from_secs(20),
+            "{} connections still open after the cancellations",
+            open_on(pid, &db)
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(
+        read_json(&mut s, "sqlite://slow/tables/t")["rows"],
+        json!([{"v": 1}])
+    );
+    assert!(
+        s.pending().iter().all(|m| !ids.contains(&m["id"])),
+        "a cancelled request was answered: {:?}",
+        s.pending()
+    );
+}

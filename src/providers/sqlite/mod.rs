@@ -1,4 +1,4 @@
-//! `[sqlite.NAME]`: a SQLite database served read-only through sqlx — its schema, one resource per
+//! `[sqlite.NAME]`: a SQLite database served read-only — its schema, one resource per
 //! table and view, and named queries whose parameters come from the URI's query string.
 //!
 //! URIs: `sqlite://NAME/schema`, `sqlite://NAME/tables/{table}`, `sqlite://NAME/queries/QUERY{?p,…}`.
@@ -9,8 +9,10 @@
 //! Invariants: the database is opened with `SQLITE_OPEN_READONLY` (never created) and
 //! `PRAGMA query_only = 1`; parameters are always bound, never spliced (a table name is quoted as
 //! one identifier, and only names the database lists are read); nothing is opened until a request
-//! needs it. Queries run on sqlx's per-connection worker threads, never on the async runtime, and
-//! each is interrupted after the source's `timeout` or when its request goes away.
+//! needs it. Reads run in one job each on a blocking thread (rusqlite on the connection the job
+//! takes from the pool), never on the async runtime, and each is interrupted after the source's
+//! `timeout` or when its request goes away. The build-time checks (does the file open, does
+//! each named query compile with the declared parameters) go through sqlx.
 
 mod pool;
 pub(crate) mod rows;
@@ -23,7 +25,7 @@ use sqlx::{
     SqliteConnection, Statement as _,
 };
 
-use pool::{Pool, options};
+use pool::{Pool, options, sqlite_message};
 use rows::{Rows, collect};
 
 use super::sql::{self, Dialect, NamedSql, Names, quote_ident};
@@ -215,7 +217,7 @@ impl SqliteSource {
             description: def.description.clone(),
             queries,
             table_tool: def.table_tool.clone(),
-            pool: Pool::new(&path, def.timeout, def.row_limit),
+            pool: Pool::new(&path, def.timeout),
             path,
         })
     }
@@ -405,85 +407,96 @@ impl SqliteSource {
 
     /// The CREATE statements in the order they were made, each ending with `;`.
     async fn schema(&self) -> Result<String, RequestError> {
-        let mut lease = self.pool.lease().await?;
-        let result = sqlx::query_scalar::<_, String>(
-            "SELECT sql FROM sqlite_schema WHERE sql IS NOT NULL \
-             AND lower(substr(name, 1, 7)) <> 'sqlite_' ORDER BY rowid",
-        )
-        .fetch_all(lease.conn())
-        .await;
-        lease.release().await;
-        let statements = result.map_err(|e| self.failed(&e))?;
-        Ok(statements.iter().map(|s| format!("{s};\n")).collect())
+        let ran = self
+            .pool
+            .run(|conn| {
+                let mut statement = conn.prepare_cached(
+                    "SELECT sql FROM sqlite_schema WHERE sql IS NOT NULL \
+                     AND lower(substr(name, 1, 7)) <> 'sqlite_' ORDER BY rowid",
+                )?;
+                let mut out = String::new();
+                let mut rows = statement.raw_query();
+                while let Some(row) = rows.next()? {
+                    out.push_str(&row.get::<_, String>(0)?);
+                    out.push_str(";\n");
+                }
+                Ok(out)
+            })
+            .await?;
+        ran.result.map_err(|e| self.failed(&e))
     }
 
     /// Tables (also virtual ones) and views, by name, without SQLite's own and shadow tables.
     async fn table_names(&self) -> Result<Vec<(String, String)>, RequestError> {
-        let mut lease = self.pool.lease().await?;
-        let result = sqlx::query_as::<_, (String, String)>(
-            "SELECT name, type FROM pragma_table_list WHERE schema = 'main' \
-             AND type IN ('table', 'view', 'virtual') \
-             AND lower(substr(name, 1, 7)) <> 'sqlite_' ORDER BY name",
-        )
-        .fetch_all(lease.conn())
-        .await;
-        lease.release().await;
-        result.map_err(|e| self.failed(&e))
+        let ran = self
+            .pool
+            .run(|conn| {
+                let mut statement = conn.prepare_cached(
+                    "SELECT name, type FROM pragma_table_list WHERE schema = 'main' \
+                     AND type IN ('table', 'view', 'virtual') \
+                     AND lower(substr(name, 1, 7)) <> 'sqlite_' ORDER BY name",
+                )?;
+                let rows = statement.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?;
+                rows.collect::<rusqlite::Result<Vec<(String, String)>>>()
+            })
+            .await?;
+        ran.result.map_err(|e| self.failed(&e))
     }
 
     /// The first rows of a table or view that `table_names` lists (`None` for any other name).
     ///
-    /// One statement both checks and reads (each statement is a round trip to the connection's
-    /// thread): the quoted name's `LIMIT` is 0 unless the listing has it, so a name the database
-    /// does not list (a table-valued function such as `pragma_database_list`, SQLite's own
-    /// tables) yields no row. The check sits in `LIMIT`, evaluated once, not in `WHERE`, where
-    /// SQLite would run it again for every row. Only an empty result or an error needs the
-    /// separate check.
+    /// One statement both checks and reads: the quoted name's `LIMIT` is 0 unless the listing
+    /// has it, so a name the database does not list (a table-valued function such as
+    /// `pragma_database_list`, SQLite's own tables) yields no row. The check sits in `LIMIT`,
+    /// evaluated once, not in `WHERE`, where SQLite would run it again for every row. Only an
+    /// empty result or an error needs the separate check (in the same job).
     async fn fetch_table(&self, name: &str) -> Result<Option<Rows>, RequestError> {
-        let mut lease = self.pool.lease().await?;
         let sql = format!(
             "SELECT * FROM {} LIMIT (CASE WHEN EXISTS ({LISTED_TABLE}) THEN ?1 ELSE 0 END)",
             quote_ident(name)
         );
         let limit = i64::try_from(self.row_limit.saturating_add(1)).unwrap_or(i64::MAX);
         let args = [Typed::Integer(limit), Typed::Text(name.to_owned())];
-        let result = collect(lease.conn(), &sql, &args, self.limit()).await;
-        let timed_out = lease.timed_out();
-        if matches!(&result, Ok(rows) if !rows.rows.is_empty()) {
-            lease.release().await;
-            return result
+        let (row_limit, name) = (self.limit(), name.to_owned());
+        let ran = self
+            .pool
+            .run(move |conn| {
+                let result = collect(conn, &sql, &args, row_limit);
+                if matches!(&result, Ok(rows) if !rows.rows.is_empty()) {
+                    return Ok((result, true));
+                }
+                let listed: i64 = conn
+                    .prepare_cached(LISTED_TABLE_COUNT)?
+                    .query_row([&name], |row| row.get(0))?;
+                Ok((result, listed > 0))
+            })
+            .await?;
+        match ran.result {
+            Ok((_, false)) => Ok(None),
+            Ok((result, true)) => result
                 .map(Some)
-                .map_err(|e| self.query_failed(&e, timed_out));
-        }
-        let listed = sqlx::query_scalar::<_, i64>(LISTED_TABLE_COUNT)
-            .bind(name)
-            .fetch_one(lease.conn())
-            .await;
-        lease.release().await;
-        match listed {
-            Ok(0) => Ok(None),
-            Ok(_) => result
-                .map(Some)
-                .map_err(|e| self.query_failed(&e, timed_out)),
+                .map_err(|e| self.query_failed(&e, ran.timed_out)),
             Err(e) => Err(self.failed(&e)),
         }
     }
 
     /// Runs one statement with bound values and keeps at most `row_limit` rows (reading one more
-    /// to know whether there were more). Rows stream from SQLite, so a huge result is never loaded.
+    /// to know whether there were more). Rows are stepped one by one, so a huge result is never
+    /// loaded.
     async fn fetch(&self, sql: &str, args: &[Typed]) -> Result<Rows, RequestError> {
-        let mut lease = self.pool.lease().await?;
-        let result = collect(lease.conn(), sql, args, self.limit()).await;
-        let timed_out = lease.timed_out();
-        lease.release().await;
-        result.map_err(|e| self.query_failed(&e, timed_out))
+        let (sql, args, limit) = (sql.to_owned(), args.to_vec(), self.limit());
+        let ran = self
+            .pool
+            .run(move |conn| collect(conn, &sql, &args, limit))
+            .await?;
+        ran.result.map_err(|e| self.query_failed(&e, ran.timed_out))
     }
 
     fn limit(&self) -> usize {
         usize::try_from(self.row_limit).unwrap_or(usize::MAX)
     }
 
-    fn query_failed(&self, e: &sqlx::Error, timed_out: bool) -> RequestError {
+    fn query_failed(&self, e: &rusqlite::Error, timed_out: bool) -> RequestError {
         if timed_out {
             RequestError::Refused(format!(
                 "[sqlite.{}] the query ran longer than {} (`timeout`) and was stopped",
@@ -495,10 +508,10 @@ impl SqliteSource {
         }
     }
 
-    fn failed(&self, e: &sqlx::Error) -> RequestError {
+    fn failed(&self, e: &rusqlite::Error) -> RequestError {
         match e {
-            sqlx::Error::Database(d) => {
-                RequestError::Refused(format!("[sqlite.{}] {}", self.name, d.message()))
+            rusqlite::Error::SqliteFailure(..) => {
+                RequestError::Refused(format!("[sqlite.{}] {}", self.name, sqlite_message(e)))
             }
             other => RequestError::Internal(format!("[sqlite.{}]: {other}", self.name)),
         }

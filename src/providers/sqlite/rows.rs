@@ -1,58 +1,51 @@
 //! Rows of one statement → the JSON every table and query read answers with:
 //! `{"columns": [...], "rows": [{column: value}], "truncated": bool}`, each value by its own
-//! storage class, keys in column order, at most `limit` rows streamed from SQLite.
+//! storage class, keys in column order, at most `limit` rows stepped through SQLite.
 
 use base64::Engine as _;
-use futures_util::TryStreamExt as _;
+use rusqlite::types::ValueRef;
 use serde::ser::{SerializeMap, SerializeSeq, SerializeStruct};
-use sqlx::sqlite::SqliteRow;
-use sqlx::{
-    AssertSqlSafe, Column as _, Decode, Executor as _, Row as _, SqlSafeStr as _, SqliteConnection,
-    Statement as _, TypeInfo as _, ValueRef as _,
-};
 
 use crate::params::Typed;
 
-/// One statement's rows, converted cell by cell.
-pub(super) async fn collect(
-    conn: &mut SqliteConnection,
+/// One statement's rows, converted cell by cell (blocking: on the connection's job thread).
+/// The statement is prepared once per connection (kept in its cache).
+pub(super) fn collect(
+    conn: &rusqlite::Connection,
     sql: &str,
     args: &[Typed],
     limit: usize,
-) -> Result<Rows, sqlx::Error> {
-    let mut query = sqlx::query(AssertSqlSafe(sql.to_owned()));
-    for a in args {
-        query = match a {
-            Typed::Null => query.bind(None::<String>),
-            Typed::Integer(i) => query.bind(*i),
+) -> rusqlite::Result<Rows> {
+    let mut statement = conn.prepare_cached(sql)?;
+    for (i, a) in args.iter().enumerate() {
+        let at = i + 1;
+        match a {
+            Typed::Null => statement.raw_bind_parameter(at, rusqlite::types::Null)?,
+            Typed::Integer(n) => statement.raw_bind_parameter(at, *n)?,
             // SQLite has no boolean type: true and false are 1 and 0.
-            Typed::Boolean(b) => query.bind(i64::from(*b)),
-            Typed::Number(f) => query.bind(*f),
-            Typed::Text(s) => query.bind(s.clone()),
+            Typed::Boolean(b) => statement.raw_bind_parameter(at, i64::from(*b))?,
+            Typed::Number(f) => statement.raw_bind_parameter(at, *f)?,
+            Typed::Text(s) => statement.raw_bind_parameter(at, s.as_str())?,
             // Queries declare no array parameters (refused when the manifest is checked).
-            Typed::List(items) => query.bind(items.join("\n")),
-        };
-    }
-    let mut out = Rows::default();
-    {
-        let mut stream = query.fetch(&mut *conn);
-        while let Some(row) = stream.try_next().await? {
-            if out.rows.is_empty() {
-                out.columns = unique_names(row.columns().iter().map(|c| c.name()));
-            }
-            if out.rows.len() == limit {
-                out.truncated = true;
-                break;
-            }
-            out.rows.push(cells(&row)?);
+            Typed::List(items) => statement.raw_bind_parameter(at, items.join("\n"))?,
         }
     }
-    if out.rows.is_empty() {
-        // No row to take the column names from: the prepared statement has them.
-        let statement = conn
-            .prepare(AssertSqlSafe(sql.to_owned()).into_sql_str())
-            .await?;
-        out.columns = unique_names(statement.columns().iter().map(|c| c.name()));
+    let mut out = Rows {
+        columns: unique_names(statement.column_names().into_iter()),
+        ..Rows::default()
+    };
+    let width = out.columns.len();
+    let mut rows = statement.raw_query();
+    while let Some(row) = rows.next()? {
+        if out.rows.len() == limit {
+            out.truncated = true;
+            break;
+        }
+        out.rows.push(
+            (0..width)
+                .map(|i| row.get_ref(i).map(cell))
+                .collect::<rusqlite::Result<_>>()?,
+        );
     }
     Ok(out)
 }
@@ -72,53 +65,16 @@ pub(crate) fn unique_names<'a>(names: impl Iterator<Item = &'a str>) -> Vec<Stri
     out
 }
 
-/// Each value by its own storage class (not the column's declared type).
-fn cells(row: &SqliteRow) -> Result<Vec<Cell>, sqlx::Error> {
-    let decode = |e: sqlx::error::BoxDynError| sqlx::Error::Decode(e);
-    (0..row.len())
-        .map(|i| {
-            let raw = row.try_get_raw(i)?;
-            if raw.is_null() {
-                return Ok(Cell::Null);
-            }
-            // The storage class of this value (sqlx names it; no allocation per cell).
-            let class = match raw.type_info().name() {
-                "INTEGER" => Class::Integer,
-                "REAL" => Class::Real,
-                "BLOB" => Class::Blob,
-                _ => Class::Text,
-            };
-            Ok(match class {
-                Class::Integer => {
-                    Cell::Integer(<i64 as Decode<sqlx::Sqlite>>::decode(raw).map_err(decode)?)
-                }
-                Class::Real => {
-                    Cell::Real(<f64 as Decode<sqlx::Sqlite>>::decode(raw).map_err(decode)?)
-                }
-                Class::Blob => {
-                    Cell::Blob(<Vec<u8> as Decode<sqlx::Sqlite>>::decode(raw).map_err(decode)?)
-                }
-                // TEXT that is not UTF-8 (SQLite does not check) is shown with U+FFFD.
-                Class::Text => match <String as Decode<sqlx::Sqlite>>::decode(raw) {
-                    Ok(s) => Cell::Text(s),
-                    Err(_) => {
-                        let bytes = <Vec<u8> as Decode<sqlx::Sqlite>>::decode(row.try_get_raw(i)?)
-                            .map_err(decode)?;
-                        Cell::Text(String::from_utf8_lossy(&bytes).into_owned())
-                    }
-                },
-            })
-        })
-        .collect()
-}
-
-/// SQLite's storage classes of a non-NULL value.
-#[derive(Debug, Clone, Copy)]
-enum Class {
-    Integer,
-    Real,
-    Text,
-    Blob,
+/// A value by its own storage class (not the column's declared type).
+fn cell(value: ValueRef<'_>) -> Cell {
+    match value {
+        ValueRef::Null => Cell::Null,
+        ValueRef::Integer(i) => Cell::Integer(i),
+        ValueRef::Real(f) => Cell::Real(f),
+        // TEXT that is not UTF-8 (SQLite does not check) is shown with U+FFFD.
+        ValueRef::Text(t) => Cell::Text(String::from_utf8_lossy(t).into_owned()),
+        ValueRef::Blob(b) => Cell::Blob(b.to_vec()),
+    }
 }
 
 /// One value of a result, by storage class.
