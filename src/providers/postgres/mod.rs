@@ -545,8 +545,44 @@ impl PostgresSource {
             }
         }
         let mut retried = false;
+        // A table of the first schema by its bare name is read at once (`run_listed`).
+        let mut first_schema = match statement {
+            Statement::Table(name) if !name.contains('.') => Some(name),
+            _ => None,
+        };
         loop {
             let mut lease = self.begin().await?;
+            if let Some(name) = first_schema.take() {
+                let run = self.run_listed(lease.conn(), name);
+                match tokio::time::timeout(self.timeout + GRACE, run).await {
+                    Ok(Ok(rows)) if !rows.rows.is_empty() => {
+                        lease.finish();
+                        return Ok(rows);
+                    }
+                    // Not listed, or empty: the usual way tells, in the same transaction.
+                    Ok(Ok(_)) => {}
+                    Ok(Err(Failure::Db(e))) if is_connection_error(&e) => {
+                        lease.discard();
+                        return Err(RequestError::Refused(self.connect_failed(&e)));
+                    }
+                    // No such relation, no right to read it, a plan gone stale…: the
+                    // transaction is aborted; the usual way, in a new one, tells which.
+                    Ok(Err(failure)) => {
+                        if let Failure::Db(e) = &failure
+                            && stale_plan(e)
+                        {
+                            self.forget_plans();
+                            let _ = lease.conn().clear_cached_statements().await;
+                        }
+                        lease.finish();
+                        continue;
+                    }
+                    Err(_) => {
+                        lease.discard();
+                        return Err(self.timed_out());
+                    }
+                }
+            }
             let run = self.run(lease.conn(), &statement);
             let result = match tokio::time::timeout(self.timeout + GRACE, run).await {
                 Ok(r) => r,
@@ -626,6 +662,30 @@ impl PostgresSource {
         collect(conn, &plan, args, self.limit())
             .await
             .map_err(|e| (e, cached))
+    }
+
+    /// The rows of the table or view `name` of the first schema, if the listing has it, in one
+    /// round trip: the quoted name is read with a `LIMIT` that is 0 unless the relation is one
+    /// the listing shows (`LISTED`'s kinds, not a partition; a relation the role may not read
+    /// fails to read), the check evaluated once. An empty answer does not tell whether the
+    /// name is listed; an error does not tell why (and aborts the transaction): both are left
+    /// to `find_table`.
+    async fn run_listed(&self, conn: &mut PgConnection, name: &str) -> Result<Rows<Cell>, Failure> {
+        let schema = &self.schemas[0];
+        let sql = format!(
+            "SELECT * FROM {}.{} LIMIT (CASE WHEN EXISTS (\
+             SELECT 1 FROM pg_catalog.pg_class c \
+             JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+             WHERE n.nspname = $1 AND c.relname = $2 \
+             AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition) \
+             THEN NULL ELSE 0 END)",
+            quote_ident(schema),
+            quote_ident(name)
+        );
+        let kinds = [Kind::Text, Kind::Text];
+        let args = [Typed::Text(schema.clone()), Typed::Text(name.to_owned())];
+        let (plan, _) = self.plan(conn, &sql, &kinds).await?;
+        collect(conn, &plan, &args, self.limit()).await
     }
 
     /// The plan of a statement: from the cache, or worked out now (and cached).
