@@ -33,30 +33,38 @@ use crate::quote::{Quote, quote};
 use crate::uri::{UriTemplate, VarValue, Vars};
 use crate::watch::Change;
 
-/// The `root` folders of a manifest's `file` templates, canonicalized together off the runtime
-/// thread: one hand-off to the blocking pool for a manifest of hundreds of templates (which
-/// mostly share one root), not one per template. Each: its canonical path and whether it is a
-/// folder, or why it cannot be opened.
+/// The `root` folders of a manifest's `file` templates and the working folders of its `command`
+/// ones, looked up together off the runtime thread: one hand-off to the blocking pool for a
+/// manifest of hundreds of templates (which mostly share one folder), not one per template, and
+/// no file system call on the runtime thread. Each root: its canonical path and whether it is a
+/// folder, or why it cannot be opened; each `cwd`: whether it is a folder.
 #[derive(Debug, Default)]
-pub(crate) struct Roots(HashMap<PathBuf, Result<(PathBuf, bool), String>>);
+pub(crate) struct Roots {
+    roots: HashMap<PathBuf, Result<(PathBuf, bool), String>>,
+    cwds: HashMap<PathBuf, bool>,
+}
 
 impl Roots {
     pub(crate) async fn of(templates: &[manifest::Template]) -> Roots {
-        let mut wanted: Vec<PathBuf> = templates
-            .iter()
-            .filter_map(|t| match &t.backend {
-                TemplateBackend::File { root, .. } => Some(root.clone()),
-                TemplateBackend::Sql { .. } | TemplateBackend::Command(_) => None,
-            })
-            .collect();
-        wanted.sort();
-        wanted.dedup();
-        if wanted.is_empty() {
+        let mut roots = Vec::new();
+        let mut cwds = Vec::new();
+        for t in templates {
+            match &t.backend {
+                TemplateBackend::File { root, .. } => roots.push(root.clone()),
+                TemplateBackend::Command(cmd) => cwds.push(cmd.cwd.clone()),
+                TemplateBackend::Sql { .. } => {}
+            }
+        }
+        for paths in [&mut roots, &mut cwds] {
+            paths.sort();
+            paths.dedup();
+        }
+        if roots.is_empty() && cwds.is_empty() {
             return Roots::default();
         }
-        let asked = wanted.clone();
+        let asked = roots.clone();
         let looked_up = blocking(move || {
-            wanted
+            let roots = roots
                 .into_iter()
                 .map(|root| {
                     let found = std::fs::canonicalize(&root)
@@ -67,20 +75,34 @@ impl Roots {
                         .map_err(|e| e.to_string());
                     (root, found)
                 })
-                .collect()
+                .collect();
+            let cwds = cwds
+                .into_iter()
+                .map(|cwd| {
+                    let is_dir = cwd.is_dir();
+                    (cwd, is_dir)
+                })
+                .collect();
+            Roots { roots, cwds }
         })
         .await;
-        match looked_up {
-            Ok(map) => Roots(map),
-            Err(e) => Roots(asked.into_iter().map(|r| (r, Err(e.to_string()))).collect()),
-        }
+        looked_up.unwrap_or_else(|e| Roots {
+            roots: asked.into_iter().map(|r| (r, Err(e.to_string()))).collect(),
+            // Not looked up: each is reported as not a folder.
+            cwds: HashMap::new(),
+        })
     }
 
     fn get(&self, root: &Path) -> Result<(PathBuf, bool), String> {
-        self.0
+        self.roots
             .get(root)
             .cloned()
             .unwrap_or_else(|| Err("it was not looked up".to_owned()))
+    }
+
+    /// Whether the working folder `cwd` of a command template was found to be a folder.
+    fn is_dir(&self, cwd: &Path) -> bool {
+        self.cwds.get(cwd).copied().unwrap_or(false)
     }
 }
 
@@ -330,7 +352,7 @@ impl TemplateSource {
                         ok = false;
                     }
                 }
-                if !cmd.cwd.is_dir() {
+                if !roots.is_dir(&cmd.cwd) {
                     diags.push(
                         cmd.cwd_loc,
                         format!(

@@ -409,8 +409,9 @@ cwd = "nowhere"
     );
 }
 
-/// Template roots are looked up together, once each: a missing root and a root that is a file
-/// are reported at each template that names them, and templates sharing a good root serve it.
+/// Template roots and command working folders are looked up together, once each: a missing root
+/// and a root or working folder that is a file are reported at each template that names them,
+/// and templates sharing a good root or working folder serve from it.
 #[test]
 fn file_template_roots_are_checked_at_each_template() {
     let f = Fixture::new();
@@ -443,6 +444,21 @@ file = "{p}.md"
 uri = "again://{p}"
 root = "missing"
 file = "{p}.md"
+
+[templates.run_here]
+uri = "here://{p}"
+command = ["cat", "{p}.md"]
+cwd = "notes"
+
+[templates.run_plain]
+uri = "run-plain://{p}"
+command = ["cat", "{p}"]
+cwd = "afile.txt"
+
+[templates.run_there]
+uri = "there://{p}"
+command = ["cat", "{p}.md"]
+cwd = "notes"
 "#;
     f.write("bad.toml", templates);
     let out = f.run(&["check", "bad.toml"]);
@@ -466,18 +482,27 @@ file = "{p}.md"
                 "bad.toml:25:8: [templates.gone_again] root `{}` cannot be opened: No such file or directory (os error 2)",
                 missing.display()
             ),
-            "bad.toml: 3 errors found",
+            &format!(
+                "bad.toml:35:7: [templates.run_plain] working directory `{}` does not exist or is not a folder",
+                f.path("afile.txt").display()
+            ),
+            "bad.toml: 4 errors found",
         ]
     );
-    // The two sharing a root serve it.
+    // The two sharing a root serve it, and the two commands sharing a working folder run there.
     let good: String = templates
         .split("\n\n")
-        .filter(|t| t.contains("root = \"notes\""))
+        .filter(|t| t.contains("root = \"notes\"") || t.contains("cwd = \"notes\""))
         .collect::<Vec<_>>()
         .join("\n\n");
     f.manifest(&good);
     let mut s = f.serve().started();
-    for (uri, text) in [("first://a", "# A\n"), ("second://b", "# B\n")] {
+    for (uri, text) in [
+        ("first://a", "# A\n"),
+        ("second://b", "# B\n"),
+        ("here://a", "# A\n"),
+        ("there://b", "# B\n"),
+    ] {
         let r = s.ok("resources/read", json!({ "uri": uri }));
         assert_eq!(r["contents"][0]["text"], text, "{uri}: {r}");
     }
