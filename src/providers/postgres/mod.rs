@@ -676,14 +676,20 @@ impl PostgresSource {
             "SELECT * FROM {}.{} LIMIT (CASE WHEN EXISTS (\
              SELECT 1 FROM pg_catalog.pg_class c \
              JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
-             WHERE n.nspname = $1 AND c.relname = $2 \
+             WHERE n.nspname = $1 AND c.relname = $2 AND octet_length(c.relname) = $3 \
              AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition) \
              THEN NULL ELSE 0 END)",
             quote_ident(schema),
             quote_ident(name)
         );
-        let kinds = [Kind::Text, Kind::Text];
-        let args = [Typed::Text(schema.clone()), Typed::Text(name.to_owned())];
+        // PostgreSQL cuts an identifier longer than its limit (63 bytes) to that limit, in
+        // `FROM` as in `$2`; the length keeps a longer name from reading the table it is cut to.
+        let kinds = [Kind::Text, Kind::Text, Kind::Integer];
+        let args = [
+            Typed::Text(schema.clone()),
+            Typed::Text(name.to_owned()),
+            Typed::Integer(i64::try_from(name.len()).unwrap_or(i64::MAX)),
+        ];
         let (plan, _) = self.plan(conn, &sql, &kinds).await?;
         collect(conn, &plan, &args, self.limit()).await
     }

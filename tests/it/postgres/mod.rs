@@ -201,6 +201,31 @@ const CRM: &str = r#"
     CREATE TABLE events_2024 PARTITION OF events FOR VALUES FROM ('2024-01-01') TO ('2025-01-01');
 "#;
 
+/// A table of the first schema read by its bare name in one statement must still be exactly the
+/// listed one: PostgreSQL cuts a longer identifier to 63 bytes, and the longer name must not
+/// read the table it is cut to.
+#[test]
+fn a_table_name_cut_by_postgres_reads_nothing() {
+    let pg = shared();
+    let long = "l".repeat(63);
+    pg.database(
+        "long_names",
+        &format!("CREATE TABLE {long} (v int); INSERT INTO {long} VALUES (1);"),
+    );
+    let f = manifest(pg, "long_names", "", "");
+    let mut s = f.serve().started();
+    let v = read_json(&mut s, &format!("postgres://crm/tables/{long}"));
+    assert_eq!(v["rows"], json!([{"v": 1}]));
+    for longer in [
+        format!("{long}l"),
+        format!("{long}x"),
+        format!("{long}{long}"),
+    ] {
+        let (code, message) = read_error(&mut s, &format!("postgres://crm/tables/{longer}"));
+        assert_eq!(code, -32002, "{longer}: {message}");
+    }
+}
+
 #[test]
 fn schema_tables_views_and_other_schemas() {
     let pg = shared();
