@@ -9,8 +9,9 @@
 //!
 //! The search runs on its own threads (one per core), never on the async runtime. Files are
 //! claimed in listing order and the answer is always the first `max_matches` matches in that
-//! order, whatever the threads' timing: a search stops once the files searched so far, in order,
-//! hold more than `max_matches` matches. Cancellation (the call's token, or the call's future
+//! order, whatever the threads' timing: a search stops once the files searched so far hold more
+//! than `max_matches` matches up to one of them (every file after it would come after the cut),
+//! and keeps only what the answer can reach. Cancellation (the call's token, or the call's future
 //! being dropped) stops every thread at its next file or match.
 
 use std::collections::{BTreeMap, HashSet};
@@ -304,9 +305,7 @@ fn run(
         full: AtomicBool::new(false),
         results: Mutex::new(Results {
             hits: BTreeMap::new(),
-            searched: vec![false; files.paths.len()],
-            prefix: 0,
-            prefix_matches: 0,
+            last: None,
         }),
     };
     let threads = std::thread::available_parallelism()
@@ -392,20 +391,45 @@ struct Shared<'a> {
     done: AtomicUsize,
     /// Matches found (for progress).
     found: AtomicUsize,
-    /// The files searched so far, in order, hold more than `max_matches` matches: stop.
+    /// The files found so far hold more than `max_matches` matches before any file not yet
+    /// claimed (`Results::record`): stop claiming.
     full: AtomicBool,
     results: Mutex<Results>,
 }
 
+/// What the files that matched gave, by their index (a file without a match takes no room),
+/// never more files than the answer can reach (`record`): at most `max_matches + 1` matches and
+/// the lines of the file that passed `max_matches`.
 struct Results {
-    /// What the files that matched gave, by their index: a file without a match takes no room
-    /// but its flag in `searched`.
     hits: BTreeMap<usize, FileHits>,
-    searched: Vec<bool>,
-    /// Files `0..prefix` are all searched ...
-    prefix: usize,
-    /// ... and hold this many matches.
-    prefix_matches: usize,
+    /// The last file the answer can reach, once the files found up to it hold more than
+    /// `max_matches` matches (whatever the files before it not searched yet hold: theirs come
+    /// first and only push later ones further past the cut).
+    last: Option<usize>,
+}
+
+impl Results {
+    /// Keeps what the file `index` gave. True once no file not yet claimed can be in the answer:
+    /// the files found so far hold more than `max_matches` matches up to a file already
+    /// searched, so every later file comes after the cut; what later files gave is dropped.
+    /// (Whether a run of files is all searched does not matter: a slow early file once let the
+    /// other threads keep up to `max_matches + 1` lines for every later file that matched.)
+    fn record(&mut self, index: usize, hits: FileHits, max_matches: usize) -> bool {
+        if hits.matches == 0 || self.last.is_some_and(|last| index > last) {
+            return self.last.is_some();
+        }
+        self.hits.insert(index, hits);
+        let mut total = 0;
+        let cut = self.hits.iter().find_map(|(&i, h)| {
+            total += h.matches;
+            (total > max_matches).then_some(i)
+        });
+        if let Some(cut) = cut {
+            self.hits.split_off(&(cut + 1));
+            self.last = Some(cut);
+        }
+        self.last.is_some()
+    }
 }
 
 fn worker(
@@ -444,17 +468,7 @@ fn worker(
         let Ok(mut results) = shared.results.lock() else {
             return;
         };
-        let matches = hits.matches;
-        if matches > 0 {
-            results.hits.insert(index, hits);
-        }
-        results.searched[index] = true;
-        while results.searched.get(results.prefix) == Some(&true) {
-            let at = results.prefix;
-            results.prefix_matches += results.hits.get(&at).map_or(0, |h| h.matches);
-            results.prefix += 1;
-        }
-        if results.prefix_matches > query.max_matches {
+        if results.record(index, hits, query.max_matches) {
             shared.full.store(true, Ordering::Relaxed);
         }
     }
@@ -743,6 +757,54 @@ mod tests {
     /// Sources searched in manifest order, each file once: a file two overlapping roots serve
     /// (either way round, or a one-file root inside another's) under the first source, and a
     /// source beside them all with its own name. The glob narrows every source.
+    /// `n` matching lines.
+    fn hit(n: usize) -> FileHits {
+        FileHits {
+            lines: (1..=n as u64)
+                .map(|number| Line {
+                    number,
+                    text: "x".into(),
+                    is_match: true,
+                    after_break: false,
+                })
+                .collect(),
+            matches: n,
+        }
+    }
+
+    #[test]
+    fn only_what_the_answer_can_reach_is_kept_however_slow_an_early_file_is() {
+        let mut r = Results {
+            hits: BTreeMap::new(),
+            last: None,
+        };
+        let kept = |r: &Results| r.hits.keys().copied().collect::<Vec<_>>();
+        // File 0 is still being searched; the other thread finds two matches in every later
+        // file (max_matches 3): by file 2 the answer is full, whatever file 0 holds.
+        assert!(!r.record(1, hit(2), 3));
+        assert!(r.record(2, hit(2), 3));
+        for i in 3..10_000 {
+            assert!(r.record(i, hit(2), 3));
+        }
+        assert_eq!(kept(&r), [1, 2]);
+        // File 0 ends with matches of its own: the cut moves up to it.
+        assert!(r.record(0, hit(4), 3));
+        assert_eq!(kept(&r), [0]);
+        assert_eq!(r.last, Some(0));
+        // Files without a match take no room, before or after the cut.
+        let mut r = Results {
+            hits: BTreeMap::new(),
+            last: None,
+        };
+        for i in (0..100).rev() {
+            assert!(!r.record(i, FileHits::default(), 3));
+        }
+        assert!(!r.record(50, hit(3), 3));
+        assert!(!r.record(7, FileHits::default(), 3));
+        assert!(r.record(60, hit(1), 3));
+        assert_eq!(kept(&r), [50, 60]);
+    }
+
     #[test]
     fn overlapping_sources_search_each_file_once_under_the_first() {
         let dir = tempfile::tempdir().expect("tempdir");
