@@ -360,6 +360,53 @@ fn file_id(path: &Path) -> std::io::Result<FileId> {
 mod tests {
     use super::*;
 
+    /// A WAL database without its `-wal` is opened by URI (`immutable`): a path holding what a
+    /// URI treats specially (`?`, `#`, `%`, a space, non-UTF-8 bytes) still names that file, and
+    /// nothing is created beside it.
+    #[test]
+    fn an_immutable_open_names_the_file_whatever_its_path_holds() {
+        use std::os::unix::ffi::OsStrExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let odd = dir.path().join(std::ffi::OsStr::from_bytes(
+            b"a b?mode=rwc&immutable=0#x%41\xff.db",
+        ));
+        {
+            let db = Connection::open(&odd).unwrap();
+            db.execute_batch(
+                "PRAGMA journal_mode = WAL; CREATE TABLE t (v); INSERT INTO t VALUES (42);",
+            )
+            .unwrap();
+        }
+        let wal = |suffix: &str| {
+            let mut p = odd.as_os_str().to_owned();
+            p.push(suffix);
+            PathBuf::from(p)
+        };
+        assert!(!wal("-wal").exists(), "a clean close removes the WAL");
+        let before: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        let found = check_regular(&odd, None).unwrap();
+        assert!(found.immutable(), "{found:?}");
+        assert_eq!(
+            immutable_uri(Path::new("/d/a b?c#d%e")),
+            "file:/d/a%20b%3Fc%23d%25e?immutable=1"
+        );
+        let id = file_id(&odd).unwrap();
+        let conn = open(&odd, id, Arc::new(AtomicU64::new(u64::MAX)), Instant::now()).unwrap();
+        assert!(!conn.reuse);
+        let v: i64 = conn
+            .conn
+            .query_row("SELECT v FROM t", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(v, 42);
+        assert!(conn.conn.execute("INSERT INTO t VALUES (1)", []).is_err());
+        drop(conn);
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            before.len(),
+            "nothing created beside the database"
+        );
+    }
+
     #[test]
     fn only_regular_files_and_a_blocked_fifo_reader_is_woken() {
         let dir = tempfile::tempdir().unwrap();
