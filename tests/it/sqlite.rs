@@ -920,3 +920,28 @@ fn cancelled_queries_are_interrupted_and_their_connections_closed() {
         s.pending()
     );
 }
+
+#[test]
+fn a_table_read_past_its_timeout_says_so() {
+    let f = Fixture::new();
+    // A view that never ends, in a database whose listing takes many steps to search.
+    let mut sql = String::from(
+        "CREATE VIEW forever AS WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) \
+         SELECT count(*) AS n FROM c;",
+    );
+    for i in 0..300 {
+        sql.push_str(&format!("CREATE TABLE t{i} (v);"));
+    }
+    make_db(&f.path("s.db"), &sql);
+    f.manifest("[sqlite.slow]\npath = \"s.db\"\ntimeout = \"300ms\"\nwatch = false\n");
+    let mut s = f.serve().started();
+    let e = s.err(
+        "resources/read",
+        json!({"uri": "sqlite://slow/tables/forever"}),
+    );
+    assert_eq!(e["code"], -32602, "{e}");
+    assert_eq!(
+        e["message"],
+        "[sqlite.slow] the query ran longer than 300ms (`timeout`) and was stopped"
+    );
+}

@@ -476,7 +476,8 @@ impl SqliteSource {
             Ok((result, true)) => result
                 .map(Some)
                 .map_err(|e| self.query_failed(&e, ran.timed_out)),
-            Err(e) => Err(self.failed(&e)),
+            // The listing's check failed (interrupted too, if the deadline had passed).
+            Err(e) => Err(self.query_failed(&e, ran.timed_out)),
         }
     }
 
