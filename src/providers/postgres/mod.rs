@@ -60,6 +60,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const GRACE: Duration = Duration::from_secs(2);
 /// Plans kept per source (named queries, templates, tables); more and the cache starts over.
 const MAX_PLANS: usize = 1024;
+/// The longest identifier of a default PostgreSQL build (`NAMEDATALEN - 1` bytes).
+const MAX_IDENTIFIER: usize = 63;
 /// Whether the connected role can act on the server outside the database (write files, run
 /// programs), which no read-only transaction prevents.
 const POWERFUL_ROLE: &str = "SELECT current_setting('is_superuser') = 'on' \
@@ -545,9 +547,15 @@ impl PostgresSource {
             }
         }
         let mut retried = false;
-        // A table of the first schema by its bare name is read at once (`run_listed`).
+        // A table of the first schema by its bare name is read at once (`run_listed`). A name
+        // longer than PostgreSQL's identifiers (`MAX_IDENTIFIER`) names no table: it goes the
+        // usual way, where it is only ever a bound value, never the text of a statement that
+        // PostgreSQL would cut to an existing name and both caches would keep (a URI may hold
+        // 4 MiB).
         let mut first_schema = match statement {
-            Statement::Table(name) if !name.contains('.') => Some(name),
+            Statement::Table(name) if !name.contains('.') && name.len() <= MAX_IDENTIFIER => {
+                Some(name)
+            }
             _ => None,
         };
         loop {
@@ -682,8 +690,9 @@ impl PostgresSource {
             quote_ident(schema),
             quote_ident(name)
         );
-        // PostgreSQL cuts an identifier longer than its limit (63 bytes) to that limit, in
-        // `FROM` as in `$2`; the length keeps a longer name from reading the table it is cut to.
+        // PostgreSQL cuts an identifier longer than its limit (63 bytes in a default build) to
+        // that limit, in `FROM` as in `$2`; the length keeps a longer name from reading the table
+        // it is cut to, whatever the server's limit.
         let kinds = [Kind::Text, Kind::Text, Kind::Integer];
         let args = [
             Typed::Text(schema.clone()),
