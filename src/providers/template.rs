@@ -9,7 +9,7 @@
 //! came from a URI without an encoded `/` or `\`, and `paths::open_beneath` opens it as a regular
 //! file below the root (no symlink leaving it, also under races). Anything else is "not found".
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
@@ -37,11 +37,11 @@ use crate::watch::Change;
 /// ones, looked up together off the runtime thread: one hand-off to the blocking pool for a
 /// manifest of hundreds of templates (which mostly share one folder), not one per template, and
 /// no file system call on the runtime thread. Each root: its canonical path and whether it is a
-/// folder, or why it cannot be opened; each `cwd`: whether it is a folder.
+/// folder, or why it cannot be opened; and the `cwd`s that are folders.
 #[derive(Debug, Default)]
 pub(crate) struct Roots {
     roots: HashMap<PathBuf, Result<(PathBuf, bool), String>>,
-    cwds: HashMap<PathBuf, bool>,
+    dirs: HashSet<PathBuf>,
 }
 
 impl Roots {
@@ -76,20 +76,14 @@ impl Roots {
                     (root, found)
                 })
                 .collect();
-            let cwds = cwds
-                .into_iter()
-                .map(|cwd| {
-                    let is_dir = cwd.is_dir();
-                    (cwd, is_dir)
-                })
-                .collect();
-            Roots { roots, cwds }
+            let dirs = cwds.into_iter().filter(|cwd| cwd.is_dir()).collect();
+            Roots { roots, dirs }
         })
         .await;
         looked_up.unwrap_or_else(|e| Roots {
             roots: asked.into_iter().map(|r| (r, Err(e.to_string()))).collect(),
             // Not looked up: each is reported as not a folder.
-            cwds: HashMap::new(),
+            dirs: HashSet::new(),
         })
     }
 
@@ -102,7 +96,7 @@ impl Roots {
 
     /// Whether the working folder `cwd` of a command template was found to be a folder.
     fn is_dir(&self, cwd: &Path) -> bool {
-        self.cwds.get(cwd).copied().unwrap_or(false)
+        self.dirs.contains(cwd)
     }
 }
 

@@ -815,6 +815,10 @@ fn a_subscribed_table_is_updated_when_the_database_changes() {
     );
 }
 
+/// A statement that never ends (one row, counted after an endless recursion).
+const ENDLESS: &str =
+    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) AS n FROM c";
+
 #[test]
 fn a_query_past_its_timeout_is_stopped_and_the_source_keeps_serving() {
     let f = Fixture::new();
@@ -822,11 +826,10 @@ fn a_query_past_its_timeout_is_stopped_and_the_source_keeps_serving() {
         &f.path("s.db"),
         "CREATE TABLE t (v); INSERT INTO t VALUES (1);",
     );
-    f.manifest(
+    f.manifest(&format!(
         "[sqlite.slow]\npath = \"s.db\"\ntimeout = \"300ms\"\n\n\
-         [sqlite.slow.queries.forever]\n\
-         sql = \"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) AS n FROM c\"\n",
-    );
+         [sqlite.slow.queries.forever]\nsql = \"{ENDLESS}\"\n"
+    ));
     let mut s = f.serve().started();
     for _ in 0..6 {
         let started = Instant::now();
@@ -870,11 +873,10 @@ fn cancelled_queries_are_interrupted_and_their_connections_closed() {
         &f.path("s.db"),
         "CREATE TABLE t (v); INSERT INTO t VALUES (1);",
     );
-    f.manifest(
+    f.manifest(&format!(
         "[sqlite.slow]\npath = \"s.db\"\ntimeout = \"120s\"\nwatch = false\n\n\
-         [sqlite.slow.queries.forever]\n\
-         sql = \"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) AS n FROM c\"\n",
-    );
+         [sqlite.slow.queries.forever]\nsql = \"{ENDLESS}\"\n"
+    ));
     let mut s = f.serve_process().started();
     let pid = s.child.as_ref().expect("a process").id();
     let db = std::fs::canonicalize(f.path("s.db")).expect("the database's path");
@@ -925,10 +927,7 @@ fn cancelled_queries_are_interrupted_and_their_connections_closed() {
 fn a_table_read_past_its_timeout_says_so() {
     let f = Fixture::new();
     // A view that never ends, in a database whose listing takes many steps to search.
-    let mut sql = String::from(
-        "CREATE VIEW forever AS WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) \
-         SELECT count(*) AS n FROM c;",
-    );
+    let mut sql = format!("CREATE VIEW forever AS {ENDLESS};");
     for i in 0..300 {
         sql.push_str(&format!("CREATE TABLE t{i} (v);"));
     }

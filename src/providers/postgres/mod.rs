@@ -579,8 +579,7 @@ impl PostgresSource {
                         if let Failure::Db(e) = &failure
                             && stale_plan(e)
                         {
-                            self.forget_plans();
-                            let _ = lease.conn().clear_cached_statements().await;
+                            self.forget_plans(lease.conn()).await;
                         }
                         lease.finish();
                         continue;
@@ -604,8 +603,7 @@ impl PostgresSource {
                 Err((Failure::Db(e), cached)) if !is_connection_error(&e) => {
                     let stale = stale_plan(&e);
                     if stale {
-                        self.forget_plans();
-                        let _ = lease.conn().clear_cached_statements().await;
+                        self.forget_plans(lease.conn()).await;
                     }
                     lease.finish();
                     if stale && cached && !retried {
@@ -724,10 +722,13 @@ impl PostgresSource {
         Ok((plan, false))
     }
 
-    fn forget_plans(&self) {
+    /// A plan no longer fits the database (a table changed under it): every plan is worked out
+    /// again, and the connection's prepared statements are dropped with them.
+    async fn forget_plans(&self, conn: &mut PgConnection) {
         if let Ok(mut plans) = self.plans.lock() {
             plans.clear();
         }
+        let _ = conn.clear_cached_statements().await;
     }
 
     fn limit(&self) -> usize {

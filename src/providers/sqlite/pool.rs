@@ -177,20 +177,25 @@ impl Pool {
             }
             Ok::<_, String>(Ran { result, timed_out })
         });
-        let joined = tokio::select! {
-            joined = &mut handle => joined,
-            () = tokio::time::sleep(self.timeout) => {
-                if opened.load(Ordering::Acquire) {
-                    // The query's own deadline stops it (within `PROGRESS_STEPS` steps).
-                    (&mut handle).await
-                } else {
-                    // SQLite's `open` is blocked: a FIFO was swapped in after the check.
-                    wake_fifo_reader(&self.path);
-                    return Err(RequestError::Refused(format!(
-                        "the database `{}` did not open within {} (`timeout`)",
-                        self.path.display(),
-                        crate::manifest::expand::format_duration(self.timeout)
-                    )));
+        // The query's own deadline stops it (within `PROGRESS_STEPS` steps): a timer is needed
+        // only while a connection is being opened, which SQLite's `open` may block.
+        let joined = if opened.load(Ordering::Acquire) {
+            handle.await
+        } else {
+            tokio::select! {
+                joined = &mut handle => joined,
+                () = tokio::time::sleep(self.timeout) => {
+                    if opened.load(Ordering::Acquire) {
+                        handle.await
+                    } else {
+                        // A FIFO was swapped in after the check.
+                        wake_fifo_reader(&self.path);
+                        return Err(RequestError::Refused(format!(
+                            "the database `{}` did not open within {} (`timeout`)",
+                            self.path.display(),
+                            crate::manifest::expand::format_duration(self.timeout)
+                        )));
+                    }
                 }
             }
         };
