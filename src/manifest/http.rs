@@ -9,8 +9,14 @@ use std::path::PathBuf;
 use super::Checker;
 use super::raw::{AuthKind, RawHttp, RawOAuth, Sp};
 
+/// `[server.http] max_sessions` when not written. A session costs 60–100 KiB (rmcp's channels
+/// and tasks): some 15–25 MiB when all are kept.
+pub const DEFAULT_MAX_SESSIONS: usize = 256;
+/// The largest `max_sessions` accepted.
+pub const MAX_MAX_SESSIONS: usize = 1_000_000;
+
 /// `[server.http]`, checked.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Http {
     /// Where `serve` listens when the manifest says so (`serve --http ADDR` overrides it).
     pub listen: Option<SocketAddr>,
@@ -19,6 +25,20 @@ pub struct Http {
     /// Host names (or `host:port`) accepted in `Host` besides the listen address; `*` is any.
     pub allowed_hosts: Vec<String>,
     pub auth: HttpAuth,
+    /// Handshake-era sessions kept at once; beyond, the one idle longest ends.
+    pub max_sessions: usize,
+}
+
+impl Default for Http {
+    fn default() -> Http {
+        Http {
+            listen: None,
+            allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
+            auth: HttpAuth::None,
+            max_sessions: DEFAULT_MAX_SESSIONS,
+        }
+    }
 }
 
 /// How HTTP requests are authenticated.
@@ -133,11 +153,26 @@ impl Checker<'_> {
                 Err(e) => self.err(host, e),
             }
         }
+        let max_sessions = match &h.max_sessions {
+            Some(n) if *n.get() == 0 || *n.get() > MAX_MAX_SESSIONS as u64 => {
+                self.err(
+                    n,
+                    format!(
+                        "`max_sessions` must be from 1 to {MAX_MAX_SESSIONS}, found {}",
+                        n.get()
+                    ),
+                );
+                DEFAULT_MAX_SESSIONS
+            }
+            Some(n) => usize::try_from(*n.get()).unwrap_or(DEFAULT_MAX_SESSIONS),
+            None => DEFAULT_MAX_SESSIONS,
+        };
         Http {
             listen,
             allowed_origins,
             allowed_hosts,
             auth,
+            max_sessions,
         }
     }
 

@@ -317,6 +317,10 @@ pub struct RawHttp {
     pub tokens: Option<Vec<Sp<String>>>,
     /// With `auth = "oauth"`: this server is an OAuth 2.1 resource server.
     pub oauth: Option<RawOAuth>,
+    /// Handshake-era sessions kept at once (default 256, at most 1000000). A new session beyond
+    /// it ends the one idle longest (no request in flight, no open stream); its client gets 404
+    /// and starts a new session. When every session is busy, `initialize` gets 503.
+    pub max_sessions: Option<Sp<u64>>,
 }
 
 /// How HTTP requests are authenticated.

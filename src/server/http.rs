@@ -116,6 +116,10 @@ pub(crate) async fn serve(
     let mut local = LocalSessionManager::default();
     local.session_config.keep_alive = Some(SESSION_IDLE);
     let factory_shared = shared.clone();
+    let sessions = Arc::new(Sessions {
+        inner: local,
+        live: Arc::new(Mutex::new(HashMap::new())),
+    });
     let service = StreamableHttpService::new(
         move || {
             Ok(Handler {
@@ -123,7 +127,7 @@ pub(crate) async fn serve(
                 shared: factory_shared.clone(),
             })
         },
-        Arc::new(Sessions { inner: local }),
+        sessions.clone(),
         config,
     );
 
@@ -136,6 +140,9 @@ pub(crate) async fn serve(
         in_flight: AtomicUsize::new(0),
         idle: tokio::sync::Notify::new(),
         per_session: Mutex::new(HashMap::new()),
+        sessions,
+        max_sessions: http.max_sessions,
+        room: Mutex::new((0, None)),
     });
     let app = Router::new()
         .route_service("/mcp", service)
@@ -255,8 +262,13 @@ struct Front {
     /// and `subscriptions/listen`, are not counted).
     in_flight: AtomicUsize,
     idle: tokio::sync::Notify,
-    /// Requests in flight per `Mcp-Session-Id`.
+    /// Requests in flight (and open GET streams) per `Mcp-Session-Id`.
     per_session: Mutex<HashMap<String, usize>>,
+    sessions: Arc<Sessions>,
+    /// `[server.http] max_sessions`.
+    max_sessions: usize,
+    /// Sessions ended to make room since the last warning, and when that was.
+    room: Mutex<(usize, Option<Instant>)>,
 }
 
 impl Front {
@@ -288,6 +300,55 @@ impl Front {
             if *n == 0 {
                 all.remove(session);
             }
+        }
+    }
+
+    /// Makes room for one more handshake-era session: while `max_sessions` are kept, the one
+    /// used longest ago that has no request in flight and no open stream ends (its client gets
+    /// 404 and starts a new session). False when every session is busy.
+    async fn make_room(&self) -> bool {
+        loop {
+            let victim = {
+                let mut live = lock(&self.sessions.live);
+                if live.len() < self.max_sessions {
+                    return true;
+                }
+                let busy = lock(&self.per_session);
+                let victim = live
+                    .iter()
+                    .filter(|(id, _)| !busy.contains_key(id.as_ref()))
+                    .min_by_key(|(_, used)| **used)
+                    .map(|(id, _)| id.clone());
+                match victim {
+                    Some(id) => {
+                        live.remove(&id);
+                        id
+                    }
+                    None => return false,
+                }
+            };
+            tracing::debug!("session {} ended to make room", short(&victim));
+            self.ended_for_room();
+            if let Err(e) = self.sessions.inner.close_session(&victim).await {
+                tracing::warn!("session {}: {e}", short(&victim));
+            }
+        }
+    }
+
+    /// Counts a session ended by `make_room`, and says so on stderr at most once a minute.
+    fn ended_for_room(&self) {
+        let mut room = lock(&self.room);
+        room.0 += 1;
+        if room
+            .1
+            .is_none_or(|t| t.elapsed() >= Duration::from_secs(60))
+        {
+            tracing::warn!(
+                "{} idle sessions ended to make room for new ones: {} are kept at most (`max_sessions` in [server.http]); their clients start new sessions when they come back",
+                room.0,
+                self.max_sessions
+            );
+            *room = (0, Some(Instant::now()));
         }
     }
 
@@ -513,6 +574,23 @@ async fn front_layer(State(front): State<Arc<Front>>, req: Request, next: Next) 
     let streams_only =
         method == Method::GET || entry.rpc.as_deref() == Some("subscriptions/listen");
     if method == Method::POST
+        && session.is_none()
+        && entry.rpc.as_deref() == Some("initialize")
+        && !front.make_room().await
+    {
+        let mut r = text_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &format!(
+                "Service Unavailable: all {} sessions (max_sessions) have requests in flight or open streams",
+                front.max_sessions
+            ),
+        );
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        return entry.finish(with_cors(r, cors));
+    }
+    // A session's requests and its GET stream mark it busy (never ended to make room).
+    if (method == Method::POST || method == Method::GET)
         && let Some(s) = &session
     {
         if !front.take_slot(s) {
@@ -686,9 +764,20 @@ pub(super) async fn unless_session_ends<T>(
     }
 }
 
-/// rmcp's in-memory sessions, with each session's transport wrapped so its end is seen at once.
+/// rmcp's in-memory sessions, with each session's transport wrapped so its end is seen at once,
+/// and when each was last used (for `Front::make_room`).
 struct Sessions {
     inner: LocalSessionManager,
+    /// The sessions alive, with when each was last used.
+    live: Arc<Mutex<HashMap<SessionId, Instant>>>,
+}
+
+impl Sessions {
+    fn touch(&self, id: &SessionId) {
+        if let Some(used) = lock(&self.live).get_mut(id) {
+            *used = Instant::now();
+        }
+    }
 }
 
 impl SessionManager for Sessions {
@@ -698,12 +787,14 @@ impl SessionManager for Sessions {
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
         let (id, transport) = self.inner.create_session().await?;
         tracing::debug!("session {} started", short(&id));
+        lock(&self.live).insert(id.clone(), Instant::now());
         let scoped = Scoped {
             inner: transport,
             scope: SessionScope {
                 ended: CancellationToken::new(),
             },
             id: id.clone(),
+            live: self.live.clone(),
         };
         Ok((id, scoped))
     }
@@ -713,6 +804,7 @@ impl SessionManager for Sessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<ServerJsonRpcMessage, Self::Error> {
+        self.touch(id);
         self.inner.initialize_session(id, message).await
     }
 
@@ -721,6 +813,7 @@ impl SessionManager for Sessions {
     }
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        lock(&self.live).remove(id);
         self.inner.close_session(id).await
     }
 
@@ -729,6 +822,7 @@ impl SessionManager for Sessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.touch(id);
         self.inner.create_stream(id, message).await
     }
 
@@ -737,6 +831,7 @@ impl SessionManager for Sessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<(), Self::Error> {
+        self.touch(id);
         self.inner.accept_message(id, message).await
     }
 
@@ -744,6 +839,7 @@ impl SessionManager for Sessions {
         &self,
         id: &SessionId,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.touch(id);
         self.inner.create_standalone_stream(id).await
     }
 
@@ -752,6 +848,7 @@ impl SessionManager for Sessions {
         id: &SessionId,
         last_event_id: String,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.touch(id);
         self.inner.resume(id, last_event_id).await
     }
 }
@@ -766,6 +863,8 @@ struct Scoped<T> {
     inner: T,
     scope: SessionScope,
     id: SessionId,
+    /// `Sessions::live`, which this session leaves when it ends.
+    live: Arc<Mutex<HashMap<SessionId, Instant>>>,
 }
 
 impl<T> Scoped<T> {
@@ -773,6 +872,7 @@ impl<T> Scoped<T> {
         if !self.scope.ended.is_cancelled() {
             tracing::debug!("session {} ended", short(&self.id));
             self.scope.ended.cancel();
+            lock(&self.live).remove(&self.id);
         }
     }
 }

@@ -826,6 +826,14 @@ tokens = [""]
         "[server.http]\nauth = \"oauth\"\n[server.http.oauth]\nissuer = \"https://a\"\naudience = \"https://m\"\njwks = \"http://example.com/jwks\"\n",
     );
     assert!(lines[0].contains("must be an https URL"), "{lines:?}");
+    for n in ["0", "1000001"] {
+        let lines = f.diagnose(&format!("[server.http]\nmax_sessions = {n}\n"));
+        assert_eq!(
+            lines[0],
+            format!("bad.toml:2:16: `max_sessions` must be from 1 to 1000000, found {n}"),
+            "{lines:?}"
+        );
+    }
 }
 
 #[test]
@@ -1181,6 +1189,107 @@ fn each_session_has_at_most_256_requests_in_flight() {
     for t in threads {
         let _ = t.join();
     }
+}
+
+/// One `initialize` on `agent`'s connection: the new session's id.
+fn initialize_on(agent: &ureq::Agent, url: &str) -> Reply {
+    let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "it", "version": "1"}}});
+    reply(
+        agent
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .send(body.to_string().as_bytes())
+            .expect("POST initialize"),
+    )
+}
+
+fn ping_status(s: &Legacy<'_>) -> u16 {
+    s.post(&json!({"jsonrpc": "2.0", "id": 9, "method": "ping"}), &[])
+        .status
+}
+
+#[test]
+fn beyond_max_sessions_the_session_idle_longest_ends() {
+    let f = fixture("[server.http]\nmax_sessions = 3\n");
+    let web = Web::start(&f, &[]);
+    // `a` listens on its GET stream: busy, so never ended to make room.
+    let a = Legacy::start(&web);
+    let _a_stream = a.notifications();
+    let b = Legacy::start(&web);
+    let c = Legacy::start(&web);
+    assert_eq!(ping_status(&b), 200);
+    // A fourth session ends the one used longest ago among those not busy: `c` (not `a`, the
+    // oldest, which listens; not `b`, used after `c`).
+    let d = Legacy::start(&web);
+    assert_eq!(ping_status(&c), 404, "the session idle longest ended");
+    web.wait_log("idle sessions ended to make room for new ones: 3 are kept at most");
+    let e = Legacy::start(&web);
+    assert_eq!(ping_status(&b), 404, "then the next idle longest");
+    assert_eq!(ping_status(&a), 200, "a listening session stays");
+    // Every session busy (`a`, `d` and `e` listen): a new one is refused, nothing ends.
+    let _d_stream = d.notifications();
+    let _e_stream = e.notifications();
+    let r = initialize_on(&agent(), &web.url("/mcp"));
+    assert_eq!(r.status, 503, "{}", r.text);
+    assert_eq!(r.header("retry-after"), Some("1"));
+    assert!(r.text.contains("max_sessions"), "{}", r.text);
+    for s in [&a, &d, &e] {
+        assert_eq!(ping_status(s), 200);
+    }
+    // A session that ends makes room.
+    assert_eq!(d.delete(), 204);
+    let g = Legacy::start(&web);
+    assert_eq!(ping_status(&g), 200);
+}
+
+#[test]
+fn a_client_that_never_ends_its_sessions_does_not_grow_the_server() {
+    // Each session costs rmcp some 60–100 KiB: 1 500 of them kept would be about 100 MiB.
+    let f = fixture("[server.http]\nmax_sessions = 16\n");
+    let web = Web::start(&f, &[]);
+    let url = web.url("/mcp");
+    let agent = agent();
+    let rss = || {
+        let text = std::fs::read_to_string(format!("/proc/{}/status", web.child.id()))
+            .expect("/proc status");
+        text.lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+            .expect("VmRSS")
+            * 1024
+    };
+    let mut ids = Vec::new();
+    for _ in 0..100 {
+        let r = initialize_on(&agent, &url);
+        assert_eq!(r.status, 200, "{}", r.text);
+        ids.push(r.header("mcp-session-id").expect("a session id").to_owned());
+    }
+    let before = rss();
+    for _ in 0..1_500 {
+        let r = initialize_on(&agent, &url);
+        assert_eq!(r.status, 200, "{}", r.text);
+        ids.push(r.header("mcp-session-id").expect("a session id").to_owned());
+    }
+    let grown = rss().saturating_sub(before);
+    assert!(
+        grown < 16 << 20,
+        "1 500 more sessions grew the server by {} MiB",
+        grown >> 20
+    );
+    let answers = |id: &str| {
+        let s = Legacy {
+            web: &web,
+            id: id.to_owned(),
+            next: 1,
+        };
+        ping_status(&s)
+    };
+    assert_eq!(answers(&ids[0]), 404);
+    assert_eq!(answers(&ids[ids.len() - 17]), 404);
+    assert_eq!(answers(&ids[ids.len() - 1]), 200);
 }
 
 #[test]
