@@ -54,6 +54,13 @@ use crate::registry::Registry;
 
 /// The largest request body (larger is 413).
 pub(crate) const MAX_BODY: usize = 4 * 1024 * 1024;
+/// Request bodies held at once, all connections together (bytes): a body is read only while
+/// the bytes it holds fit, so many clients sending large bodies wait (their connections are not
+/// read: TCP backpressure) instead of growing the server by 4 MiB each.
+const BODY_BUDGET: usize = 32 * 1024 * 1024;
+/// How long a request body may take to arrive (waiting for `BODY_BUDGET` included): a client
+/// that stalls in the middle of one gives back what it held (408).
+const BODY_TIMEOUT: Duration = Duration::from_secs(60);
 /// Requests one session may have in flight (as on stdio); more are 429.
 const SESSION_IN_FLIGHT: usize = 256;
 /// How long requests in flight may take to finish once SIGTERM arrived.
@@ -143,6 +150,7 @@ pub(crate) async fn serve(
         sessions,
         max_sessions: http.max_sessions,
         room: Mutex::new((0, None)),
+        bodies: Arc::new(tokio::sync::Semaphore::new(BODY_BUDGET)),
     });
     let app = Router::new()
         .route_service("/mcp", service)
@@ -269,6 +277,8 @@ struct Front {
     max_sessions: usize,
     /// Sessions ended to make room since the last warning, and when that was.
     room: Mutex<(usize, Option<Instant>)>,
+    /// `BODY_BUDGET`, one permit a byte of the bodies held.
+    bodies: Arc<tokio::sync::Semaphore>,
 }
 
 impl Front {
@@ -540,6 +550,9 @@ async fn front_layer(State(front): State<Arc<Front>>, req: Request, next: Next) 
         return entry.finish(with_cors(r, cors));
     }
     let (parts, body) = req.into_parts();
+    // The body's share of `BODY_BUDGET`, given back once rmcp has answered (or started the
+    // stream): the message it parsed lives as long.
+    let mut body_held = None;
     let body = if method == Method::POST {
         let declared = parts
             .headers
@@ -549,16 +562,32 @@ async fn front_layer(State(front): State<Arc<Front>>, req: Request, next: Next) 
         if declared.is_some_and(|n| n > MAX_BODY as u64) {
             return entry.finish(with_cors(too_large(), cors));
         }
-        let bytes = match http_body_util::Limited::new(body, MAX_BODY).collect().await {
-            Ok(b) => b.to_bytes(),
-            Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+        let read = tokio::time::timeout(BODY_TIMEOUT, read_body(&front.bodies, body, declared));
+        let bytes = match read.await {
+            Ok(Ok((bytes, held))) => {
+                body_held = Some(held);
+                bytes
+            }
+            Ok(Err(BodyError::TooLarge)) => {
                 return entry.finish(with_cors(too_large(), cors));
             }
-            Err(_) => {
+            Ok(Err(BodyError::Unreadable)) => {
                 return entry.finish(text_response(
                     StatusCode::BAD_REQUEST,
                     "Bad Request: the body could not be read",
                 ));
+            }
+            Err(_) => {
+                let mut r = text_response(
+                    StatusCode::REQUEST_TIMEOUT,
+                    &format!(
+                        "Request Timeout: the body did not arrive within {}s",
+                        BODY_TIMEOUT.as_secs()
+                    ),
+                );
+                r.headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                return entry.finish(with_cors(r, cors));
             }
         };
         entry.rpc = rpc_method(&bytes);
@@ -611,6 +640,7 @@ async fn front_layer(State(front): State<Arc<Front>>, req: Request, next: Next) 
         entry.counted = true;
     }
     let mut response = next.run(Request::from_parts(parts, body)).await;
+    drop(body_held);
     if method == Method::DELETE && response.status() == StatusCode::ACCEPTED {
         // rmcp says 202; a finished DELETE is 204 (what the official SDKs expect).
         *response.status_mut() = StatusCode::NO_CONTENT;
@@ -640,6 +670,38 @@ async fn admit_listen(shared: &Shared, body: &[u8]) -> Result<(), Response<Body>
             &json!({"jsonrpc": "2.0", "id": request["id"], "error": e}),
         )),
     }
+}
+
+enum BodyError {
+    TooLarge,
+    Unreadable,
+}
+
+/// Reads a request body of at most `MAX_BODY` bytes once `budget` has room for all of it (its
+/// declared length, or `MAX_BODY` when it has none; what a shorter body leaves is given back):
+/// all or nothing, so bodies half read never wait for each other. The permits come back when
+/// the returned one is dropped.
+async fn read_body(
+    budget: &Arc<tokio::sync::Semaphore>,
+    body: Body,
+    declared: Option<u64>,
+) -> Result<(Bytes, tokio::sync::OwnedSemaphorePermit), BodyError> {
+    // The caller refused declared lengths over MAX_BODY (which fits a u32).
+    let want = declared.map_or(MAX_BODY, |n| n.min(MAX_BODY as u64) as usize);
+    let mut held = budget
+        .clone()
+        .acquire_many_owned(want as u32)
+        .await
+        .map_err(|_| BodyError::Unreadable)?;
+    let bytes = match http_body_util::Limited::new(body, MAX_BODY).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => return Err(BodyError::TooLarge),
+        Err(_) => return Err(BodyError::Unreadable),
+    };
+    if bytes.len() < want {
+        drop(held.split(want - bytes.len()));
+    }
+    Ok((bytes, held))
 }
 
 fn too_large() -> Response<Body> {

@@ -1142,6 +1142,101 @@ fn bodies_over_four_mebibytes_are_413() {
 }
 
 #[test]
+fn many_large_bodies_at_once_wait_for_room_instead_of_growing_the_server() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let f = fixture("");
+    let web = Web::start(&f, &[]);
+    web.ok("tools/list", json!({}));
+    let rss = || {
+        let text = std::fs::read_to_string(format!("/proc/{}/status", web.child.id()))
+            .expect("/proc status");
+        text.lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+            .expect("VmRSS")
+            * 1024
+    };
+    let before = rss();
+    // 48 clients each send all but the last byte of a 4 MiB request (192 MiB in all): the
+    // server keeps at most its 32 MiB budget of them (and what its HTTP library has read ahead
+    // on a connection) and leaves the rest unread.
+    const CLIENTS: usize = 48;
+    const SIZE: usize = 4 * 1024 * 1024;
+    let request = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}}}})
+    .to_string();
+    let mut body = vec![b' '; SIZE - request.len()];
+    body.extend_from_slice(request.as_bytes());
+    let body = Arc::new(body);
+    let sent: Arc<Vec<AtomicUsize>> = Arc::new((0..CLIENTS).map(|_| AtomicUsize::new(0)).collect());
+    let mut sockets = Vec::new();
+    let mut go = Vec::new();
+    let mut writers = Vec::new();
+    for i in 0..CLIENTS {
+        let s = TcpStream::connect(&web.addr).expect("connect");
+        s.set_read_timeout(Some(TIMEOUT)).expect("read timeout");
+        let mut w = s.try_clone().expect("clone");
+        sockets.push(s);
+        let head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/list\r\nContent-Length: {SIZE}\r\n\r\n",
+            web.addr
+        );
+        let (finish, finishing) = channel::<bool>();
+        go.push(finish);
+        let (sent, body) = (sent.clone(), body.clone());
+        writers.push(std::thread::spawn(move || -> Option<String> {
+            w.write_all(head.as_bytes()).ok()?;
+            for piece in body[..SIZE - 1].chunks(64 * 1024) {
+                w.write_all(piece).ok()?;
+                sent[i].fetch_add(piece.len(), Ordering::SeqCst);
+            }
+            if !finishing.recv().ok()? {
+                return None;
+            }
+            w.write_all(&body[SIZE - 1..]).ok()?;
+            let mut status = String::new();
+            BufReader::new(w).read_line(&mut status).ok()?;
+            Some(status)
+        }));
+    }
+    // Until no client has sent anything for half a second (what the server reads, it has read).
+    let total = || sent.iter().map(|n| n.load(Ordering::SeqCst)).sum::<usize>();
+    let mut last = (total(), Instant::now());
+    while last.1.elapsed() < Duration::from_millis(500) && last.0 < CLIENTS * (SIZE - 1) {
+        std::thread::sleep(Duration::from_millis(20));
+        let now = total();
+        if now != last.0 {
+            last = (now, Instant::now());
+        }
+    }
+    let grown = rss().saturating_sub(before);
+    assert!(
+        grown < 128 << 20,
+        "{CLIENTS} bodies of 4 MiB grew the server by {} MiB",
+        grown >> 20
+    );
+    // Half the clients go away (giving their share back), the other half finish: every one of
+    // those is read and answered in turn (no body half read waits for another).
+    for (i, (s, finish)) in sockets.iter().zip(&go).enumerate() {
+        if i % 2 == 0 {
+            let _ = finish.send(true);
+        } else {
+            let _ = finish.send(false);
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        }
+    }
+    for (i, w) in writers.into_iter().enumerate() {
+        let status = w.join().expect("writer");
+        if i % 2 == 0 {
+            let status = status.unwrap_or_else(|| panic!("client {i} had no answer"));
+            assert!(status.starts_with("HTTP/1.1 200"), "client {i}: {status}");
+        }
+    }
+    web.ok("tools/list", json!({}));
+}
+
+#[test]
 fn each_session_has_at_most_256_requests_in_flight() {
     let f = fixture("");
     // All 256 calls must run at once to be in flight together.
