@@ -319,7 +319,8 @@ pub struct RawHttp {
     pub oauth: Option<RawOAuth>,
     /// Handshake-era sessions kept at once (default 256, at most 1000000). A new session beyond
     /// it ends the one idle longest (no request in flight, no open stream); its client gets 404
-    /// and starts a new session. When every session is busy, `initialize` gets 503.
+    /// and starts a new session. When every session is busy, `initialize` gets 503. It also
+    /// bounds the `subscriptions/listen` streams open at once (beyond, the oldest ends).
     pub max_sessions: Option<Sp<u64>>,
 }
 

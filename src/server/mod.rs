@@ -236,12 +236,15 @@ impl ServerHandler for Handler {
         let sink = cx.sink().clone();
         let id = sink.id().clone();
         self.session.add_listen(sink);
-        // The stream ends when the client cancels it or goes away, or when the server stops
-        // (then with its result).
+        let ticket = self.shared.listen_started();
+        // The stream ends when the client cancels it or goes away, or when the server stops or
+        // a newer stream needs its room (then with its result).
         tokio::select! {
             _ = cx.cancelled() => {}
             _ = self.shared.stopping.cancelled() => {}
+            _ = ticket.ended.cancelled() => {}
         }
+        drop(ticket);
         self.session.remove_listen(&id);
         Ok(())
     }

@@ -150,6 +150,33 @@ pub(crate) struct Shared {
     watching: tokio::sync::watch::Sender<bool>,
     /// Cancelled when the server stops: `subscriptions/listen` streams end with their result.
     pub stopping: CancellationToken,
+    /// The `subscriptions/listen` streams open, oldest first (see `Shared::listen_started`).
+    listening: Mutex<Listening>,
+}
+
+/// The open `subscriptions/listen` streams, each with what ends it, by when it started; at
+/// most `max` (`[server.http] max_sessions`): a stream costs rmcp some 60 KiB, and over HTTP
+/// nothing else bounds how many a client opens (each is a request without a session).
+struct Listening {
+    max: usize,
+    next: u64,
+    open: std::collections::BTreeMap<u64, CancellationToken>,
+    /// Streams ended to make room since the last warning, and when that was.
+    ended: (usize, Option<std::time::Instant>),
+}
+
+/// One open listen stream's place in `Shared::listening`, given back when dropped.
+pub(super) struct ListenTicket {
+    shared: Arc<Shared>,
+    id: u64,
+    /// Cancelled when a newer stream needs the room.
+    pub ended: CancellationToken,
+}
+
+impl Drop for ListenTicket {
+    fn drop(&mut self) {
+        lock(&self.shared.listening).open.remove(&self.id);
+    }
 }
 
 /// Notifications a session's outbox holds at most; more are dropped for that session.
@@ -191,7 +218,14 @@ pub(super) struct ListChanged {
 
 impl Shared {
     pub fn new(registry: Registry) -> Arc<Shared> {
+        let max = registry.manifest.server.http.max_sessions;
         Arc::new(Shared {
+            listening: Mutex::new(Listening {
+                max,
+                next: 0,
+                open: std::collections::BTreeMap::new(),
+                ended: (0, None),
+            }),
             snapshot: RwLock::new(Arc::new(Snapshot::new(Arc::new(registry)))),
             sessions: Mutex::new(Vec::new()),
             watching: tokio::sync::watch::Sender::new(false),
@@ -215,6 +249,41 @@ impl Shared {
         match self.snapshot.write() {
             Ok(mut s) => *s = snap,
             Err(poisoned) => *poisoned.into_inner() = snap,
+        }
+    }
+
+    /// A `subscriptions/listen` stream starts: while `max` are open, the oldest ends (with its
+    /// result, as when the server stops; its client may listen again), said on stderr at most
+    /// once a minute.
+    pub(super) fn listen_started(self: &Arc<Shared>) -> ListenTicket {
+        let ended = CancellationToken::new();
+        let mut l = lock(&self.listening);
+        while l.open.len() >= l.max.max(1) {
+            let Some((_, oldest)) = l.open.pop_first() else {
+                break;
+            };
+            oldest.cancel();
+            l.ended.0 += 1;
+            if l.ended
+                .1
+                .is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(60))
+            {
+                tracing::warn!(
+                    "{} subscriptions/listen streams ended to make room for new ones: {} are kept open at most (`max_sessions` in [server.http])",
+                    l.ended.0,
+                    l.max
+                );
+                l.ended = (0, Some(std::time::Instant::now()));
+            }
+        }
+        let id = l.next;
+        l.next += 1;
+        l.open.insert(id, ended.clone());
+        drop(l);
+        ListenTicket {
+            shared: self.clone(),
+            id,
+            ended,
         }
     }
 

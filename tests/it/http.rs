@@ -1341,6 +1341,29 @@ fn beyond_max_sessions_the_session_idle_longest_ends() {
 }
 
 #[test]
+fn beyond_max_sessions_the_oldest_listen_stream_ends() {
+    let f = fixture("[server.http]\nmax_sessions = 2\n");
+    let web = Web::start(&f, &[]);
+    let uri = f.uri("docs/a.md");
+    let subscriptions = json!({"resourceSubscriptions": [uri]});
+    let first = listen(&web, subscriptions.clone());
+    let second = listen(&web, subscriptions.clone());
+    let third = listen(&web, subscriptions);
+    // The oldest ends with its result (as when the server stops); the other two still hear.
+    let end = first.recv_timeout(TIMEOUT).expect("the oldest stream ends");
+    assert_eq!(end["id"], 7, "{end}");
+    assert!(end.get("result").is_some(), "{end}");
+    web.wait_log(
+        "1 subscriptions/listen streams ended to make room for new ones: 2 are kept open at most",
+    );
+    f.write("docs/a.md", "# A, edited\n");
+    for stream in [&second, &third] {
+        let updated = next_notification(stream, "notifications/resources/updated");
+        assert_eq!(updated["params"]["uri"], json!(uri));
+    }
+}
+
+#[test]
 fn a_client_that_never_ends_its_sessions_does_not_grow_the_server() {
     // Each session costs rmcp some 60–100 KiB: 1 500 of them kept would be about 100 MiB.
     let f = fixture("[server.http]\nmax_sessions = 16\n");
