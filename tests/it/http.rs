@@ -99,6 +99,17 @@ impl Web {
         Web { child, addr, log }
     }
 
+    /// The server's resident memory now (VmRSS), in bytes.
+    fn rss(&self) -> u64 {
+        let text = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .expect("/proc status");
+        text.lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+            .expect("VmRSS")
+            * 1024
+    }
+
     fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
     }
@@ -1147,16 +1158,7 @@ fn many_large_bodies_at_once_wait_for_room_instead_of_growing_the_server() {
     let f = fixture("");
     let web = Web::start(&f, &[]);
     web.ok("tools/list", json!({}));
-    let rss = || {
-        let text = std::fs::read_to_string(format!("/proc/{}/status", web.child.id()))
-            .expect("/proc status");
-        text.lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-            .expect("VmRSS")
-            * 1024
-    };
-    let before = rss();
+    let before = web.rss();
     // 48 clients each send all but the last byte of a 4 MiB request (192 MiB in all): the
     // server keeps at most its 32 MiB budget of them (and what its HTTP library has read ahead
     // on a connection) and leaves the rest unread.
@@ -1210,7 +1212,7 @@ fn many_large_bodies_at_once_wait_for_room_instead_of_growing_the_server() {
             last = (now, Instant::now());
         }
     }
-    let grown = rss().saturating_sub(before);
+    let grown = web.rss().saturating_sub(before);
     assert!(
         grown < 128 << 20,
         "{CLIENTS} bodies of 4 MiB grew the server by {} MiB",
@@ -1370,28 +1372,19 @@ fn a_client_that_never_ends_its_sessions_does_not_grow_the_server() {
     let web = Web::start(&f, &[]);
     let url = web.url("/mcp");
     let agent = agent();
-    let rss = || {
-        let text = std::fs::read_to_string(format!("/proc/{}/status", web.child.id()))
-            .expect("/proc status");
-        text.lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-            .expect("VmRSS")
-            * 1024
-    };
     let mut ids = Vec::new();
     for _ in 0..100 {
         let r = initialize_on(&agent, &url);
         assert_eq!(r.status, 200, "{}", r.text);
         ids.push(r.header("mcp-session-id").expect("a session id").to_owned());
     }
-    let before = rss();
+    let before = web.rss();
     for _ in 0..1_500 {
         let r = initialize_on(&agent, &url);
         assert_eq!(r.status, 200, "{}", r.text);
         ids.push(r.header("mcp-session-id").expect("a session id").to_owned());
     }
-    let grown = rss().saturating_sub(before);
+    let grown = web.rss().saturating_sub(before);
     assert!(
         grown < 16 << 20,
         "1 500 more sessions grew the server by {} MiB",
