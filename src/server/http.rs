@@ -47,7 +47,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::auth::Auth;
-use super::shared::{Shared, lock};
+use super::shared::{Shared, Throttled, lock};
 use super::{Handler, scopeguard};
 use crate::manifest::open_listen_refusal;
 use crate::registry::Registry;
@@ -149,7 +149,7 @@ pub(crate) async fn serve(
         per_session: Mutex::new(HashMap::new()),
         sessions,
         max_sessions: http.max_sessions,
-        room: Mutex::new((0, None)),
+        room: Mutex::new(Throttled::default()),
         bodies: Arc::new(tokio::sync::Semaphore::new(BODY_BUDGET)),
     });
     let app = Router::new()
@@ -275,8 +275,8 @@ struct Front {
     sessions: Arc<Sessions>,
     /// `[server.http] max_sessions`.
     max_sessions: usize,
-    /// Sessions ended to make room since the last warning, and when that was.
-    room: Mutex<(usize, Option<Instant>)>,
+    /// Sessions ended to make room.
+    room: Mutex<Throttled>,
     /// `BODY_BUDGET`, one permit a byte of the bodies held.
     bodies: Arc<tokio::sync::Semaphore>,
 }
@@ -338,27 +338,15 @@ impl Front {
                 }
             };
             tracing::debug!("session {} ended to make room", short(&victim));
-            self.ended_for_room();
+            if let Some(n) = lock(&self.room).count() {
+                tracing::warn!(
+                    "{n} idle sessions ended to make room for new ones: {} are kept at most (`max_sessions` in [server.http]); their clients start new sessions when they come back",
+                    self.max_sessions
+                );
+            }
             if let Err(e) = self.sessions.inner.close_session(&victim).await {
                 tracing::warn!("session {}: {e}", short(&victim));
             }
-        }
-    }
-
-    /// Counts a session ended by `make_room`, and says so on stderr at most once a minute.
-    fn ended_for_room(&self) {
-        let mut room = lock(&self.room);
-        room.0 += 1;
-        if room
-            .1
-            .is_none_or(|t| t.elapsed() >= Duration::from_secs(60))
-        {
-            tracing::warn!(
-                "{} idle sessions ended to make room for new ones: {} are kept at most (`max_sessions` in [server.http]); their clients start new sessions when they come back",
-                room.0,
-                self.max_sessions
-            );
-            *room = (0, Some(Instant::now()));
         }
     }
 

@@ -154,6 +154,30 @@ pub(crate) struct Shared {
     listening: Mutex<Listening>,
 }
 
+/// Counts what happened since it was last said, to say it on stderr at most once a minute.
+#[derive(Default)]
+pub(super) struct Throttled {
+    count: usize,
+    said: Option<std::time::Instant>,
+}
+
+impl Throttled {
+    /// Counts one more; the count to say now (since it was last said), or None within a
+    /// minute of the last time.
+    pub fn count(&mut self) -> Option<usize> {
+        self.count += 1;
+        if self
+            .said
+            .is_some_and(|t| t.elapsed() < std::time::Duration::from_secs(60))
+        {
+            return None;
+        }
+        let n = std::mem::take(&mut self.count);
+        self.said = Some(std::time::Instant::now());
+        Some(n)
+    }
+}
+
 /// The open `subscriptions/listen` streams, each with what ends it, by when it started; at
 /// most `max` (`[server.http] max_sessions`): a stream costs rmcp some 60 KiB, and over HTTP
 /// nothing else bounds how many a client opens (each is a request without a session).
@@ -161,8 +185,8 @@ struct Listening {
     max: usize,
     next: u64,
     open: std::collections::BTreeMap<u64, CancellationToken>,
-    /// Streams ended to make room since the last warning, and when that was.
-    ended: (usize, Option<std::time::Instant>),
+    /// Streams ended to make room.
+    ended: Throttled,
 }
 
 /// One open listen stream's place in `Shared::listening`, given back when dropped.
@@ -224,7 +248,7 @@ impl Shared {
                 max,
                 next: 0,
                 open: std::collections::BTreeMap::new(),
-                ended: (0, None),
+                ended: Throttled::default(),
             }),
             snapshot: RwLock::new(Arc::new(Snapshot::new(Arc::new(registry)))),
             sessions: Mutex::new(Vec::new()),
@@ -263,17 +287,11 @@ impl Shared {
                 break;
             };
             oldest.cancel();
-            l.ended.0 += 1;
-            if l.ended
-                .1
-                .is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(60))
-            {
+            if let Some(n) = l.ended.count() {
                 tracing::warn!(
-                    "{} subscriptions/listen streams ended to make room for new ones: {} are kept open at most (`max_sessions` in [server.http])",
-                    l.ended.0,
+                    "{n} subscriptions/listen streams ended to make room for new ones: {} are kept open at most (`max_sessions` in [server.http])",
                     l.max
                 );
-                l.ended = (0, Some(std::time::Instant::now()));
             }
         }
         let id = l.next;

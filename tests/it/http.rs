@@ -101,13 +101,7 @@ impl Web {
 
     /// The server's resident memory now (VmRSS), in bytes.
     fn rss(&self) -> u64 {
-        let text = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .expect("/proc status");
-        text.lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-            .expect("VmRSS")
-            * 1024
+        crate::support::proc_memory(self.child.id(), "VmRSS")
     }
 
     fn url(&self, path: &str) -> String {

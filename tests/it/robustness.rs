@@ -617,13 +617,7 @@ impl Raw {
     }
 
     fn status(&self, key: &str) -> u64 {
-        let text = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .expect("/proc status");
-        text.lines()
-            .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
-            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-            .map(|kib| kib * 1024)
-            .unwrap_or_else(|| panic!("no {key} in /proc status"))
+        crate::support::proc_memory(self.child.id(), key)
     }
 
     fn peak_rss(&self) -> u64 {

@@ -162,6 +162,16 @@ pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// A memory figure of process `pid` from `/proc/PID/status` (`VmRSS`, `VmHWM`, …), in bytes.
+pub fn proc_memory(pid: u32, key: &str) -> u64 {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
+    text.lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        .map(|kib| kib * 1024)
+        .unwrap_or_else(|| panic!("no {key} in /proc/{pid}/status"))
+}
+
 /// The binary serving MCP over pipes. Lines it writes are parsed as JSON; anything that is not
 /// JSON on stdout fails the test (stdout must carry only protocol messages).
 pub struct Server {

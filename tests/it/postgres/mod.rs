@@ -226,17 +226,6 @@ fn a_table_name_cut_by_postgres_reads_nothing() {
     }
 }
 
-/// Peak RSS (VmHWM) of the process `pid`, in bytes.
-fn peak_rss(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-        .expect("VmHWM")
-        * 1024
-}
-
 /// Megabyte table names that PostgreSQL would cut to an existing table's name are not found, and
 /// none of them is kept: they never become the text of a statement (which the plan cache and the
 /// connection's statement cache would each keep, one per name).
@@ -256,7 +245,7 @@ fn megabyte_table_names_are_not_found_and_not_kept() {
         let (code, message) = read_error(&mut s, &format!("postgres://crm/tables/{long}{i}{tail}"));
         assert_eq!(code, -32002, "{}", &message[..message.len().min(200)]);
     }
-    let peak = peak_rss(pid);
+    let peak = crate::support::proc_memory(pid, "VmHWM");
     assert!(peak < 64 << 20, "peak RSS {} MiB", peak >> 20);
     let v = read_json(&mut s, &format!("postgres://crm/tables/{long}"));
     assert_eq!(v["rows"], json!([{"v": 1}]));
