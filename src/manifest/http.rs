@@ -5,6 +5,7 @@
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
+use std::time::Duration;
 
 use super::Checker;
 use super::raw::{AuthKind, RawHttp, RawOAuth, Sp};
@@ -14,6 +15,16 @@ use super::raw::{AuthKind, RawHttp, RawOAuth, Sp};
 pub const DEFAULT_MAX_SESSIONS: usize = 256;
 /// The largest `max_sessions` accepted.
 pub const MAX_MAX_SESSIONS: usize = 1_000_000;
+/// `[server.http] max_connections` when not written.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+/// The largest `max_connections` accepted.
+pub const MAX_MAX_CONNECTIONS: usize = 1_000_000;
+/// `[server.http] idle_timeout` when not written: longer than nginx's upstream keepalive
+/// (60 s), so a proxy never sends a request on a connection the server is closing.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(75);
+/// The range `idle_timeout` must be in.
+const IDLE_TIMEOUT_RANGE: std::ops::RangeInclusive<Duration> =
+    Duration::from_millis(100)..=Duration::from_secs(3600);
 
 /// `[server.http]`, checked.
 #[derive(Debug, Clone)]
@@ -27,6 +38,11 @@ pub struct Http {
     pub auth: HttpAuth,
     /// Handshake-era sessions kept at once; beyond, the one idle longest ends.
     pub max_sessions: usize,
+    /// Connections served at once; beyond, new ones wait.
+    pub max_connections: usize,
+    /// How long a connection may stay idle (no request, a head or body not arriving, an
+    /// answer not taken).
+    pub idle_timeout: Duration,
 }
 
 impl Default for Http {
@@ -37,6 +53,8 @@ impl Default for Http {
             allowed_hosts: Vec::new(),
             auth: HttpAuth::None,
             max_sessions: DEFAULT_MAX_SESSIONS,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
         }
     }
 }
@@ -153,19 +171,31 @@ impl Checker<'_> {
                 Err(e) => self.err(host, e),
             }
         }
-        let max_sessions = match &h.max_sessions {
-            Some(n) if *n.get() == 0 || *n.get() > MAX_MAX_SESSIONS as u64 => {
+        let max_sessions = self.count_in(
+            &h.max_sessions,
+            "max_sessions",
+            MAX_MAX_SESSIONS,
+            DEFAULT_MAX_SESSIONS,
+        );
+        let max_connections = self.count_in(
+            &h.max_connections,
+            "max_connections",
+            MAX_MAX_CONNECTIONS,
+            DEFAULT_MAX_CONNECTIONS,
+        );
+        let idle_timeout = self.duration(&h.idle_timeout, DEFAULT_IDLE_TIMEOUT);
+        let idle_timeout = match &h.idle_timeout {
+            Some(sp) if !IDLE_TIMEOUT_RANGE.contains(&idle_timeout) => {
                 self.err(
-                    n,
+                    sp,
                     format!(
-                        "`max_sessions` must be from 1 to {MAX_MAX_SESSIONS}, found {}",
-                        n.get()
+                        "`idle_timeout` must be from 100ms to 1h, found \"{}\"",
+                        sp.get().0
                     ),
                 );
-                DEFAULT_MAX_SESSIONS
+                DEFAULT_IDLE_TIMEOUT
             }
-            Some(n) => usize::try_from(*n.get()).unwrap_or(DEFAULT_MAX_SESSIONS),
-            None => DEFAULT_MAX_SESSIONS,
+            _ => idle_timeout,
         };
         Http {
             listen,
@@ -173,6 +203,23 @@ impl Checker<'_> {
             allowed_hosts,
             auth,
             max_sessions,
+            max_connections,
+            idle_timeout,
+        }
+    }
+
+    /// A count of `[server.http]` from 1 to `max`, `default` when not written.
+    fn count_in(&mut self, v: &Option<Sp<u64>>, key: &str, max: usize, default: usize) -> usize {
+        match v {
+            Some(n) if *n.get() == 0 || *n.get() > max as u64 => {
+                self.err(
+                    n,
+                    format!("`{key}` must be from 1 to {max}, found {}", n.get()),
+                );
+                default
+            }
+            Some(n) => usize::try_from(*n.get()).unwrap_or(default),
+            None => default,
         }
     }
 

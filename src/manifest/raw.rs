@@ -322,6 +322,15 @@ pub struct RawHttp {
     /// and starts a new session. When every session is busy, `initialize` gets 503. It also
     /// bounds the `subscriptions/listen` streams open at once (beyond, the oldest ends).
     pub max_sessions: Option<Sp<u64>>,
+    /// Connections served at once (default 1024, at most 1000000; fewer when the descriptor
+    /// limit would leave under 256 for files, databases and tools). Beyond it, new connections
+    /// wait until one closes.
+    pub max_connections: Option<Sp<u64>>,
+    /// How long a connection may stay idle (no request begun, a request's head or body not
+    /// arriving, an answer not taken by its client) before it is closed (default "75s", from
+    /// "100ms" to "1h"): longer than nginx's upstream keepalive (60 s), so a proxy never reuses
+    /// a connection the server is closing.
+    pub idle_timeout: Option<Sp<DurationStr>>,
 }
 
 /// How HTTP requests are authenticated.

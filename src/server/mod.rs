@@ -263,7 +263,7 @@ impl ServerHandler for Handler {
         params: Option<PaginatedRequestParams>,
         cx: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        transport::reserve(&cx, transport::LIST_RESERVE).await;
+        reserve(&cx, transport::LIST_RESERVE).await;
         let snap = self.shared.snapshot();
         let cursor = params.as_ref().and_then(|p| p.cursor.as_deref());
         let (items, next) = snap
@@ -283,7 +283,7 @@ impl ServerHandler for Handler {
         params: Option<PaginatedRequestParams>,
         cx: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        transport::reserve(&cx, transport::LIST_RESERVE).await;
+        reserve(&cx, transport::LIST_RESERVE).await;
         let snap = self.shared.snapshot();
         let all = snap.registry.templates();
         let page = one_page(&snap, &cx, &params, &all, |t| {
@@ -303,7 +303,7 @@ impl ServerHandler for Handler {
         params: ReadResourceRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        transport::reserve(&cx, transport::READ_RESERVE).await;
+        reserve(&cx, transport::READ_RESERVE).await;
         let snap = self.shared.snapshot();
         let registry = &snap.registry;
         // A cancelled read stops here: dropping it kills a command template's process group
@@ -359,7 +359,7 @@ impl ServerHandler for Handler {
         params: Option<PaginatedRequestParams>,
         cx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        transport::reserve(&cx, transport::LIST_RESERVE).await;
+        reserve(&cx, transport::LIST_RESERVE).await;
         let snap = self.shared.snapshot();
         if snap.info.capabilities.tools.is_none() {
             return Err(ErrorData::method_not_found::<
@@ -384,7 +384,7 @@ impl ServerHandler for Handler {
                 rmcp::model::CallToolRequestMethod,
             >());
         }
-        transport::reserve(&cx, transport::TOOL_RESERVE).await;
+        reserve(&cx, transport::TOOL_RESERVE).await;
         let registry = &snap.registry;
         let args = params.arguments.unwrap_or_default();
         // rmcp cancels `cx.ct` on `notifications/cancelled` for this request (and when the
@@ -418,7 +418,7 @@ impl ServerHandler for Handler {
         params: Option<PaginatedRequestParams>,
         cx: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        transport::reserve(&cx, transport::LIST_RESERVE).await;
+        reserve(&cx, transport::LIST_RESERVE).await;
         let snap = self.shared.snapshot();
         if snap.info.capabilities.prompts.is_none() {
             return Err(ErrorData::method_not_found::<
@@ -444,7 +444,7 @@ impl ServerHandler for Handler {
             >());
         }
         // A prompt may embed resources.
-        transport::reserve(&cx, transport::READ_RESERVE).await;
+        reserve(&cx, transport::READ_RESERVE).await;
         let registry = &snap.registry;
         let args = params.arguments.unwrap_or_default();
         let rendered = http::unless_session_ends(&cx, registry.get_prompt(&params.name, &args))
@@ -471,6 +471,13 @@ impl ServerHandler for Handler {
 
 /// How long answers still being computed may take after stdin closes.
 const EOF_GRACE: Duration = Duration::from_millis(650);
+
+/// Reserves room for the answer of `cx`'s request before making it: in its stdio session's
+/// budget, or in the budget of HTTP answers (`http::answers`); waits while it is spent.
+async fn reserve(cx: &RequestContext<RoleServer>, bytes: usize) {
+    transport::reserve(cx, bytes).await;
+    http::reserve(cx, bytes).await;
+}
 
 /// Serves `registry` on stdin/stdout until stdin closes (or SIGTERM), then returns within ~1 s.
 pub(crate) async fn serve_stdio(registry: Registry) -> anyhow::Result<()> {

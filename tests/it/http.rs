@@ -125,6 +125,19 @@ impl Web {
         }
     }
 
+    /// Waits until `n` lines of stderr contain `text`.
+    fn wait_log_count(&self, text: &str, n: usize) {
+        let deadline = Instant::now() + TIMEOUT;
+        while self.log().matches(text).count() < n {
+            assert!(
+                Instant::now() < deadline,
+                "fewer than {n} `{text}` on stderr: {}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     fn terminate(&mut self) {
         // SAFETY: kill(2) on the pid of our own child.
         unsafe {
@@ -838,7 +851,23 @@ tokens = [""]
             format!("bad.toml:2:16: `max_sessions` must be from 1 to 1000000, found {n}"),
             "{lines:?}"
         );
+        let lines = f.diagnose(&format!("[server.http]\nmax_connections = {n}\n"));
+        assert_eq!(
+            lines[0],
+            format!("bad.toml:2:19: `max_connections` must be from 1 to 1000000, found {n}"),
+            "{lines:?}"
+        );
     }
+    for d in ["10ms", "2h"] {
+        let lines = f.diagnose(&format!("[server.http]\nidle_timeout = \"{d}\"\n"));
+        assert_eq!(
+            lines[0],
+            format!("bad.toml:2:16: `idle_timeout` must be from 100ms to 1h, found \"{d}\""),
+            "{lines:?}"
+        );
+    }
+    let lines = f.diagnose("[server.http]\nidle_timeout = \"soon\"\n");
+    assert!(lines[0].starts_with("bad.toml:2:16: "), "{lines:?}");
 }
 
 #[test]
@@ -1610,4 +1639,206 @@ fn a_jwks_url_is_cached_and_fetched_again_for_a_new_kid_at_most_every_ten_second
     assert_eq!(status(&stranger), 401);
     assert_eq!(status(&stranger), 401);
     assert_eq!(jwks.hits(), 2);
+}
+
+/// A connection whose receive buffer is as small as the kernel allows: a client that never
+/// reads takes almost nothing of an answer.
+fn tiny_window(addr: &str) -> TcpStream {
+    use std::os::fd::FromRawFd;
+    let target: std::net::SocketAddrV4 = addr.parse().expect("an IPv4 address");
+    // SAFETY: a socket made, configured and connected here, then owned by the TcpStream.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+        let size: libc::c_int = 4096;
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&size as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+        let sa = libc::sockaddr_in {
+            sin_family: libc::AF_INET as libc::sa_family_t,
+            sin_port: target.port().to_be(),
+            sin_addr: libc::in_addr {
+                s_addr: u32::from(*target.ip()).to_be(),
+            },
+            sin_zero: [0; 8],
+        };
+        let r = libc::connect(
+            fd,
+            (&sa as *const libc::sockaddr_in).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        );
+        assert_eq!(r, 0, "connect: {}", std::io::Error::last_os_error());
+        TcpStream::from_raw_fd(fd)
+    }
+}
+
+/// A raw 2026-07-28 `resources/read` of `uri`.
+fn raw_read(addr: &str, uri: &str) -> String {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {
+        "uri": uri, "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}}}})
+    .to_string();
+    format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Protocol-Version: 2026-07-28\r\nMcp-Method: resources/read\r\nMcp-Name: {uri}\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+#[test]
+fn clients_that_never_read_their_answers_do_not_grow_the_server() {
+    let f = fixture("[server.http]\nidle_timeout = \"1s\"\n");
+    // A 4 MiB file: each answer weighs a little more.
+    let big = "0123456789abcde\n".repeat(256 * 1024);
+    f.write("docs/big.txt", &big);
+    let uri = f.uri("docs/big.txt");
+    let web = Web::start(&f, &[]);
+    web.ok("tools/list", json!({}));
+    let before = web.rss();
+    // 48 clients ask for it and never read (48 answers held would be some 200 MiB).
+    let request = raw_read(&web.addr, &uri);
+    let stalled: Vec<TcpStream> = (0..48)
+        .map(|_| {
+            let mut s = tiny_window(&web.addr);
+            s.write_all(request.as_bytes()).expect("write");
+            s
+        })
+        .collect();
+    // A client that reads waits its turn behind them: the answers held at once are bounded,
+    // and each stalled client is dropped after `idle_timeout` without taking anything, which
+    // gives its room back.
+    let r = web.ok("resources/read", json!({"uri": uri}));
+    assert_eq!(
+        r["contents"][0]["text"].as_str().map(str::len),
+        Some(big.len())
+    );
+    let peak = crate::support::proc_memory(web.child.id(), "VmHWM");
+    assert!(
+        peak.saturating_sub(before) < 96 << 20,
+        "48 answers never read grew the server by {} MiB at their peak",
+        peak.saturating_sub(before) >> 20
+    );
+    // Every stalled client is cut off, said once.
+    web.wait_log_count("resources/read session=none status=200", stalled.len() + 1);
+    web.wait_log_count("(not all sent)", stalled.len());
+    web.wait_log("connections closed: their clients took none of an answer for 1s");
+    drop(stalled);
+}
+
+/// Reads one HTTP answer's status line on `s` (the rest is left unread).
+fn status_line(s: &mut TcpStream) -> std::io::Result<String> {
+    let mut line = Vec::new();
+    let mut byte = [0u8; 1];
+    while !line.ends_with(b"\r\n") {
+        if s.read(&mut byte)? == 0 {
+            break;
+        }
+        line.push(byte[0]);
+    }
+    Ok(String::from_utf8_lossy(&line).trim().to_owned())
+}
+
+#[test]
+fn beyond_max_connections_new_connections_wait_until_one_closes() {
+    let f = fixture("[server.http]\nmax_connections = 2\n");
+    let web = Web::start(&f, &[]);
+    let healthz = format!("GET /healthz HTTP/1.1\r\nHost: {}\r\n\r\n", web.addr);
+    let open = || {
+        let mut s = TcpStream::connect(&web.addr).expect("connect");
+        s.write_all(healthz.as_bytes()).expect("write");
+        s
+    };
+    let mut first = open();
+    let mut second = open();
+    for s in [&mut first, &mut second] {
+        s.set_read_timeout(Some(TIMEOUT)).expect("timeout");
+        assert_eq!(status_line(s).expect("an answer"), "HTTP/1.1 200 OK");
+    }
+    // A third is not served while both stay open (kept alive, idle)…
+    let mut third = open();
+    third
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .expect("timeout");
+    let early = status_line(&mut third);
+    assert!(early.is_err(), "a third connection was served: {early:?}");
+    web.wait_log("2 connections open, the most served at once");
+    // …and is as soon as one closes.
+    drop(first);
+    third.set_read_timeout(Some(TIMEOUT)).expect("timeout");
+    assert_eq!(
+        status_line(&mut third).expect("an answer"),
+        "HTTP/1.1 200 OK"
+    );
+}
+
+#[test]
+fn idle_connections_and_slow_request_heads_are_closed_but_long_requests_are_not() {
+    let f = fixture("[server.http]\nidle_timeout = \"300ms\"\n");
+    let web = Web::start(&f, &[]);
+    let closed = |mut s: TcpStream| {
+        s.set_read_timeout(Some(TIMEOUT)).expect("timeout");
+        let mut got = Vec::new();
+        let r = s.read_to_end(&mut got);
+        assert!(r.is_ok(), "not closed: {r:?}");
+        String::from_utf8_lossy(&got).into_owned()
+    };
+    // A connection that never sends anything.
+    closed(TcpStream::connect(&web.addr).expect("connect"));
+    // A kept-alive connection after its answer.
+    let mut used = TcpStream::connect(&web.addr).expect("connect");
+    let healthz = format!("GET /healthz HTTP/1.1\r\nHost: {}\r\n\r\n", web.addr);
+    used.write_all(healthz.as_bytes()).expect("write");
+    assert!(closed(used).starts_with("HTTP/1.1 200 OK"));
+    // A request head that never ends.
+    let mut slow = TcpStream::connect(&web.addr).expect("connect");
+    slow.write_all(format!("GET /healthz HTTP/1.1\r\nHost: {}\r\n", web.addr).as_bytes())
+        .expect("write");
+    assert!(!closed(slow).contains("200 OK"));
+    // A call that runs longer than the idle timeout has its answer, and a stream that carries
+    // nothing for longer stays open.
+    let uri = f.uri("docs/a.md");
+    let listening = listen(&web, json!({"resourceSubscriptions": [uri]}));
+    let pidfile = f.path("slow.pid");
+    let r = web.ok(
+        "tools/call",
+        json!({"name": "slow", "arguments": {"pidfile": pidfile, "secs": "1"}}),
+    );
+    assert_eq!(r["isError"], false, "{r}");
+    f.write("docs/a.md", "# A, edited\n");
+    let updated = next_notification(&listening, "notifications/resources/updated");
+    assert_eq!(updated["params"]["uri"], json!(uri));
+}
+
+#[test]
+fn a_request_head_over_64_kib_is_refused() {
+    let f = fixture("");
+    let web = Web::start(&f, &[]);
+    let head = format!(
+        "GET /healthz HTTP/1.1\r\nHost: {}\r\nX-Padding: {}\r\n\r\n",
+        web.addr,
+        "a".repeat(100 * 1024)
+    );
+    let mut s = TcpStream::connect(&web.addr).expect("connect");
+    s.set_read_timeout(Some(TIMEOUT)).expect("timeout");
+    // The server may close before it has read all of it: a failed write or a reset is a refusal.
+    let _ = s.write_all(head.as_bytes());
+    let mut got = Vec::new();
+    let _ = s.read_to_end(&mut got);
+    let got = String::from_utf8_lossy(&got);
+    assert!(
+        got.is_empty() || got.starts_with("HTTP/1.1 431"),
+        "a 100 KiB head was served: {got}"
+    );
+    let (status, _) = raw(
+        &web.addr,
+        &format!(
+            "GET /healthz HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            web.addr
+        ),
+    );
+    assert_eq!(status, 200);
 }

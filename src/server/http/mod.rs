@@ -46,6 +46,9 @@ use rmcp::transport::streamable_http_server::{
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+mod answers;
+mod conns;
+
 use super::auth::Auth;
 use super::shared::{Shared, Throttled, lock};
 use super::{Handler, scopeguard};
@@ -58,9 +61,6 @@ pub(crate) const MAX_BODY: usize = 4 * 1024 * 1024;
 /// the bytes it holds fit, so many clients sending large bodies wait (their connections are not
 /// read: TCP backpressure) instead of growing the server by 4 MiB each.
 const BODY_BUDGET: usize = 32 * 1024 * 1024;
-/// How long a request body may take to arrive (waiting for `BODY_BUDGET` included): a client
-/// that stalls in the middle of one gives back what it held (408).
-const BODY_TIMEOUT: Duration = Duration::from_secs(60);
 /// Requests one session may have in flight (as on stdio); more are 429.
 const SESSION_IN_FLIGHT: usize = 256;
 /// How long requests in flight may take to finish once SIGTERM arrived.
@@ -151,6 +151,8 @@ pub(crate) async fn serve(
         max_sessions: http.max_sessions,
         room: Mutex::new(Throttled::default()),
         bodies: Arc::new(tokio::sync::Semaphore::new(BODY_BUDGET)),
+        body_timeout: http.idle_timeout,
+        answers: answers::Budget::new(answers::ANSWER_BUDGET),
     });
     let app = Router::new()
         .route_service("/mcp", service)
@@ -165,20 +167,18 @@ pub(crate) async fn serve(
         .with_state(front.clone());
 
     ready(bound, front.auth.name());
-    let accepting = front.draining.clone();
-    let server = tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(accepting.cancelled_owned())
-            .await
-    });
+    let cap = conns::connection_cap(http.max_connections);
+    let server = tokio::spawn(conns::serve(
+        listener,
+        app,
+        cap,
+        http.idle_timeout,
+        front.draining.clone(),
+    ));
     let mut server = std::pin::pin!(server);
     tokio::select! {
         r = &mut server => {
-            return match r {
-                Ok(Ok(())) => Ok(()),
-                Ok(Err(e)) => Err(anyhow::anyhow!("the HTTP server failed: {e}")),
-                Err(e) => Err(anyhow::anyhow!("the HTTP server failed: {e}")),
-            };
+            return r.map_err(|e| anyhow::anyhow!("the HTTP server failed: {e}"));
         }
         _ = shutdown => {}
     }
@@ -279,6 +279,12 @@ struct Front {
     room: Mutex<Throttled>,
     /// `BODY_BUDGET`, one permit a byte of the bodies held.
     bodies: Arc<tokio::sync::Semaphore>,
+    /// How long a request body may take to arrive (waiting for `BODY_BUDGET` included): a
+    /// client that stalls in the middle of one gives back what it held (408).
+    /// `[server.http] idle_timeout`.
+    body_timeout: Duration,
+    /// The room answers take, all requests together.
+    answers: Arc<answers::Budget>,
 }
 
 impl Front {
@@ -396,6 +402,10 @@ struct Entry {
     counted: bool,
     /// Holds one of its session's slots.
     slot: Option<String>,
+    /// Its answer's share of the budget of answers.
+    answer: Option<answers::Answer>,
+    /// Its response's body began and did not reach its end (the connection went away).
+    cut: bool,
 }
 
 impl Entry {
@@ -412,7 +422,9 @@ impl Entry {
         let body = std::mem::take(response.body_mut());
         *response.body_mut() = Body::new(Watched {
             inner: body,
-            _entry: self,
+            rest: Bytes::new(),
+            ended: false,
+            entry: self,
         });
         response
     }
@@ -426,6 +438,9 @@ impl Drop for Entry {
         if let Some(s) = &self.slot {
             self.front.give_slot(s);
         }
+        if let Some(a) = &self.answer {
+            a.done();
+        }
         // A session id gives access to the session: only its start is logged.
         let session = match &self.session {
             Some(s) => s.chars().take(8).collect::<String>(),
@@ -433,21 +448,36 @@ impl Drop for Entry {
         };
         tracing::info!(
             target: "mcp_manifest::access",
-            "{} {} {} session={} status={} {:.1}ms",
+            "{} {} {} session={} status={} {:.1}ms{}",
             self.method,
             self.path,
             self.rpc.as_deref().unwrap_or("-"),
             session,
             self.status,
-            self.start.elapsed().as_secs_f64() * 1000.0
+            self.start.elapsed().as_secs_f64() * 1000.0,
+            if self.cut { " (not all sent)" } else { "" }
         );
     }
 }
 
-/// A response body that drops its `Entry` when it ends.
+/// A response body that drops its `Entry` when it ends. It hands hyper its data
+/// [`conns::READ_AHEAD`] bytes at a time, so hyper takes the next piece only once the client
+/// took the last: the `Entry` (and the answer's share of the budget) lives until nearly all of
+/// the answer has been sent, not just until hyper queued it.
 struct Watched {
     inner: Body,
-    _entry: Entry,
+    /// What hyper has not taken yet of the last data frame.
+    rest: Bytes,
+    /// The body said it ended.
+    ended: bool,
+    entry: Entry,
+}
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        let finished = self.ended || (self.rest.is_empty() && self.inner.is_end_stream());
+        self.entry.cut = !finished;
+    }
 }
 
 impl HttpBody for Watched {
@@ -458,15 +488,36 @@ impl HttpBody for Watched {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
-        Pin::new(&mut self.inner).poll_frame(cx)
+        if self.rest.is_empty() {
+            match std::task::ready!(Pin::new(&mut self.inner).poll_frame(cx)) {
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(data) => self.rest = data,
+                    Err(frame) => return Poll::Ready(Some(Ok(frame))),
+                },
+                None => {
+                    self.ended = true;
+                    return Poll::Ready(None);
+                }
+                Some(Err(e)) => return Poll::Ready(Some(Err(e))),
+            }
+        }
+        let n = self.rest.len().min(conns::READ_AHEAD);
+        Poll::Ready(Some(Ok(http_body::Frame::data(self.rest.split_to(n)))))
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
+        self.rest.is_empty() && self.inner.is_end_stream()
     }
 
     fn size_hint(&self) -> http_body::SizeHint {
-        self.inner.size_hint()
+        let inner = self.inner.size_hint();
+        let rest = self.rest.len() as u64;
+        let mut hint = http_body::SizeHint::new();
+        hint.set_lower(inner.lower() + rest);
+        if let Some(upper) = inner.upper() {
+            hint.set_upper(upper + rest);
+        }
+        hint
     }
 }
 
@@ -515,6 +566,8 @@ async fn front_layer(State(front): State<Arc<Front>>, req: Request, next: Next) 
         status: 0,
         counted: false,
         slot: None,
+        answer: None,
+        cut: false,
     };
     let cors = front.allowed_origin(req.headers()).cloned();
     if path != "/mcp" {
@@ -550,7 +603,8 @@ async fn front_layer(State(front): State<Arc<Front>>, req: Request, next: Next) 
         if declared.is_some_and(|n| n > MAX_BODY as u64) {
             return entry.finish(with_cors(too_large(), cors));
         }
-        let read = tokio::time::timeout(BODY_TIMEOUT, read_body(&front.bodies, body, declared));
+        let read =
+            tokio::time::timeout(front.body_timeout, read_body(&front.bodies, body, declared));
         let bytes = match read.await {
             Ok(Ok((bytes, held))) => {
                 body_held = Some(held);
@@ -570,7 +624,7 @@ async fn front_layer(State(front): State<Arc<Front>>, req: Request, next: Next) 
                     StatusCode::REQUEST_TIMEOUT,
                     &format!(
                         "Request Timeout: the body did not arrive within {}s",
-                        BODY_TIMEOUT.as_secs()
+                        front.body_timeout.as_secs_f64()
                     ),
                 );
                 r.headers_mut()
@@ -627,8 +681,21 @@ async fn front_layer(State(front): State<Arc<Front>>, req: Request, next: Next) 
         front.in_flight.fetch_add(1, Ordering::SeqCst);
         entry.counted = true;
     }
+    let mut parts = parts;
+    if !streams_only {
+        let answer = answers::Answer::new(&front.answers);
+        parts.extensions.insert(answer.clone());
+        entry.answer = Some(answer);
+    }
     let mut response = next.run(Request::from_parts(parts, body)).await;
     drop(body_held);
+    // The answer is made: it holds what it weighs until it has been sent.
+    if let Some(a) = &entry.answer {
+        match response.body().size_hint().exact() {
+            Some(n) => a.settle(usize::try_from(n).unwrap_or(usize::MAX)),
+            None => a.done(),
+        }
+    }
     if method == Method::DELETE && response.status() == StatusCode::ACCEPTED {
         // rmcp says 202; a finished DELETE is 204 (what the official SDKs expect).
         *response.status_mut() = StatusCode::NO_CONTENT;
@@ -811,6 +878,18 @@ pub(super) async fn unless_session_ends<T>(
         biased;
         _ = ended.cancelled() => Err(ErrorData::internal_error("the session ended", None)),
         r = work => Ok(r),
+    }
+}
+
+/// Reserves `bytes` of the budget of HTTP answers for the request of `cx` (see `answers`);
+/// returns at once for a request that did not come over HTTP.
+pub(super) async fn reserve(cx: &RequestContext<RoleServer>, bytes: usize) {
+    let answer = cx
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|p| p.extensions.get::<answers::Answer>());
+    if let Some(a) = answer {
+        a.reserve(bytes).await;
     }
 }
 

@@ -1,0 +1,287 @@
+//! The bytes HTTP answers may hold at once, all clients together ([`ANSWER_BUDGET`]): what
+//! stdio's per-session budget (`transport::reserve`) is for one client, for the many clients of
+//! `serve --http`. A client that asks for large answers and never reads them would otherwise
+//! hold each one in the server until its connection closes (200 connections each reading a
+//! 5 MiB file and never taking the answer: 1.1 GiB).
+//!
+//! A request that may produce a large answer reserves before it starts (`super::super::reserve`,
+//! the same call sites as on stdio); reservations wait, in order, while the answers held
+//! exceed the budget. When the answer is made its reservation becomes its exact size (it may go
+//! over: an answer already made is never held back, so nothing holds room while it waits for
+//! more), and the room comes back when the answer has been sent, or its connection dropped (a
+//! connection whose client takes nothing for `idle_timeout` is dropped: `conns.rs`).
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use crate::server::shared::lock;
+
+/// Answers held at once, all connections together (bytes).
+pub(super) const ANSWER_BUDGET: usize = 32 * 1024 * 1024;
+
+/// The room answers take, shared by every request.
+pub(super) struct Budget {
+    cap: usize,
+    st: Mutex<State>,
+}
+
+struct State {
+    used: usize,
+    next: u64,
+    /// Reservations waiting, in order.
+    queue: VecDeque<Waiter>,
+}
+
+struct Waiter {
+    id: u64,
+    need: usize,
+    tx: tokio::sync::oneshot::Sender<()>,
+}
+
+impl Budget {
+    pub(super) fn new(cap: usize) -> Arc<Budget> {
+        Arc::new(Budget {
+            cap,
+            st: Mutex::new(State {
+                used: 0,
+                next: 0,
+                queue: VecDeque::new(),
+            }),
+        })
+    }
+
+    /// Grants waiting reservations, in order, while they fit (the first always fits when
+    /// nothing is held).
+    fn grant(st: &mut State, cap: usize) {
+        while let Some(w) = st.queue.front() {
+            if st.used > 0 && st.used + w.need > cap {
+                return;
+            }
+            let w = st.queue.pop_front().expect("a front");
+            st.used += w.need;
+            if w.tx.send(()).is_err() {
+                // Its request went away meanwhile.
+                st.used -= w.need;
+            }
+        }
+    }
+
+    /// Takes `need` bytes (at most the budget), waiting behind earlier reservations while
+    /// they do not fit. Dropping the future gives up its place (or what it was granted).
+    async fn take(self: &Arc<Budget>, need: usize) -> usize {
+        let need = need.min(self.cap);
+        let (id, rx) = {
+            let mut st = lock(&self.st);
+            if st.queue.is_empty() && (st.used == 0 || st.used + need <= self.cap) {
+                st.used += need;
+                return need;
+            }
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            let id = st.next;
+            st.next += 1;
+            st.queue.push_back(Waiter { id, need, tx });
+            (id, rx)
+        };
+        let mut place = Place {
+            budget: self,
+            id,
+            need,
+            rx: Some(rx),
+        };
+        let rx = place.rx.as_mut().expect("set above");
+        // The sender lives in the queue until it is granted: an error cannot happen while
+        // `place` is alive, but if it did the room was never taken.
+        let granted = rx.await.is_ok();
+        place.rx = None;
+        if granted { need } else { 0 }
+    }
+
+    fn give(&self, bytes: usize) {
+        if bytes == 0 {
+            return;
+        }
+        let mut st = lock(&self.st);
+        st.used = st.used.saturating_sub(bytes);
+        Budget::grant(&mut st, self.cap);
+    }
+
+    fn add(&self, bytes: usize) {
+        lock(&self.st).used += bytes;
+    }
+
+    /// Bytes held now.
+    #[cfg(test)]
+    fn used(&self) -> usize {
+        lock(&self.st).used
+    }
+}
+
+/// A place in the queue; dropped before it was granted, it leaves the queue (or gives back
+/// what was granted in the meantime) and lets the next one in.
+struct Place<'a> {
+    budget: &'a Arc<Budget>,
+    id: u64,
+    need: usize,
+    rx: Option<tokio::sync::oneshot::Receiver<()>>,
+}
+
+impl Drop for Place<'_> {
+    fn drop(&mut self) {
+        let Some(mut rx) = self.rx.take() else {
+            return;
+        };
+        let mut st = lock(&self.budget.st);
+        if let Some(at) = st.queue.iter().position(|w| w.id == self.id) {
+            st.queue.remove(at);
+        } else if rx.try_recv().is_ok() {
+            st.used = st.used.saturating_sub(self.need);
+        }
+        Budget::grant(&mut st, self.budget.cap);
+    }
+}
+
+/// One request's share of the budget, put in its extensions by the front (and so in rmcp's
+/// `http::request::Parts`, where handlers find it); given back when its answer has been sent.
+#[derive(Clone)]
+pub(crate) struct Answer(Arc<Share>);
+
+struct Share {
+    budget: Arc<Budget>,
+    held: Mutex<Held>,
+}
+
+#[derive(Clone, Copy)]
+enum Held {
+    Bytes(usize),
+    /// The answer was sent (or dropped): nothing more is taken.
+    Done,
+}
+
+impl Answer {
+    pub(super) fn new(budget: &Arc<Budget>) -> Answer {
+        Answer(Arc::new(Share {
+            budget: budget.clone(),
+            held: Mutex::new(Held::Bytes(0)),
+        }))
+    }
+
+    /// Reserves `bytes` for the answer being made, waiting while the budget is spent. A
+    /// request that already holds room takes more without waiting (it never holds room while
+    /// it waits).
+    pub(crate) async fn reserve(&self, bytes: usize) {
+        let holds = match *lock(&self.0.held) {
+            Held::Done => return,
+            Held::Bytes(n) => n,
+        };
+        let got = if holds > 0 {
+            self.0.budget.add(bytes);
+            bytes
+        } else {
+            self.0.budget.take(bytes).await
+        };
+        let mut held = lock(&self.0.held);
+        match &mut *held {
+            Held::Bytes(n) => *n += got,
+            // Sent while this waited (the request went away): give it back.
+            Held::Done => self.0.budget.give(got),
+        }
+    }
+
+    /// The answer is made and weighs `bytes`: that is what it holds until it is sent.
+    pub(super) fn settle(&self, bytes: usize) {
+        let mut held = lock(&self.0.held);
+        if let Held::Bytes(n) = &mut *held {
+            if bytes > *n {
+                self.0.budget.add(bytes - *n);
+            } else {
+                self.0.budget.give(*n - bytes);
+            }
+            *n = bytes;
+        }
+    }
+
+    /// The answer was sent, or its request dropped: its room comes back.
+    pub(super) fn done(&self) {
+        let mut held = lock(&self.0.held);
+        if let Held::Bytes(n) = std::mem::replace(&mut *held, Held::Done) {
+            self.0.budget.give(n);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::future::Future;
+    use std::pin::Pin;
+
+    /// Polls `f` once: whether it is still waiting.
+    fn pending<F: Future>(f: Pin<&mut F>) -> bool {
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        f.poll(&mut cx).is_pending()
+    }
+
+    #[tokio::test]
+    async fn reservations_wait_in_order_and_settle_to_the_answer() {
+        let b = Budget::new(100);
+        let first = Answer::new(&b);
+        first.reserve(60).await;
+        let second = Answer::new(&b);
+        let third = Answer::new(&b);
+        let mut s = Box::pin(second.reserve(60));
+        assert!(pending(s.as_mut()), "60 + 60 > 100");
+        // A small one behind it waits too (in order), though it would fit.
+        let mut t = Box::pin(third.reserve(10));
+        assert!(pending(t.as_mut()));
+        // The first answer weighs 30: the second fits now, then the third.
+        first.settle(30);
+        s.await;
+        t.await;
+        assert_eq!(b.used(), 100);
+        // An answer may weigh more than it reserved: it is counted, not held back.
+        second.settle(200);
+        assert_eq!(b.used(), 240);
+        let fourth = Answer::new(&b);
+        let mut f = Box::pin(fourth.reserve(1));
+        assert!(pending(f.as_mut()));
+        for a in [&first, &second, &third] {
+            a.done();
+        }
+        f.await;
+        assert_eq!(b.used(), 1);
+        fourth.done();
+        assert_eq!(b.used(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_reservation_given_up_while_waiting_leaves_no_trace() {
+        let b = Budget::new(100);
+        let first = Answer::new(&b);
+        first.reserve(100).await;
+        let second = Answer::new(&b);
+        let mut s = Box::pin(second.reserve(50));
+        assert!(pending(s.as_mut()));
+        drop(s);
+        let third = Answer::new(&b);
+        let mut t = Box::pin(third.reserve(50));
+        assert!(pending(t.as_mut()));
+        first.done();
+        t.await;
+        assert_eq!(b.used(), 50, "the second's place was given up");
+        // Done before its reservation: later reservations take nothing.
+        third.done();
+        third.reserve(10).await;
+        assert_eq!(b.used(), 0);
+    }
+
+    #[tokio::test]
+    async fn more_than_the_budget_is_granted_when_nothing_is_held() {
+        let b = Budget::new(100);
+        let a = Answer::new(&b);
+        a.reserve(1_000).await;
+        assert_eq!(b.used(), 100, "a reservation takes at most the budget");
+        a.settle(1_000);
+        a.done();
+        assert_eq!(b.used(), 0);
+    }
+}
