@@ -1470,6 +1470,21 @@ fn sigterm_lets_calls_in_flight_finish_then_exits() {
 }
 
 #[test]
+fn sigterm_with_nothing_in_flight_still_ends_listen_streams_with_their_result() {
+    let f = fixture("");
+    let mut web = Web::start(&f, &[]);
+    let listening = listen(&web, json!({"resourcesListChanged": true}));
+    web.terminate();
+    let end = listening
+        .recv_timeout(TIMEOUT)
+        .expect("the listen stream ends with its result");
+    assert_eq!(end["id"], 7, "{end}");
+    assert!(end.get("result").is_some(), "{end}");
+    let (code, _) = web.wait_exit(TIMEOUT);
+    assert_eq!(code, Some(0), "{}", web.log());
+}
+
+#[test]
 fn sigterm_kills_what_is_still_running_after_ten_seconds() {
     let f = fixture("");
     let mut web = Web::start(&f, &[]);

@@ -266,8 +266,8 @@ struct Front {
     origins: Vec<String>,
     /// Cancelled on SIGTERM: no new requests.
     draining: CancellationToken,
-    /// Requests whose answer is not complete yet (streams that only carry notifications, GET
-    /// and `subscriptions/listen`, are not counted).
+    /// Requests whose answer is not complete yet, `subscriptions/listen` streams included (a
+    /// session's GET stream is not counted: it ends only when the session does).
     in_flight: AtomicUsize,
     idle: tokio::sync::Notify,
     /// Requests in flight (and open GET streams) per `Mcp-Session-Id`.
@@ -677,7 +677,9 @@ async fn front_layer(State(front): State<Arc<Front>>, req: Request, next: Next) 
         }
         entry.slot = Some(s.clone());
     }
-    if !streams_only {
+    // A listen stream counts too: at a stop it ends with its result, which the drain waits for
+    // (or the process would end before the result is written).
+    if method != Method::GET {
         front.in_flight.fetch_add(1, Ordering::SeqCst);
         entry.counted = true;
     }
