@@ -38,18 +38,26 @@ const RESERVED_FDS: u64 = 256;
 /// How many connections may be open at once: `configured`, or fewer when the descriptor
 /// limit would not leave `RESERVED_FDS` for the rest of the server (said once, at start).
 pub(super) fn connection_cap(configured: usize) -> usize {
-    let Some(limit) = descriptor_limit() else {
-        return configured;
-    };
-    let room = limit.saturating_sub(RESERVED_FDS).max(16);
-    if (configured as u64) <= room {
-        return configured;
+    let limit = descriptor_limit();
+    let cap = cap_within(configured, limit);
+    if let (true, Some(limit)) = (cap < configured, limit) {
+        tracing::info!(
+            "at most {cap} connections at once, not {configured} (`max_connections`): the descriptor limit is {limit} (`ulimit -n`) and {RESERVED_FDS} are kept for files, databases and tools"
+        );
     }
-    let cap = room as usize;
-    tracing::info!(
-        "at most {cap} connections at once, not {configured} (`max_connections`): the descriptor limit is {limit} (`ulimit -n`) and {RESERVED_FDS} are kept for files, databases and tools"
-    );
     cap
+}
+
+/// `configured`, or what a descriptor limit of `limit` leaves once `RESERVED_FDS` are kept
+/// (at least 16).
+fn cap_within(configured: usize, limit: Option<u64>) -> usize {
+    match limit {
+        Some(limit) => {
+            let room = limit.saturating_sub(RESERVED_FDS).max(16);
+            usize::try_from(room).map_or(configured, |room| configured.min(room))
+        }
+        None => configured,
+    }
 }
 
 #[cfg(unix)]
@@ -241,5 +249,19 @@ impl AsyncWrite for Watched {
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_descriptor_limit_lowers_the_connection_cap() {
+        assert_eq!(cap_within(1024, None), 1024);
+        assert_eq!(cap_within(1024, Some(1_048_576)), 1024);
+        assert_eq!(cap_within(1024, Some(1024)), 768, "256 kept for the rest");
+        assert_eq!(cap_within(1024, Some(100)), 16, "never below 16");
+        assert_eq!(cap_within(8, Some(100)), 8);
     }
 }
