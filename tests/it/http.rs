@@ -1857,3 +1857,48 @@ fn a_request_head_over_64_kib_is_refused() {
     );
     assert_eq!(status, 200);
 }
+
+#[test]
+fn a_low_descriptor_limit_lowers_max_connections_and_says_so() {
+    use std::os::unix::process::CommandExt;
+    let f = fixture("");
+    let mut cmd = Command::new(BIN);
+    cmd.args(["serve", "--http", "127.0.0.1:0", "mcp-server.toml"])
+        .current_dir(f.root())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    // SAFETY: setrlimit is async-signal-safe; it runs in the child before exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: 300,
+                rlim_max: 300,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        });
+    }
+    let mut child = cmd.spawn().expect("spawn");
+    let err = BufReader::new(child.stderr.take().expect("stderr"));
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        for line in err.lines().map_while(Result::ok) {
+            if line.contains("connections at once") {
+                let _ = tx.send(line);
+            }
+        }
+    });
+    let said = rx.recv_timeout(TIMEOUT);
+    let _ = child.kill();
+    let _ = child.wait();
+    let said = said.expect("a line about the connection cap");
+    assert!(
+        said.contains("at most 44 connections at once, not 1024")
+            && said.contains("the descriptor limit is 300"),
+        "{said}"
+    );
+}

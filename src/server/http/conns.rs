@@ -41,7 +41,7 @@ pub(super) fn connection_cap(configured: usize) -> usize {
     let limit = descriptor_limit();
     let cap = cap_within(configured, limit);
     if let (true, Some(limit)) = (cap < configured, limit) {
-        tracing::info!(
+        tracing::warn!(
             "at most {cap} connections at once, not {configured} (`max_connections`): the descriptor limit is {limit} (`ulimit -n`) and {RESERVED_FDS} are kept for files, databases and tools"
         );
     }
