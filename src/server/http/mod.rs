@@ -1,7 +1,12 @@
 //! MCP over Streamable HTTP (`serve --http`): one `/mcp` endpoint for both eras, on rmcp's
-//! `StreamableHttpService` hosted by axum, many sessions over one `Shared` (one manifest, one
-//! watcher, one set of caches).
+//! `StreamableHttpService` in an axum `Router`, many sessions over one `Shared` (one manifest,
+//! one watcher, one set of caches).
 //!
+//! - The connections (`conns.rs`): at most `max_connections` at once, closed after
+//!   `idle_timeout` doing nothing (no request, a head not arriving, an answer not taken), heads
+//!   of at most 64 KiB.
+//! - The answers held at once, all clients together, bounded by one budget (`answers.rs`): a
+//!   request reserves before it makes a large answer, and the room comes back once it is sent.
 //! - Handshake-era clients get a session (`Mcp-Session-Id`; rmcp's `LocalSessionManager`) whose
 //!   server notifications travel on its GET stream; 2026-07-28 requests need no session (rmcp
 //!   serves them statelessly, one handler per request) and subscribe with
@@ -13,8 +18,9 @@
 //!   request when its response ends (method, session or none, status, duration).
 //! - A session that ends (DELETE, expiry, server stop) cancels its `SessionScope`: the calls it
 //!   still runs are dropped, which kills the process groups they started (`process.rs`).
-//! - SIGTERM / SIGINT: stop accepting, end listen streams, let requests in flight finish (up to
-//!   `DRAIN`), kill every tool process, end the sessions, return.
+//! - SIGTERM / SIGINT: stop accepting, end listen streams (with their result), let requests in
+//!   flight and those results finish (up to `DRAIN`), kill every tool process, end the
+//!   sessions, return.
 
 use std::collections::HashMap;
 use std::future::Future;
