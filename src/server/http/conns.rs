@@ -88,6 +88,7 @@ pub(super) async fn serve(
 ) {
     let slots = Arc::new(tokio::sync::Semaphore::new(cap));
     let mut full = Throttled::default();
+    let mut failed = Throttled::default();
     let stalls = Arc::new(Mutex::new(Throttled::default()));
     let graceful = GracefulShutdown::new();
     let mut h1 = hyper::server::conn::http1::Builder::new();
@@ -112,7 +113,7 @@ pub(super) async fn serve(
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => stream,
                 Err(e) => {
-                    accept_failed(e).await;
+                    accept_failed(e, &mut failed).await;
                     continue;
                 }
             },
@@ -132,8 +133,9 @@ pub(super) async fn serve(
 }
 
 /// After a failed `accept`: a connection that went away is nothing; anything else (no
-/// descriptor left: EMFILE, ENFILE) waits a little so the loop does not spin.
-async fn accept_failed(e: io::Error) {
+/// descriptor left: EMFILE, ENFILE) waits a little so the loop does not spin, and is said at
+/// most once a minute.
+async fn accept_failed(e: io::Error, said: &mut Throttled) {
     if matches!(
         e.kind(),
         io::ErrorKind::ConnectionAborted
@@ -142,7 +144,11 @@ async fn accept_failed(e: io::Error) {
     ) {
         return;
     }
-    tracing::warn!("cannot accept a connection: {e}");
+    if let Some(n) = said.count() {
+        tracing::warn!(
+            "cannot accept connections: {e} ({n} failures since this was last said; said at most once a minute)"
+        );
+    }
     tokio::time::sleep(Duration::from_millis(250)).await;
 }
 
