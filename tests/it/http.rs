@@ -1744,6 +1744,35 @@ fn clients_that_never_read_their_answers_do_not_grow_the_server() {
     drop(stalled);
 }
 
+#[test]
+fn clients_that_never_read_are_cut_off_within_a_second_while_other_answers_wait() {
+    // An hour of `idle_timeout`: only the squeeze can free the room the stalled answers hold.
+    let f = fixture("[server.http]\nidle_timeout = \"1h\"\n");
+    let big = "0123456789abcde\n".repeat(256 * 1024);
+    f.write("docs/big.txt", &big);
+    let uri = f.uri("docs/big.txt");
+    let web = Web::start(&f, &[]);
+    // 24 clients ask for the 4 MiB file and never read: three budgets' worth.
+    let request = raw_read(&web.addr, &uri);
+    let stalled: Vec<TcpStream> = (0..24)
+        .map(|_| {
+            let mut s = tiny_window(&web.addr);
+            s.write_all(request.as_bytes()).expect("write");
+            s
+        })
+        .collect();
+    // A client that reads has its answer once they are cut off, each after a second of
+    // taking nothing while others wait (without the squeeze: after an hour).
+    let r = web.ok("resources/read", json!({"uri": uri}));
+    assert_eq!(
+        r["contents"][0]["text"].as_str().map(str::len),
+        Some(big.len())
+    );
+    web.wait_log("while other answers waited for room");
+    assert!(web.log().contains("(not all sent)"), "{}", web.log());
+    drop(stalled);
+}
+
 /// Reads one HTTP answer's status line on `s` (the rest is left unread).
 fn status_line(s: &mut TcpStream) -> std::io::Result<String> {
     let mut line = Vec::new();

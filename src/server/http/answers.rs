@@ -10,19 +10,35 @@
 //! over: an answer already made is never held back, so nothing holds room while it waits for
 //! more), and the room comes back when the answer has been sent, or its connection dropped (a
 //! connection whose client takes nothing for `idle_timeout` is dropped: `conns.rs`).
+//!
+//! While reservations wait, the budget is *squeezed*: a client that has taken nothing of its
+//! answer for [`SQUEEZED`] is dropped then, not after the whole `idle_timeout`, so clients that
+//! never read delay the others' answers by about a second per budget's worth of them rather
+//! than by `idle_timeout` (75 s by default). `conns::Watched` asks [`Budget::pressed`] and is
+//! woken by [`Budget::squeezed`] when the waiting begins.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio::sync::futures::OwnedNotified;
 
 use crate::server::shared::lock;
 
 /// Answers held at once, all connections together (bytes).
 pub(super) const ANSWER_BUDGET: usize = 32 * 1024 * 1024;
 
+/// How long a client may take nothing of its answer while other answers wait for room (or
+/// `idle_timeout`, when that is shorter).
+pub(super) const SQUEEZED: Duration = Duration::from_secs(1);
+
 /// The room answers take, shared by every request.
 pub(super) struct Budget {
     cap: usize,
     st: Mutex<State>,
+    /// Woken when reservations begin to wait (the queue was empty).
+    squeeze: Arc<Notify>,
 }
 
 struct State {
@@ -47,7 +63,19 @@ impl Budget {
                 next: 0,
                 queue: VecDeque::new(),
             }),
+            squeeze: Arc::new(Notify::new()),
         })
+    }
+
+    /// Whether reservations are waiting for room.
+    pub(super) fn pressed(&self) -> bool {
+        !lock(&self.st).queue.is_empty()
+    }
+
+    /// Ready when reservations begin to wait. Poll it (which registers it) before asking
+    /// [`Budget::pressed`], so that a squeeze beginning in between is not missed.
+    pub(super) fn squeezed(&self) -> OwnedNotified {
+        self.squeeze.clone().notified_owned()
     }
 
     /// Grants waiting reservations, in order, while they fit (the first always fits when
@@ -79,6 +107,10 @@ impl Budget {
             let (tx, rx) = tokio::sync::oneshot::channel();
             let id = st.next;
             st.next += 1;
+            if st.queue.is_empty() {
+                // Only when the waiting begins: stalled connections then look again.
+                self.squeeze.notify_waiters();
+            }
             st.queue.push_back(Waiter { id, need, tx });
             (id, rx)
         };

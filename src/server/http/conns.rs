@@ -4,8 +4,9 @@
 //! - a connection on which no request begins, or whose request head does not arrive, within
 //!   `idle_timeout` is closed (hyper's head timer, which runs from the moment the connection is
 //!   idle);
-//! - a client that takes none of an answer's bytes for `idle_timeout` is disconnected
-//!   ([`Watched`]): what the answer held comes back (`answers.rs`);
+//! - a client that takes none of an answer's bytes for `idle_timeout` (or for a second while
+//!   other answers wait for room) is disconnected ([`Watched`]): what the answer held comes
+//!   back (`answers.rs`);
 //! - hyper reads at most [`READ_AHEAD`] bytes ahead on a connection (and a request head larger
 //!   than that is refused, 431).
 //!
@@ -24,9 +25,11 @@ use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::time::Sleep;
+use tokio::sync::futures::OwnedNotified;
+use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
 
+use super::answers::{Budget, SQUEEZED};
 use crate::server::shared::{Throttled, lock};
 
 /// Bytes hyper reads ahead on one connection, at most: also the largest request head.
@@ -84,6 +87,7 @@ pub(super) async fn serve(
     app: Router,
     cap: usize,
     idle: Duration,
+    answers: Arc<Budget>,
     stop: CancellationToken,
 ) {
     let slots = Arc::new(tokio::sync::Semaphore::new(cap));
@@ -119,7 +123,7 @@ pub(super) async fn serve(
             },
         };
         let _ = stream.set_nodelay(true);
-        let io = TokioIo::new(Watched::new(stream, idle, stalls.clone()));
+        let io = TokioIo::new(Watched::new(stream, idle, answers.clone(), stalls.clone()));
         let conn = graceful.watch(h1.serve_connection(io, TowerToHyperService::new(app.clone())));
         tokio::spawn(async move {
             if let Err(e) = conn.await {
@@ -152,53 +156,117 @@ async fn accept_failed(e: io::Error, said: &mut Throttled) {
     tokio::time::sleep(Duration::from_millis(250)).await;
 }
 
-/// A connection whose writes fail once the client has taken none of its bytes for `stall`
-/// (hyper then drops the connection, and with it the answer it was sending).
+/// A connection whose writes fail once the client has taken none of its bytes for `stall`, or
+/// for [`SQUEEZED`] while other answers wait for room (hyper then drops the connection, and
+/// with it the answer it was sending). Taking counts what the kernel sends, not only what we
+/// write: a slow client emptying a large send queue is taking bytes though no write is done.
 pub(super) struct Watched {
     io: TcpStream,
     stall: Duration,
     /// Runs while a write waits for the client; made on the first wait.
     timer: Option<Pin<Box<Sleep>>>,
+    /// Whether a write is waiting (`since` and `unsent` are about it).
     armed: bool,
+    /// When the client last took something: the waiting write began, or the send queue shrank.
+    since: Instant,
+    /// Bytes the kernel held unsent at `since` (Linux).
+    unsent: Option<u32>,
+    answers: Arc<Budget>,
+    /// Woken when other answers begin to wait for room.
+    squeeze: Option<Pin<Box<OwnedNotified>>>,
     /// Connections closed so, for the warning (at most once a minute).
     stalls: Arc<Mutex<Throttled>>,
 }
 
 impl Watched {
-    pub(super) fn new(io: TcpStream, stall: Duration, stalls: Arc<Mutex<Throttled>>) -> Watched {
+    pub(super) fn new(
+        io: TcpStream,
+        stall: Duration,
+        answers: Arc<Budget>,
+        stalls: Arc<Mutex<Throttled>>,
+    ) -> Watched {
         Watched {
             io,
             stall,
             timer: None,
             armed: false,
+            since: Instant::now(),
+            unsent: None,
+            answers,
+            squeeze: None,
             stalls,
         }
     }
 
-    /// A write is waiting: starts the timer (or polls it); the error once it ran out.
+    /// A write is waiting: starts the clock (or looks at it); the error once the client has
+    /// taken nothing for too long.
     fn waiting(&mut self, cx: &mut Context<'_>) -> Poll<io::Error> {
-        let deadline = tokio::time::Instant::now() + self.stall;
-        let timer = self
-            .timer
-            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
         if !self.armed {
-            timer.as_mut().reset(deadline);
             self.armed = true;
+            self.since = Instant::now();
+            self.unsent = unsent(&self.io);
         }
-        ready!(timer.as_mut().poll(cx));
+        loop {
+            // Registered before the budget is asked, so a squeeze beginning between is seen.
+            let answers = &self.answers;
+            let squeeze = self
+                .squeeze
+                .get_or_insert_with(|| Box::pin(answers.squeezed()));
+            if squeeze.as_mut().poll(cx).is_ready() {
+                self.squeeze = None;
+                continue;
+            }
+            let pressed = self.answers.pressed();
+            let allowed = if pressed {
+                self.stall.min(SQUEEZED)
+            } else {
+                self.stall
+            };
+            let deadline = self.since + allowed;
+            let now = Instant::now();
+            if now >= deadline {
+                let unsent = unsent(&self.io);
+                if let (Some(before), Some(after)) = (self.unsent, unsent)
+                    && after < before
+                {
+                    // The client is taking bytes, slowly: it starts again from now.
+                    self.since = now;
+                    self.unsent = unsent;
+                    continue;
+                }
+                return Poll::Ready(self.cut(allowed, pressed));
+            }
+            let timer = self
+                .timer
+                .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+            if timer.deadline() != deadline {
+                timer.as_mut().reset(deadline);
+            }
+            ready!(timer.as_mut().poll(cx));
+        }
+    }
+
+    /// The error that drops the connection, said at most once a minute.
+    fn cut(&self, allowed: Duration, pressed: bool) -> io::Error {
         if let Some(n) = lock(&self.stalls).count() {
             tracing::warn!(
-                "{n} connections closed: their clients took none of an answer for {}s (`idle_timeout` in [server.http])",
-                self.stall.as_secs_f64()
+                "{n} connections closed: their clients took none of an answer for {}s (`idle_timeout` in [server.http]), or for {}s while other answers waited for room",
+                self.stall.as_secs_f64(),
+                self.stall.min(SQUEEZED).as_secs_f64()
             );
         }
-        Poll::Ready(io::Error::new(
+        let why = if pressed {
+            " while other answers waited for room"
+        } else {
+            ""
+        };
+        io::Error::new(
             io::ErrorKind::TimedOut,
             format!(
-                "the client took none of the answer for {}s",
-                self.stall.as_secs_f64()
+                "the client took none of the answer for {}s{why}",
+                allowed.as_secs_f64()
             ),
-        ))
+        )
     }
 
     fn wrote<T>(&mut self, r: Poll<io::Result<T>>, cx: &mut Context<'_>) -> Poll<io::Result<T>> {
@@ -258,9 +326,133 @@ impl AsyncWrite for Watched {
     }
 }
 
+/// Bytes the kernel holds that the client has not acknowledged (`SIOCOUTQ`), on Linux.
+#[cfg(target_os = "linux")]
+fn unsent(io: &TcpStream) -> Option<u32> {
+    use std::os::fd::AsRawFd;
+    let mut n: libc::c_int = 0;
+    // SAFETY: SIOCOUTQ (= TIOCOUTQ) writes one int for a socket we own.
+    let ok = unsafe { libc::ioctl(io.as_raw_fd(), libc::TIOCOUTQ, &mut n) } == 0;
+    (ok && n >= 0).then(|| n.unsigned_abs())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn unsent(_io: &TcpStream) -> Option<u32> {
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::fd::AsRawFd;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    fn buffer(io: &impl AsRawFd, option: libc::c_int, bytes: libc::c_int) {
+        // SAFETY: setsockopt with an int for a socket the caller owns.
+        let r = unsafe {
+            libc::setsockopt(
+                io.as_raw_fd(),
+                libc::SOL_SOCKET,
+                option,
+                (&bytes as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(r, 0, "setsockopt: {}", io::Error::last_os_error());
+    }
+
+    /// A connection, its server side `Watched` with `stall`, and the client side: a small
+    /// receive window, and a large send buffer on the server (which the kernel says it can
+    /// write to again only once half of what it holds is sent).
+    async fn pair(stall: Duration, budget: &Arc<Budget>) -> (Watched, TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let client = tokio::net::TcpSocket::new_v4().expect("socket");
+        buffer(&client, libc::SO_RCVBUF, 4096);
+        let client = client
+            .connect(listener.local_addr().expect("addr"))
+            .await
+            .expect("connect");
+        let (server, _) = listener.accept().await.expect("accept");
+        buffer(&server, libc::SO_SNDBUF, 1 << 20);
+        let stalls = Arc::new(Mutex::new(Throttled::default()));
+        (Watched::new(server, stall, budget.clone(), stalls), client)
+    }
+
+    /// Writes `total` bytes through `w`: how many it wrote, and the error that ended it early.
+    async fn send(mut w: Watched, total: usize) -> (usize, Option<io::Error>) {
+        let chunk = vec![b'x'; 64 * 1024];
+        let mut sent = 0;
+        while sent < total {
+            match w.write(&chunk[..chunk.len().min(total - sent)]).await {
+                Ok(n) => sent += n,
+                Err(e) => return (sent, Some(e)),
+            }
+        }
+        (sent, None)
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn a_client_taking_bytes_slowly_is_not_cut_off_though_no_write_is_done() {
+        let budget = Budget::new(1 << 20);
+        let (w, mut client) = pair(Duration::from_millis(300), &budget).await;
+        let total = 4 << 20;
+        let writer = tokio::spawn(send(w, total));
+        // Slowly: 4 KiB every 50 ms for 2 s, far less than the kernel must send before the
+        // server may write again, but never nothing for 300 ms.
+        let mut got = 0;
+        let mut buf = vec![0u8; 4096];
+        for _ in 0..40 {
+            got += client.read(&mut buf).await.expect("read");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(
+            !writer.is_finished(),
+            "the writer ended: cut off while the client read"
+        );
+        // Then quickly, to the end.
+        loop {
+            let n = client.read(&mut buf).await.expect("read");
+            if n == 0 || got + n >= total {
+                got += n;
+                break;
+            }
+            got += n;
+        }
+        let (sent, err) = writer.await.expect("the writer");
+        assert!(err.is_none(), "cut off after {sent} bytes: {err:?}");
+        assert_eq!(got, total);
+    }
+
+    #[tokio::test]
+    async fn a_client_taking_nothing_is_cut_off_after_a_second_while_others_wait() {
+        let budget = Budget::new(100);
+        let held = super::super::answers::Answer::new(&budget);
+        held.reserve(100).await;
+        // An hour's `idle_timeout`: only the squeeze cuts the client off.
+        let (w, client) = pair(Duration::from_secs(3600), &budget).await;
+        let writer = tokio::spawn(send(w, 64 << 20));
+        // Nothing waits for room: the stalled client is left alone.
+        tokio::time::sleep(SQUEEZED + Duration::from_millis(500)).await;
+        assert!(!writer.is_finished());
+        // Another answer waits for room: the client, which took nothing, goes a second later.
+        let waiting = super::super::answers::Answer::new(&budget);
+        let mut reserve = Box::pin(waiting.reserve(50));
+        let deadline = tokio::time::Instant::now() + 10 * SQUEEZED;
+        let (sent, err) = tokio::select! {
+            done = writer => done.expect("the writer"),
+            _ = &mut reserve => panic!("the reservation was granted though the room is held"),
+            _ = tokio::time::sleep_until(deadline) => panic!("not cut off"),
+        };
+        let err = err.expect("cut off");
+        assert!(sent < 64 << 20);
+        assert!(
+            err.to_string()
+                .contains("while other answers waited for room"),
+            "{err}"
+        );
+        drop(client);
+    }
 
     #[test]
     fn the_descriptor_limit_lowers_the_connection_cap() {

@@ -179,6 +179,7 @@ pub(crate) async fn serve(
         app,
         cap,
         http.idle_timeout,
+        front.answers.clone(),
         front.draining.clone(),
     ));
     let mut server = std::pin::pin!(server);
