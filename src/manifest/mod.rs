@@ -111,6 +111,8 @@ pub struct Sqlite {
     pub watch: bool,
     /// How long one query may run before it is interrupted.
     pub timeout: Duration,
+    /// The largest answer, in bytes of JSON (`max_size`).
+    pub max_size: u64,
     pub description: Option<String>,
     pub queries: Vec<Query>,
     /// The table template's tool (`template_tools`); `None`: no tool.
@@ -136,6 +138,8 @@ pub struct Postgres {
     pub tables: bool,
     /// `statement_timeout` of every statement.
     pub timeout: Duration,
+    /// The largest answer, in bytes of JSON (`max_size`).
+    pub max_size: u64,
     pub max_connections: u32,
     pub watch: bool,
     pub poll_interval: Duration,
@@ -786,7 +790,7 @@ impl Checker<'_> {
             self.err(
                 sp,
                 format!(
-                    "`max_size` must be at most {} (a file is read into memory whole), got {got}",
+                    "`max_size` must be at most {} (what is read is held in memory whole), got {got}",
                     expand::format_size(MAX_MAX_SIZE)
                 ),
             );
@@ -991,6 +995,7 @@ impl Checker<'_> {
             tables: s.tables.unwrap_or(true),
             watch: s.watch.unwrap_or(true),
             timeout: self.duration(&s.timeout, DEFAULT_QUERY_TIMEOUT),
+            max_size: self.max_size(&s.max_size),
             description: Self::text(&s.description),
             queries,
             table_tool: None,
@@ -1097,6 +1102,7 @@ impl Checker<'_> {
             row_limit: p.row_limit.as_ref().map_or(100, |r| *r.get()),
             tables: p.tables.unwrap_or(true),
             timeout,
+            max_size: self.max_size(&p.max_size),
             max_connections,
             watch: p.watch.unwrap_or(true),
             poll_interval,

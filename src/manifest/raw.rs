@@ -398,6 +398,9 @@ pub struct RawSqlite {
     pub watch: Option<bool>,
     /// A query running longer than this is stopped and its read fails (default 30s).
     pub timeout: Option<Sp<DurationStr>>,
+    /// The largest answer: rows past it are left out (`truncated`), and a row or value larger
+    /// than it is an error (default 10MiB, at most 256MiB).
+    pub max_size: Option<Sp<SizeValue>>,
     /// Description of this source.
     pub description: Option<Sp<String>>,
     /// The table template's tool (`template_tools`): false for none, or its name (default
@@ -427,6 +430,9 @@ pub struct RawPostgres {
     pub tables: Option<bool>,
     /// `statement_timeout` of every query (default 30s).
     pub timeout: Option<Sp<DurationStr>>,
+    /// The largest answer: rows past it are left out (`truncated`), and a row larger than it
+    /// is an error (default 10MiB, at most 256MiB).
+    pub max_size: Option<Sp<SizeValue>>,
     /// Connections opened at most; more reads wait their turn (default 4).
     #[schemars(range(min = 1, max = 100))]
     pub max_connections: Option<Sp<u64>>,

@@ -193,8 +193,8 @@ fn max_size_above_256_mib_is_a_manifest_error() {
     assert_eq!(
         errors,
         [
-            "bad.toml:3:12: `max_size` must be at most 256 MiB (a file is read into memory whole), got 20 GiB",
-            "bad.toml:7:12: `max_size` must be at most 256 MiB (a file is read into memory whole), got 268435457 bytes"
+            "bad.toml:3:12: `max_size` must be at most 256 MiB (what is read is held in memory whole), got 20 GiB",
+            "bad.toml:7:12: `max_size` must be at most 256 MiB (what is read is held in memory whole), got 268435457 bytes"
         ]
     );
     // 256 MiB itself is allowed.

@@ -944,3 +944,91 @@ fn a_table_read_past_its_timeout_says_so() {
         "[sqlite.slow] the query ran longer than 300ms (`timeout`) and was stopped"
     );
 }
+
+#[test]
+fn answers_stop_at_max_size_and_a_value_larger_is_refused_before_it_is_made() {
+    let f = Fixture::new();
+    make_db(
+        &f.path("wide.db"),
+        "CREATE TABLE wide (id INTEGER PRIMARY KEY, body TEXT);
+         WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 100)
+         INSERT INTO wide SELECT x, printf('%.*c', 20000, 'w') FROM n;
+         INSERT INTO wide VALUES (101, printf('%.*c', 300000, 'h'));",
+    );
+    f.manifest(
+        "[sqlite.wide]\npath = \"wide.db\"\nrow_limit = 200\nmax_size = \"256KiB\"\n\n\
+         [sqlite.wide.queries.made]\nsql = \"SELECT randomblob(:n) AS v\"\n\
+         params.n = { type = \"integer\" }\n\n\
+         [sqlite.wide.queries.first]\nsql = \"SELECT id, length(body) AS n FROM wide WHERE id <= :id\"\n\
+         params.id = { type = \"integer\" }\n\n\
+         [sqlite.wide.queries.stored]\nsql = \"SELECT body FROM wide WHERE id = 101\"\n",
+    );
+    // A process of its own, to measure its memory.
+    let mut s = f.serve_process().started();
+    let pid = s.child.as_ref().expect("a server").id();
+    // Rows of 20 000 bytes: as many as fit in 256 KiB, then `truncated`.
+    let r = s.ok(
+        "resources/read",
+        json!({"uri": "sqlite://wide/tables/wide"}),
+    );
+    let text = r["contents"][0]["text"].as_str().expect("text");
+    assert!(text.len() <= 256 * 1024, "{} bytes", text.len());
+    let table: Value = serde_json::from_str(text).expect("JSON");
+    let rows = table["rows"].as_array().expect("rows").len();
+    assert!((10..=13).contains(&rows), "{rows} rows");
+    assert_eq!(table["truncated"], true);
+    assert_eq!(table["rows"][0]["id"], 1);
+    // Small rows of the same table are not cut.
+    let small = read_json(&mut s, "sqlite://wide/queries/first?id=100");
+    assert_eq!(small["rows"].as_array().map(Vec::len), Some(100));
+    assert_eq!(small["truncated"], false);
+    // A value larger than `max_size`, made by the query or stored: refused, naming the limit.
+    let before = crate::support::proc_memory(pid, "VmHWM");
+    for uri in [
+        "sqlite://wide/queries/made?n=900000000",
+        "sqlite://wide/queries/made?n=300000",
+    ] {
+        let e = s.err("resources/read", json!({"uri": uri}));
+        assert_eq!(e["code"], -32602, "{e}");
+        assert_eq!(
+            e["message"],
+            "[sqlite.wide] a value or a row larger than 256 KiB (`max_size` of the source) was to be read or made, which SQLite is not let do (not even for `length()`): leave such values out, or raise `max_size` (at most 256 MiB)"
+        );
+    }
+    let grew = crate::support::proc_memory(pid, "VmHWM").saturating_sub(before);
+    assert!(
+        grew < 64 << 20,
+        "a 900 MB value grew the server by {} MiB",
+        grew >> 20
+    );
+    // A stored value larger than `max_size`, alone in its row.
+    let e = s.err(
+        "resources/read",
+        json!({"uri": "sqlite://wide/queries/stored"}),
+    );
+    assert!(
+        e["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("`max_size`")),
+        "{e}"
+    );
+    // The same through the query's tool: an `isError` result.
+    let t = s.ok(
+        "tools/call",
+        json!({"name": "made", "arguments": {"n": 900000000}}),
+    );
+    assert_eq!(t["isError"], true, "{t}");
+    assert!(
+        t["content"][0]["text"]
+            .as_str()
+            .is_some_and(|m| m.contains("`max_size`")),
+        "{t}"
+    );
+    // And the source goes on serving.
+    let made = read_json(&mut s, "sqlite://wide/queries/made?n=3");
+    assert_eq!(
+        made["rows"][0]["v"].as_str().map(str::len),
+        Some(4),
+        "{made}"
+    );
+}

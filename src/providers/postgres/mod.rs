@@ -39,7 +39,7 @@ use pool::{BeginError, Pool, is_connection_error};
 use rows::{Cell, cells, decoders};
 
 use super::sql::{self, Dialect, NamedSql, Names, quote_ident};
-use super::sqlite::rows::Rows;
+use super::sqlite::rows::{Rows, json_text_weight};
 use super::sqlite::{NamedQuery, query_params};
 use super::{
     Body, BoxFut, ChangeEffect, Completion, CompletionRequest, Contents, Database, RequestError,
@@ -87,6 +87,8 @@ pub(crate) struct PostgresSource {
     prefix: String,
     schemas: Vec<String>,
     row_limit: u64,
+    /// The largest answer, in bytes of JSON (`max_size`).
+    max_size: usize,
     tables: bool,
     watch: bool,
     poll_interval: Duration,
@@ -147,6 +149,8 @@ enum Statement<'a> {
 enum Failure {
     Db(sqlx::Error),
     Decode(String),
+    /// The first row alone is larger than `max_size`.
+    TooBig,
     NotFound,
     TimedOut,
 }
@@ -216,6 +220,7 @@ impl PostgresSource {
             prefix: format!("postgres://{}/", def.name),
             schemas: def.schemas.clone(),
             row_limit: def.row_limit.max(1),
+            max_size: usize::try_from(def.max_size).unwrap_or(usize::MAX),
             tables: def.tables,
             watch: def.watch,
             poll_interval: def.poll_interval,
@@ -631,6 +636,14 @@ impl PostgresSource {
                     lease.discard();
                     return Err(self.timed_out());
                 }
+                Err((Failure::TooBig, _)) => {
+                    lease.finish();
+                    return Err(RequestError::Refused(format!(
+                        "[postgres.{}] the answer would hold a row larger than {} (`max_size` of the source); select fewer or smaller columns (e.g. `left`, `length`)",
+                        self.name,
+                        crate::manifest::expand::format_size(self.max_size as u64)
+                    )));
+                }
             }
         }
     }
@@ -665,7 +678,7 @@ impl PostgresSource {
             .plan(conn, &sql, kinds)
             .await
             .map_err(|e| (e.into(), false))?;
-        collect(conn, &plan, args, self.limit())
+        collect(conn, &plan, args, self.limit(), self.max_size)
             .await
             .map_err(|e| (e, cached))
     }
@@ -698,7 +711,7 @@ impl PostgresSource {
             Typed::Integer(i64::try_from(name.len()).unwrap_or(i64::MAX)),
         ];
         let (plan, _) = self.plan(conn, &sql, &kinds).await?;
-        collect(conn, &plan, &args, self.limit()).await
+        collect(conn, &plan, &args, self.limit(), self.max_size).await
     }
 
     /// The plan of a statement: from the cache, or worked out now (and cached).
@@ -943,6 +956,7 @@ async fn collect(
     plan: &Plan,
     args: &[Typed],
     limit: usize,
+    max_size: usize,
 ) -> Result<Rows<Cell>, Failure> {
     use futures_util::TryStreamExt as _;
     let mut query = sqlx::query(AssertSqlSafe(plan.sql.clone()));
@@ -968,6 +982,8 @@ async fn collect(
         columns: plan.names.clone(),
         ..Rows::default()
     };
+    let names: usize = out.columns.iter().map(|c| json_text_weight(c) + 2).sum();
+    let mut weight = 40 + 2 * names;
     let mut stream = query.fetch(&mut *conn);
     let mut column_decoders = None;
     while let Some(row) = stream.try_next().await? {
@@ -976,7 +992,17 @@ async fn collect(
             break;
         }
         let d = column_decoders.get_or_insert_with(|| decoders(&row));
-        out.rows.push(cells(&row, d).map_err(Failure::Decode)?);
+        let row = cells(&row, d).map_err(Failure::Decode)?;
+        let row_weight = names + row.iter().map(Cell::weight).sum::<usize>() + 2 * row.len() + 2;
+        if weight + row_weight > max_size {
+            if out.rows.is_empty() {
+                return Err(Failure::TooBig);
+            }
+            out.truncated = true;
+            break;
+        }
+        weight += row_weight;
+        out.rows.push(row);
     }
     Ok(out)
 }

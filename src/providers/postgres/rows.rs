@@ -16,6 +16,8 @@ use base64::Engine as _;
 use chrono::{Days, NaiveDate, NaiveDateTime, NaiveTime, TimeDelta};
 use serde::ser::SerializeSeq;
 use serde_json::value::RawValue;
+
+use crate::providers::sqlite::rows::json_text_weight;
 use sqlx::postgres::{PgRow, PgTypeInfo, PgTypeKind};
 use sqlx::{Column as _, Row as _, TypeInfo as _, ValueRef as _};
 
@@ -186,6 +188,19 @@ pub(super) enum Cell {
     /// JSON text as the database stored it (checked, written as is).
     Json(Box<RawValue>),
     Array(Vec<Cell>),
+}
+
+impl Cell {
+    /// Bytes the value takes in the JSON answer (at least).
+    pub(super) fn weight(&self) -> usize {
+        match self {
+            Cell::Null | Cell::Bool(_) => 5,
+            Cell::Int(_) | Cell::Float(_) => 24,
+            Cell::Text(t) => json_text_weight(t),
+            Cell::Json(raw) => raw.get().len(),
+            Cell::Array(items) => items.iter().map(|c| c.weight() + 1).sum::<usize>() + 2,
+        }
+    }
 }
 
 impl PartialEq for Cell {

@@ -56,6 +56,8 @@ pub(crate) struct SqliteSource {
     /// `sqlite://NAME/`
     prefix: String,
     row_limit: u64,
+    /// The largest answer, in bytes of JSON (`max_size`).
+    max_size: usize,
     tables: bool,
     pub watch: bool,
     description: Option<String>,
@@ -212,12 +214,13 @@ impl SqliteSource {
             name: def.name.clone(),
             prefix: format!("sqlite://{}/", def.name),
             row_limit: def.row_limit.max(1),
+            max_size: usize::try_from(def.max_size).unwrap_or(usize::MAX),
             tables: def.tables,
             watch: def.watch,
             description: def.description.clone(),
             queries,
             table_tool: def.table_tool.clone(),
-            pool: Pool::new(&path, def.timeout),
+            pool: Pool::new(&path, def.timeout, def.max_size),
             path,
         })
     }
@@ -457,11 +460,11 @@ impl SqliteSource {
         );
         let limit = i64::try_from(self.row_limit.saturating_add(1)).unwrap_or(i64::MAX);
         let args = [Typed::Integer(limit), Typed::Text(name.to_owned())];
-        let (row_limit, name) = (self.limit(), name.to_owned());
+        let (row_limit, max_size, name) = (self.limit(), self.max_size, name.to_owned());
         let ran = self
             .pool
             .run(move |conn| {
-                let result = collect(conn, &sql, &args, row_limit);
+                let result = collect(conn, &sql, &args, row_limit, max_size);
                 if matches!(&result, Ok(rows) if !rows.rows.is_empty()) {
                     return Ok((result, true));
                 }
@@ -485,10 +488,11 @@ impl SqliteSource {
     /// to know whether there were more). Rows are stepped one by one, so a huge result is never
     /// loaded.
     async fn fetch(&self, sql: &str, args: &[Typed]) -> Result<Rows, RequestError> {
-        let (sql, args, limit) = (sql.to_owned(), args.to_vec(), self.limit());
+        let (sql, args, limit, max_size) =
+            (sql.to_owned(), args.to_vec(), self.limit(), self.max_size);
         let ran = self
             .pool
-            .run(move |conn| collect(conn, &sql, &args, limit))
+            .run(move |conn| collect(conn, &sql, &args, limit, max_size))
             .await?;
         ran.result.map_err(|e| self.query_failed(&e, ran.timed_out))
     }
@@ -511,6 +515,13 @@ impl SqliteSource {
 
     fn failed(&self, e: &rusqlite::Error) -> RequestError {
         match e {
+            rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::TooBig => {
+                RequestError::Refused(format!(
+                    "[sqlite.{}] a value or a row larger than {} (`max_size` of the source) was to be read or made, which SQLite is not let do (not even for `length()`): leave such values out, or raise `max_size` (at most 256 MiB)",
+                    self.name,
+                    crate::manifest::expand::format_size(self.max_size as u64)
+                ))
+            }
             rusqlite::Error::SqliteFailure(..) => {
                 RequestError::Refused(format!("[sqlite.{}] {}", self.name, sqlite_message(e)))
             }

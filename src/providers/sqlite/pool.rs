@@ -60,6 +60,9 @@ pub(super) struct Pool {
     epoch: Instant,
     /// How long one read's query may run.
     pub(super) timeout: Duration,
+    /// The largest string, BLOB or row SQLite may make or read (`SQLITE_LIMIT_LENGTH`): the
+    /// source's `max_size`, so a value no answer could hold is refused before it is made.
+    max_value: i32,
 }
 
 impl std::fmt::Debug for Pool {
@@ -103,9 +106,10 @@ impl Drop for Interrupt {
 }
 
 impl Pool {
-    pub(super) fn new(path: &Path, timeout: Duration) -> Pool {
+    pub(super) fn new(path: &Path, timeout: Duration, max_value: u64) -> Pool {
         Pool {
             timeout,
+            max_value: i32::try_from(max_value).unwrap_or(i32::MAX),
             path: path.to_path_buf(),
             idle: Arc::new(std::sync::Mutex::new(Vec::new())),
             permits: tokio::sync::Semaphore::new(MAX_CONNECTIONS),
@@ -160,10 +164,11 @@ impl Pool {
         // Set once the connection is open: until then only a blocked `open` can hold the job.
         let opened = Arc::new(AtomicBool::new(reused.is_some()));
         let (path, idle, opened_in_job) = (self.path.clone(), self.idle.clone(), opened.clone());
+        let max_value = self.max_value;
         let mut handle = tokio::task::spawn_blocking(move || {
             let conn = match reused {
                 Some(c) => c,
-                None => open(&path, file, cell, epoch)?,
+                None => open(&path, file, cell, epoch, max_value)?,
             };
             opened_in_job.store(true, Ordering::Release);
             let result = job(&conn.conn);
@@ -214,13 +219,15 @@ impl Pool {
     }
 }
 
-/// Opens the database read-only (never created), `query_only` on, and sets the progress
-/// handler that interrupts a query once `deadline` (milliseconds since `epoch`) has passed.
+/// Opens the database read-only (never created), `query_only` on, no string, BLOB or row
+/// larger than `max_value`, and sets the progress handler that interrupts a query once
+/// `deadline` (milliseconds since `epoch`) has passed.
 fn open(
     path: &Path,
     file: FileId,
     deadline: Arc<AtomicU64>,
     epoch: Instant,
+    max_value: i32,
 ) -> Result<Conn, String> {
     let found = check_regular(path, Some(file)).map_err(|e| e.to_string())?;
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
@@ -234,6 +241,8 @@ fn open(
     }
     .map_err(db)?;
     conn.execute_batch("PRAGMA query_only = 1").map_err(db)?;
+    conn.set_limit(rusqlite::limits::Limit::SQLITE_LIMIT_LENGTH, max_value)
+        .map_err(db)?;
     let cell = deadline.clone();
     conn.progress_handler(
         PROGRESS_STEPS,
@@ -396,7 +405,14 @@ mod tests {
             "file:/d/a%20b%3Fc%23d%25e?immutable=1"
         );
         let id = file_id(&odd).unwrap();
-        let conn = open(&odd, id, Arc::new(AtomicU64::new(u64::MAX)), Instant::now()).unwrap();
+        let conn = open(
+            &odd,
+            id,
+            Arc::new(AtomicU64::new(u64::MAX)),
+            Instant::now(),
+            i32::MAX,
+        )
+        .unwrap();
         assert!(!conn.reuse);
         let v: i64 = conn
             .conn

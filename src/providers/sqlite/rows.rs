@@ -8,13 +8,17 @@ use serde::ser::{SerializeMap, SerializeSeq, SerializeStruct};
 
 use crate::params::Typed;
 
-/// One statement's rows, converted cell by cell (blocking: on the connection's job thread).
-/// The statement is prepared once per connection (kept in its cache).
+/// One statement's rows, converted cell by cell (blocking: on the connection's job thread):
+/// at most `limit` rows, and no more rows than fit in `max_size` bytes of JSON (the rest left
+/// out, `truncated`; a first row that does not fit is SQLite's own "too big" error, as for a
+/// value larger than the connection's length limit). The statement is prepared once per
+/// connection (kept in its cache).
 pub(super) fn collect(
     conn: &rusqlite::Connection,
     sql: &str,
     args: &[Typed],
     limit: usize,
+    max_size: usize,
 ) -> rusqlite::Result<Rows> {
     let mut statement = conn.prepare_cached(sql)?;
     for (i, a) in args.iter().enumerate() {
@@ -35,19 +39,47 @@ pub(super) fn collect(
         ..Rows::default()
     };
     let width = out.columns.len();
+    // `{"columns":[…],"rows":[…],"truncated":false}`, then each row's keys and values.
+    let names: usize = out.columns.iter().map(|c| json_text_weight(c) + 2).sum();
+    let mut weight = 40 + 2 * names;
     let mut rows = statement.raw_query();
     while let Some(row) = rows.next()? {
         if out.rows.len() == limit {
             out.truncated = true;
             break;
         }
-        out.rows.push(
-            (0..width)
-                .map(|i| row.get_ref(i).map(cell))
-                .collect::<rusqlite::Result<_>>()?,
-        );
+        let cells: Vec<Cell> = (0..width)
+            .map(|i| row.get_ref(i).map(cell))
+            .collect::<rusqlite::Result<_>>()?;
+        let row_weight = names + cells.iter().map(Cell::weight).sum::<usize>() + 2 * width + 2;
+        if weight + row_weight > max_size {
+            if out.rows.is_empty() {
+                return Err(too_big());
+            }
+            out.truncated = true;
+            break;
+        }
+        weight += row_weight;
+        out.rows.push(cells);
     }
     Ok(out)
+}
+
+/// SQLite's own error for a value or row over the length limit.
+fn too_big() -> rusqlite::Error {
+    rusqlite::Error::SqliteFailure(
+        rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_TOOBIG),
+        Some("string or blob too big".to_owned()),
+    )
+}
+
+/// Bytes a string takes as a JSON string (quotes and escapes included).
+pub(crate) fn json_text_weight(s: &str) -> usize {
+    let escaped = s
+        .bytes()
+        .filter(|b| *b < 0x20 || *b == b'"' || *b == b'\\')
+        .count();
+    s.len() + 2 + 5 * escaped
 }
 
 /// Column names as JSON keys: a repeated name gets `:2`, `:3`, … so no value is lost.
@@ -74,6 +106,18 @@ fn cell(value: ValueRef<'_>) -> Cell {
         // TEXT that is not UTF-8 (SQLite does not check) is shown with U+FFFD.
         ValueRef::Text(t) => Cell::Text(String::from_utf8_lossy(t).into_owned()),
         ValueRef::Blob(b) => Cell::Blob(b.to_vec()),
+    }
+}
+
+impl Cell {
+    /// Bytes the value takes in the JSON answer (at least).
+    fn weight(&self) -> usize {
+        match self {
+            Cell::Null => 4,
+            Cell::Integer(_) | Cell::Real(_) => 24,
+            Cell::Text(t) => json_text_weight(t),
+            Cell::Blob(b) => b.len().div_ceil(3) * 4 + 2,
+        }
     }
 }
 

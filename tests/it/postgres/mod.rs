@@ -1268,3 +1268,43 @@ tool = "nth_row"
     );
     assert_eq!(r["isError"], true, "{r}");
 }
+
+#[test]
+fn answers_stop_at_max_size_and_a_larger_first_row_is_refused() {
+    let pg = shared();
+    pg.database(
+        "wide",
+        "CREATE TABLE wide (id int PRIMARY KEY, body text);
+         INSERT INTO wide SELECT x, repeat('w', 20000) FROM generate_series(1, 100) AS x;",
+    );
+    let f = manifest(
+        pg,
+        "wide",
+        "row_limit = 200\nmax_size = \"256KiB\"",
+        "[postgres.crm.queries.made]\nsql = \"SELECT repeat('x', :n) AS v\"\n\
+         params.n = { type = \"integer\" }\n",
+    );
+    let mut s = f.serve().started();
+    // Rows of 20 000 bytes: as many as fit in 256 KiB, then `truncated`.
+    let r = s.ok(
+        "resources/read",
+        json!({"uri": "postgres://crm/tables/wide"}),
+    );
+    let text = r["contents"][0]["text"].as_str().expect("text");
+    assert!(text.len() <= 256 * 1024, "{} bytes", text.len());
+    let table: Value = serde_json::from_str(text).expect("JSON");
+    let rows = table["rows"].as_array().expect("rows").len();
+    assert!((10..=13).contains(&rows), "{rows} rows");
+    assert_eq!(table["truncated"], true);
+    // A first row larger than `max_size`: refused, naming the limit; the source goes on.
+    let (code, message) = read_error(&mut s, "postgres://crm/queries/made?n=300000");
+    assert_eq!(code, -32602);
+    assert_eq!(
+        message,
+        "[postgres.crm] the answer would hold a row larger than 256 KiB (`max_size` of the source); select fewer or smaller columns (e.g. `left`, `length`)"
+    );
+    assert_eq!(
+        read_json(&mut s, "postgres://crm/queries/made?n=3")["rows"],
+        json!([{"v": "xxx"}])
+    );
+}
