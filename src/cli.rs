@@ -712,12 +712,38 @@ pub async fn init(dir: Option<PathBuf>, force: bool) -> i32 {
         }
     };
     let manifest = dir.join(init::MANIFEST);
-    if manifest.exists() && !force {
-        eprintln!(
-            "mcp-manifest: {} exists; init leaves it as it is (--force overwrites it)",
-            manifest.display()
-        );
-        return FAILED;
+    // The entry itself (a symlink is not followed): a dangling link exists too.
+    match std::fs::symlink_metadata(&manifest) {
+        Ok(m) if !m.is_file() && !m.file_type().is_symlink() => {
+            eprintln!(
+                "mcp-manifest: {} exists and {}; init writes only a file there: move it away first",
+                manifest.display(),
+                entry_kind(&m)
+            );
+            return FAILED;
+        }
+        Ok(m) if !force => {
+            let what = if m.file_type().is_symlink() {
+                let to = std::fs::read_link(&manifest).unwrap_or_default();
+                format!(
+                    " (a symlink to {}{})",
+                    to.display(),
+                    if manifest.exists() {
+                        ""
+                    } else {
+                        ", which does not exist"
+                    }
+                )
+            } else {
+                String::new()
+            };
+            eprintln!(
+                "mcp-manifest: {}{what} exists; init leaves it as it is (--force replaces it with a new file; a symlink is replaced, never its target)",
+                manifest.display()
+            );
+            return FAILED;
+        }
+        _ => {}
     }
     let walk_dir = dir.clone();
     let findings = match tokio::task::spawn_blocking(move || init::inspect(&walk_dir)).await {
@@ -746,7 +772,7 @@ pub async fn init(dir: Option<PathBuf>, force: bool) -> i32 {
         return FAILED;
     }
     let written = if force {
-        setup::write_file(&manifest, text.as_bytes())
+        setup::replace_entry(&manifest, text.as_bytes())
     } else {
         setup::create_file(&manifest, text.as_bytes())
     };
@@ -756,20 +782,40 @@ pub async fn init(dir: Option<PathBuf>, force: bool) -> i32 {
     }
     let schema_path = dir.join(init::SCHEMA);
     let schema = schema_text();
-    let schema_note = match std::fs::read(&schema_path) {
-        Ok(old) if old == schema.as_bytes() => String::new(),
-        Ok(_) if !force => format!(
+    // Only a regular file is read (a FIFO would never answer); a symlink is kept unless
+    // --force, which replaces the link itself.
+    let old_schema = match std::fs::symlink_metadata(&schema_path) {
+        Ok(m) if m.is_file() => std::fs::read(&schema_path).ok(),
+        Ok(m) if m.file_type().is_symlink() => Some(Vec::new()),
+        Ok(m) => {
+            let _ = writeln!(
+                out,
+                "Left {} as it is: it {}.",
+                schema_path.display(),
+                entry_kind(&m)
+            );
+            Some(schema.as_bytes().to_vec())
+        }
+        Err(_) => None,
+    };
+    let schema_note = match old_schema {
+        Some(old) if old == schema.as_bytes() => String::new(),
+        Some(_) if !force => format!(
             " (kept the existing {}: it differs from this version's; `mcp-manifest schema --write {}` replaces it)",
             init::SCHEMA,
             schema_path.display()
         ),
-        _ => match setup::write_file(&schema_path, schema.as_bytes()) {
+        _ => match setup::replace_entry(&schema_path, schema.as_bytes()) {
             Ok(()) => format!(" and {} (for editors)", schema_path.display()),
             Err(e) => format!(" (could not write {}: {e})", schema_path.display()),
         },
     };
-    let _ = writeln!(out, "Wrote {}{schema_note}.", manifest.display());
-    let shown = shell_word(&manifest.display().to_string());
+    let _ = writeln!(
+        out,
+        "Wrote {}{schema_note}.",
+        init::shown(&manifest.display().to_string())
+    );
+    let shown = init::shown(&shell_word(&manifest.display().to_string()));
     let _ = writeln!(out, "Next:  mcp-manifest check {shown}");
     let _ = writeln!(
         out,
@@ -787,6 +833,8 @@ pub struct RegisterArgs {
     pub user: bool,
     pub print: bool,
     pub project: Option<PathBuf>,
+    /// Repoint an entry of the same name that serves another manifest.
+    pub replace: bool,
 }
 
 /// `mcp-manifest register CLIENT [MANIFEST]`: adds this server (absolute binary and manifest
@@ -823,8 +871,9 @@ fn register_checked(args: &RegisterArgs, registry: &Registry, path: &Path) -> Re
     let exe = std::env::current_exe()
         .and_then(std::fs::canonicalize)
         .map_err(|e| format!("cannot find this program's own path: {e}"))?;
+    let command = own_command(&exe);
     let entry = reg::Entry {
-        command: utf8(&exe)?,
+        command: utf8(&command)?,
         args: vec!["serve".to_owned(), utf8(&manifest)?],
         env,
     };
@@ -849,10 +898,17 @@ fn register_checked(args: &RegisterArgs, registry: &Registry, path: &Path) -> Re
         );
         return Ok(());
     }
-    let (outcome, backup) = reg::register(&target, &name, &entry)?;
+    let opts = reg::Opts {
+        own: &exe,
+        replace: args.replace,
+    };
+    let done = reg::register(&target, &name, &entry, opts)?;
     let mut out = std::io::stdout().lock();
     let file = target.path.display();
-    match outcome {
+    for note in &done.notes {
+        let _ = writeln!(out, "Note: {note}.");
+    }
+    match done.outcome {
         reg::Outcome::Unchanged => {
             let _ = writeln!(
                 out,
@@ -878,7 +934,7 @@ fn register_checked(args: &RegisterArgs, registry: &Registry, path: &Path) -> Re
             );
         }
     }
-    if let Some(b) = backup {
+    if let Some(b) = &done.backup {
         let _ = writeln!(out, "  backup   {}", b.display());
     }
     let _ = writeln!(out, "  command  {}", entry.command);
@@ -941,8 +997,11 @@ fn unregister_checked(args: &UnregisterArgs) -> Result<(), String> {
         reg::Os::current(),
         &setup::process_env,
     )?;
+    let own = std::env::current_exe()
+        .and_then(std::fs::canonicalize)
+        .unwrap_or_default();
     let mut out = std::io::stdout().lock();
-    match reg::unregister(&target, &name)? {
+    match reg::unregister(&target, &name, &own)? {
         None => {
             let _ = writeln!(
                 out,
@@ -950,19 +1009,52 @@ fn unregister_checked(args: &UnregisterArgs) -> Result<(), String> {
                 target.path.display()
             );
         }
-        Some(backup) => {
+        Some(done) => {
             let _ = writeln!(
                 out,
                 "Removed `{name}` from {} ({}).",
                 target.path.display(),
                 args.client.title()
             );
-            if let Some(b) = backup {
+            if let Some(b) = done.backup {
                 let _ = writeln!(out, "  backup   {}", b.display());
+            }
+            for note in &done.notes {
+                let _ = writeln!(out, "Note: {note}.");
             }
         }
     }
     Ok(())
+}
+
+/// The path written as an entry's command: `exe` (canonical), or the `mcp-manifest` found on
+/// PATH, or `argv[0]` when it is a path, when that is the same file: a symlinked install
+/// (`bin/mcp-manifest` → `Cellar/mcp-manifest/0.1.0/bin/mcp-manifest`) keeps working after an
+/// upgrade replaces the versioned folder.
+fn own_command(exe: &Path) -> PathBuf {
+    let name = if cfg!(windows) {
+        "mcp-manifest.exe"
+    } else {
+        "mcp-manifest"
+    };
+    let on_path = std::env::var_os("PATH")
+        .map(|p| {
+            std::env::split_paths(&p)
+                .filter(|d| d.is_absolute())
+                .map(|d| d.join(name))
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    let argv0 = std::env::args_os()
+        .next()
+        .map(PathBuf::from)
+        .filter(|p| p.components().count() > 1)
+        .and_then(|p| std::path::absolute(p).ok());
+    on_path
+        .into_iter()
+        .chain(argv0)
+        .find(|c| c.is_file() && reg::same_file(c, exe))
+        .unwrap_or_else(|| exe.to_path_buf())
 }
 
 /// The project folder of a project-scoped client: `--project`, else the manifest's folder.
@@ -985,6 +1077,28 @@ fn utf8(p: &Path) -> Result<String, String> {
             p.display()
         )
     })
+}
+
+/// What a directory entry that is not a regular file is, for messages.
+fn entry_kind(m: &std::fs::Metadata) -> &'static str {
+    let t = m.file_type();
+    if t.is_dir() {
+        return "is a folder";
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_fifo() {
+            return "is a FIFO (named pipe)";
+        }
+        if t.is_socket() {
+            return "is a socket";
+        }
+        if t.is_char_device() || t.is_block_device() {
+            return "is a device";
+        }
+    }
+    "is not a regular file"
 }
 
 fn cwd_text() -> String {

@@ -156,6 +156,9 @@ enum Command {
         /// Print the entry instead of writing it.
         #[arg(long)]
         print: bool,
+        /// Point an existing entry of the same name that serves another manifest at this one.
+        #[arg(long)]
+        replace: bool,
     },
     /// Remove this server from an MCP client's configuration (only an entry that runs
     /// mcp-manifest).
@@ -244,6 +247,7 @@ fn main() -> ExitCode {
                 user,
                 project,
                 print,
+                replace,
             }) => {
                 cli::register(cli::RegisterArgs {
                     client,
@@ -253,6 +257,7 @@ fn main() -> ExitCode {
                     user,
                     print,
                     project,
+                    replace,
                 })
                 .await
             }

@@ -261,7 +261,7 @@ pub(crate) fn propose(f: &Findings) -> Vec<Section> {
             body: vec!["path = \".\"".into(), "log_limit = 50".into()],
             summary: format!(
                 "git repository   {}",
-                top.display().to_string().trim_end_matches('/')
+                shown(top.display().to_string().trim_end_matches('/'))
             ),
         });
     }
@@ -287,7 +287,7 @@ pub(crate) fn propose(f: &Findings) -> Vec<Section> {
             body.push(format!("exclude = {}", toml_array(&exclude)));
         }
         body.push("description = \"Documentation\"".into());
-        let mut what: Vec<String> = f.readmes.clone();
+        let mut what: Vec<String> = f.readmes.iter().map(|r| shown(r)).collect();
         for (ext, n) in &f.doc_exts {
             what.push(format!(
                 "{n} *.{ext} file{}",
@@ -357,7 +357,10 @@ pub(crate) fn propose(f: &Findings) -> Vec<Section> {
             kind: "sqlite",
             name: name.clone(),
             comment: vec![
-                format!("The SQLite database {db}, opened read-only: sqlite://{name}/schema and"),
+                format!(
+                    "The SQLite database {}, opened read-only: sqlite://{name}/schema and",
+                    shown(db)
+                ),
                 format!("sqlite://{name}/tables/{{table}}. A named query becomes a tool too:"),
                 format!("  [sqlite.{name}.queries.recent]"),
                 "  sql = \"SELECT * FROM some_table ORDER BY rowid DESC LIMIT :n\"".into(),
@@ -367,7 +370,7 @@ pub(crate) fn propose(f: &Findings) -> Vec<Section> {
                 format!("path = {}", toml_str(db)),
                 format!("description = {}", toml_str(&format!("The database {db}"))),
             ],
-            summary: format!("SQLite database  {db}"),
+            summary: format!("SQLite database  {}", shown(db)),
         });
     }
     out
@@ -410,6 +413,26 @@ fn unique(name: String, taken: &[String]) -> String {
         .unwrap_or(name)
 }
 
+/// `name` safe to write in a comment or print: control characters (newline, CR, tab, DEL, C1),
+/// line and paragraph separators, bidirectional overrides and other invisible format
+/// characters become `\u{…}` escapes (and a backslash `\\`), so a hostile file name can never end
+/// a comment and add live TOML, nor move a terminal's cursor.
+pub(crate) fn shown(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        let invisible = c.is_control()
+            || matches!(c as u32, 0x2028 | 0x2029 | 0x200B..=0x200F | 0x202A..=0x202E | 0x2060..=0x2069 | 0xFEFF | 0xFFF9..=0xFFFB | 0x061C | 0x180E);
+        if c == '\\' {
+            out.push_str("\\\\");
+        } else if invisible {
+            let _ = write!(out, "\\u{{{:x}}}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// A TOML basic string holding `s` exactly: quotes, backslashes and control characters
 /// escaped, and `${` written `$${` so the manifest's `${VAR}` expansion leaves it alone.
 pub(crate) fn toml_str(s: &str) -> String {
@@ -423,7 +446,9 @@ pub(crate) fn toml_str(s: &str) -> String {
             '\n' => out.push_str("\\n"),
             '\t' => out.push_str("\\t"),
             '$' if chars.peek() == Some(&'{') => out.push_str("$$"),
-            c if c.is_control() => {
+            c if c.is_control()
+                || matches!(c as u32, 0x2028 | 0x2029 | 0x202A..=0x202E | 0x2066..=0x2069 | 0xFEFF) =>
+            {
                 let _ = write!(out, "\\u{:04X}", c as u32);
             }
             c => out.push(c),
@@ -587,7 +612,7 @@ pub(crate) fn report(
     let _ = writeln!(
         s,
         "Looked at {} ({} entries in {:.2} s{}):",
-        dir.display(),
+        shown(&dir.display().to_string()),
         f.entries,
         f.elapsed.as_secs_f64(),
         if f.truncated {
@@ -606,14 +631,18 @@ pub(crate) fn report(
         let _ = writeln!(s, "  {}", x.summary);
     }
     for (x, why) in left_out {
-        let _ = writeln!(s, "  {}  (left out: {why})", x.summary);
+        let _ = writeln!(s, "  {}  (left out: {})", x.summary, shown(why));
     }
     let more = f.databases.len().saturating_sub(MAX_DATABASES);
     if more > 0 {
         let _ = writeln!(
             s,
             "  and {more} more SQLite files, not added (add them as [sqlite.NAME] sections): {}",
-            f.databases[MAX_DATABASES..].join(", ")
+            f.databases[MAX_DATABASES..]
+                .iter()
+                .map(|d| shown(d))
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
     s
@@ -631,6 +660,34 @@ mod tests {
         let parsed: toml::Table =
             toml::from_str(&format!("k = {}", toml_str("é\"\\\u{7f}"))).unwrap();
         assert_eq!(parsed["k"].as_str(), Some("é\"\\\u{7f}"));
+    }
+
+    #[test]
+    fn names_in_comments_cannot_end_the_comment() {
+        let hostile =
+            "data\n[tools.setup]\r\ncommand = [\"touch\"]\u{2028}\u{202e}\t\u{1b}[2J\\#.db";
+        let s = shown(hostile);
+        assert!(
+            !s.chars()
+                .any(|c| c.is_control() || c == '\u{2028}' || c == '\u{202e}'),
+            "{s}"
+        );
+        assert_eq!(
+            s,
+            "data\\u{a}[tools.setup]\\u{d}\\u{a}command = [\"touch\"]\\u{2028}\\u{202e}\\u{9}\\u{1b}[2J\\\\#.db"
+        );
+        let sections = propose(&Findings {
+            databases: vec![hostile.to_owned()],
+            ..Findings::default()
+        });
+        let text = render("x", &sections);
+        let parsed: toml::Table = toml::from_str(&text).unwrap();
+        assert!(parsed.get("tools").is_none(), "{text}");
+        let dbs = parsed["sqlite"].as_table().unwrap();
+        assert_eq!(dbs.len(), 1);
+        let db = dbs.values().next().unwrap();
+        assert_eq!(db["path"].as_str(), Some(hostile));
+        assert!(!text.contains('\u{2028}'), "{text}");
     }
 
     #[test]

@@ -125,9 +125,10 @@ pub(crate) fn target(
     env: Env,
 ) -> Result<Target, String> {
     let home = || {
-        home_dir(env).ok_or_else(|| {
+        let h = home_dir(env).ok_or_else(|| {
             "cannot find your home folder: HOME (or USERPROFILE) is not set".to_owned()
-        })
+        })?;
+        absolute_var("HOME", h)
     };
     // The user's configuration folder on Linux: XDG_CONFIG_HOME when absolute, else ~/.config.
     let xdg_config = || -> Result<PathBuf, String> {
@@ -139,7 +140,7 @@ pub(crate) fn target(
     // Windows' roaming application data: APPDATA, else ~/AppData/Roaming.
     let appdata = || -> Result<PathBuf, String> {
         match env("APPDATA").map(PathBuf::from) {
-            Some(p) => Ok(p),
+            Some(p) => absolute_var("APPDATA", p),
             None => Ok(home()?.join("AppData").join("Roaming")),
         }
     };
@@ -217,7 +218,7 @@ pub(crate) fn target(
         // `codex mcp add` writes.
         Client::Codex => {
             let dir = match env("CODEX_HOME").map(PathBuf::from) {
-                Some(p) => p,
+                Some(p) => absolute_var("CODEX_HOME", p)?,
                 None => home()?.join(".codex"),
             };
             (dir.join("config.toml"), Format::CodexToml, "user")
@@ -240,6 +241,22 @@ pub(crate) fn target(
         format,
         scope,
     })
+}
+
+/// `path` from the variable `var` when it is absolute: a relative one would put the file
+/// wherever the command happens to run.
+fn absolute_var(var: &str, path: PathBuf) -> Result<PathBuf, String> {
+    // A Windows path (C:\..., \\server\...) is absolute on Windows only; accept its shape.
+    let text = path.to_string_lossy();
+    let windows_abs = text.as_bytes().get(1) == Some(&b':') || text.starts_with("\\\\");
+    if path.is_absolute() || path.has_root() || windows_abs {
+        Ok(path)
+    } else {
+        Err(format!(
+            "{var} is `{}`, a relative path: it must be absolute (a `~` is not expanded in an environment variable); nothing written",
+            path.display()
+        ))
+    }
 }
 
 /// `--env K=V` pairs: names like shell variables, no NUL anywhere, each name once.
@@ -272,20 +289,21 @@ pub(crate) fn parse_env(pairs: &[String]) -> Result<Vec<(String, String)>, Strin
     Ok(out)
 }
 
-/// A server name every client accepts: 1 to 64 of `A-Z a-z 0-9 _ - .`, starting with a letter
-/// or digit (Claude Code builds tool names `mcp__NAME__tool` from it).
+/// A server name every client accepts: 1 to 64 of `A-Z a-z 0-9 _ -`, starting with a letter
+/// or digit (Claude Code builds tool names `mcp__NAME__tool` from it; Codex accepts only
+/// `[A-Za-z0-9_-]`).
 pub(crate) fn check_name(name: &str) -> Result<(), String> {
     let ok = !name.is_empty()
         && name.len() <= 64
         && name.starts_with(|c: char| c.is_ascii_alphanumeric())
         && name
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'));
     if ok {
         Ok(())
     } else {
         Err(format!(
-            "server name `{name}` cannot be used in a client's configuration: use 1 to 64 letters, digits, `_`, `-` or `.`, starting with a letter or digit (for example --name {})",
+            "server name `{name}` cannot be used in a client's configuration: use 1 to 64 letters, digits, `_` or `-`, starting with a letter or digit (for example --name {})",
             suggest_name(name)
         ))
     }
@@ -312,45 +330,161 @@ pub(crate) fn suggest_name(name: &str) -> String {
     }
 }
 
-/// Whether a client entry's `command` runs an mcp-manifest binary (on any platform's paths).
-fn runs_us(command: &str) -> bool {
+/// Whether a client entry's `command` runs mcp-manifest: a file named `mcp-manifest*` (on any
+/// platform's paths), or `own`, this program (the same path, or the same file).
+pub(crate) fn runs_us(command: &str, own: &Path) -> bool {
     let file = command.rsplit(['/', '\\']).next().unwrap_or(command);
-    file == "mcp-manifest" || file.eq_ignore_ascii_case("mcp-manifest.exe")
+    if file.to_ascii_lowercase().starts_with("mcp-manifest") {
+        return true;
+    }
+    if Path::new(command) == own {
+        return true;
+    }
+    same_file(Path::new(command), own)
 }
 
-/// Adds or updates `name` in the file; writes (after a backup) only when something changes.
-/// Returns what happened and the backup made, if any.
+/// Whether two paths name the same existing file.
+pub(crate) fn same_file(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (std::fs::metadata(a), std::fs::metadata(b)) {
+            (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        matches!(
+            (std::fs::canonicalize(a), std::fs::canonicalize(b)),
+            (Ok(x), Ok(y)) if x == y
+        )
+    }
+}
+
+/// How `register` treats an entry of the same name.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Opts<'a> {
+    /// This program's own executable (an entry running it is ours).
+    pub own: &'a Path,
+    /// `--replace`: repoint an entry of ours that serves another manifest.
+    pub replace: bool,
+}
+
+/// What `register` / `unregister` did, to tell the user.
+#[derive(Debug)]
+pub(crate) struct Done {
+    pub outcome: Outcome,
+    pub backup: Option<PathBuf>,
+    pub notes: Vec<String>,
+}
+
+/// The manifest an entry of ours serves (`serve MANIFEST`).
+fn served_manifest<'a>(args: impl IntoIterator<Item = Option<&'a str>>) -> Option<&'a str> {
+    let mut it = args.into_iter();
+    match (it.next(), it.next()) {
+        (Some(Some("serve")), Some(Some(m))) => Some(m),
+        _ => None,
+    }
+}
+
+/// When `name` would be repointed from `old` to `new` manifest: an error if the old manifest
+/// still exists (unless `--replace`), else a note.
+fn repoint(
+    path: &Path,
+    name: &str,
+    old: Option<&str>,
+    new: &[String],
+    replace: bool,
+) -> Result<Option<String>, String> {
+    let (Some(old), Some(new)) = (old, new.get(1)) else {
+        return Ok(None);
+    };
+    if old == new {
+        return Ok(None);
+    }
+    if !Path::new(old).exists() {
+        return Ok(Some(format!(
+            "`{name}` served {old}, which no longer exists: it now serves {new}"
+        )));
+    }
+    if replace {
+        return Ok(Some(format!(
+            "`{name}` served {old}: it now serves {new} (--replace)"
+        )));
+    }
+    Err(format!(
+        "{}: the server `{name}` there already serves another manifest, {old}; registering {new} under the same name would take its place. Left as it is: choose another name (--name {name}-2, say), or give --replace to point `{name}` at {new}",
+        path.display()
+    ))
+}
+
+/// Adds or updates `name` in the file, under the file's lock; writes (after a backup) only
+/// when something changes.
 pub(crate) fn register(
     target: &Target,
     name: &str,
     entry: &Entry,
-) -> Result<(Outcome, Option<PathBuf>), String> {
-    let text = read(&target.path)?;
-    let (outcome, new_text) = match target.format {
+    opts: Opts,
+) -> Result<Done, String> {
+    let locked = lock(&target.path, true)?
+        .ok_or_else(|| format!("{}: cannot create the file", target.path.display()))?;
+    let text = utf8_text(&locked, &target.path)?;
+    let (outcome, new_text, note) = match target.format {
         Format::Json { key, stdio_type } => {
-            set_json(&text, &target.path, key, stdio_type, name, entry)?
+            set_json(&text, &target.path, key, stdio_type, name, entry, opts)?
         }
-        Format::CodexToml => set_codex(&text, &target.path, name, entry)?,
+        Format::CodexToml => set_codex(&text, &target.path, name, entry, opts)?,
     };
+    let mut notes: Vec<String> = note.into_iter().collect();
     if outcome == Outcome::Unchanged {
-        return Ok((outcome, None));
+        return Ok(Done {
+            outcome,
+            backup: None,
+            notes,
+        });
     }
-    let backup = save(&target.path, &new_text)?;
-    Ok((outcome, backup))
+    let saved = locked.commit(new_text.as_bytes(), !entry.env.is_empty())?;
+    notes.extend(saved.notes);
+    Ok(Done {
+        outcome,
+        backup: saved.backup,
+        notes,
+    })
 }
 
 /// Removes `name` from the file if it is there and runs mcp-manifest. `Ok(None)` when there was
-/// nothing to remove; else the backup made.
-pub(crate) fn unregister(target: &Target, name: &str) -> Result<Option<Option<PathBuf>>, String> {
-    let text = read(&target.path)?;
+/// nothing to remove.
+pub(crate) fn unregister(target: &Target, name: &str, own: &Path) -> Result<Option<Done>, String> {
+    let Some(locked) = lock(&target.path, false)? else {
+        return Ok(None);
+    };
+    let text = utf8_text(&locked, &target.path)?;
     let new_text = match target.format {
-        Format::Json { key, .. } => remove_json(&text, &target.path, key, name)?,
-        Format::CodexToml => remove_codex(&text, &target.path, name)?,
+        Format::Json { key, .. } => remove_json(&text, &target.path, key, name, own)?,
+        Format::CodexToml => remove_codex(&text, &target.path, name, own)?,
     };
     match new_text {
         None => Ok(None),
-        Some(t) => Ok(Some(save(&target.path, &t)?)),
+        Some(t) => {
+            let saved = locked.commit(t.as_bytes(), false)?;
+            Ok(Some(Done {
+                outcome: Outcome::Updated,
+                backup: saved.backup,
+                notes: saved.notes,
+            }))
+        }
     }
+}
+
+/// Locks the configuration file for an edit (see [`write::lock`]).
+fn lock(path: &Path, create: bool) -> Result<Option<write::Locked>, String> {
+    write::lock(path, create).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn utf8_text(locked: &write::Locked, path: &Path) -> Result<String, String> {
+    String::from_utf8(locked.bytes.clone())
+        .map_err(|_| format!("{}: not UTF-8 text; left as it is", path.display()))
 }
 
 /// The entry as the client's file would hold it, for `--print`.
@@ -374,47 +508,85 @@ pub(crate) fn snippet(format: Format, name: &str, entry: &Entry) -> String {
     }
 }
 
-/// Files larger than this are not configuration files.
-const MAX_CONFIG: u64 = 64 << 20;
-
-/// The file's text; empty when it does not exist.
-fn read(path: &Path) -> Result<String, String> {
-    match std::fs::metadata(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(String::new()),
-        Err(e) => return Err(format!("{}: {e}", path.display())),
-        Ok(m) if m.is_dir() => return Err(format!("{}: is a folder, not a file", path.display())),
-        Ok(m) if m.len() > MAX_CONFIG => {
-            return Err(format!(
-                "{}: {} bytes is too large for a configuration file; left as it is",
-                path.display(),
-                m.len()
-            ));
-        }
-        Ok(_) => {}
-    }
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    String::from_utf8(bytes)
-        .map_err(|_| format!("{}: not UTF-8 text; left as it is", path.display()))
-}
-
-/// Backs the file up (when it exists), then replaces it.
-fn save(path: &Path, text: &str) -> Result<Option<PathBuf>, String> {
-    let backup = write::backup(path).map_err(|e| {
-        format!(
-            "{}: cannot make a backup, nothing written: {e}",
-            path.display()
-        )
-    })?;
-    write::replace(path, text.as_bytes())
-        .map_err(|e| format!("{}: cannot write: {e}", path.display()))?;
-    Ok(backup)
-}
-
 fn pretty(v: &Value) -> String {
-    // Serializing a Value cannot fail (string keys, no non-finite numbers from our input).
-    let mut s = serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string());
-    s.push('\n');
-    s
+    Style::default().render(v)
+}
+
+/// How a JSON file is laid out, kept when it is rewritten: a UTF-8 BOM, CRLF line ends, the
+/// indentation (two or four spaces, a tab, …), a final newline.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Style {
+    bom: bool,
+    crlf: bool,
+    indent: String,
+    final_newline: bool,
+}
+
+impl Default for Style {
+    fn default() -> Self {
+        Style {
+            bom: false,
+            crlf: false,
+            indent: "  ".into(),
+            final_newline: true,
+        }
+    }
+}
+
+impl Style {
+    fn of(text: &str) -> Style {
+        let bom = text.starts_with('\u{feff}');
+        let body = text.strip_prefix('\u{feff}').unwrap_or(text);
+        if body.trim().is_empty() {
+            return Style {
+                bom,
+                ..Style::default()
+            };
+        }
+        let indent = body
+            .lines()
+            .skip(1)
+            .map(|l| &l[..l.len() - l.trim_start_matches([' ', '\t']).len()])
+            .find(|w| !w.is_empty())
+            .map(|w| {
+                if w.starts_with('\t') {
+                    "\t".to_owned()
+                } else {
+                    w.to_owned()
+                }
+            })
+            .unwrap_or_else(|| "  ".into());
+        Style {
+            bom,
+            crlf: body.contains("\r\n"),
+            indent,
+            final_newline: body.ends_with('\n'),
+        }
+    }
+
+    fn render(&self, v: &Value) -> String {
+        use serde::Serialize;
+        let mut buf = Vec::new();
+        let fmt = serde_json::ser::PrettyFormatter::with_indent(self.indent.as_bytes());
+        let mut ser = serde_json::Serializer::with_formatter(&mut buf, fmt);
+        // Serializing a Value cannot fail (string keys, no non-finite numbers from our input).
+        let text = match v.serialize(&mut ser) {
+            Ok(()) => String::from_utf8(buf).unwrap_or_else(|_| v.to_string()),
+            Err(_) => v.to_string(),
+        };
+        let mut out = String::new();
+        if self.bom {
+            out.push('\u{feff}');
+        }
+        out.push_str(&text);
+        if self.final_newline {
+            out.push('\n');
+        }
+        if self.crlf {
+            out = out.replace('\n', "\r\n");
+        }
+        out
+    }
 }
 
 fn json_entry(entry: &Entry, stdio_type: bool) -> Value {
@@ -498,9 +670,11 @@ fn set_json(
     stdio_type: bool,
     name: &str,
     entry: &Entry,
-) -> Result<(Outcome, String), String> {
+    opts: Opts,
+) -> Result<(Outcome, String, Option<String>), String> {
     let mut root = parse_json(text, path)?;
     let servers = servers_object(&mut root, key, path)?;
+    let mut note = None;
     let outcome = match servers.get(name) {
         None => {
             servers.insert(name.to_owned(), json_entry(entry, stdio_type));
@@ -511,9 +685,12 @@ fn set_json(
                 return Err(not_ours(path, name, None));
             };
             let command = old.get("command").and_then(Value::as_str);
-            if !command.is_some_and(runs_us) {
+            if !command.is_some_and(|c| runs_us(c, opts.own)) {
                 return Err(not_ours(path, name, command));
             }
+            let old_args = old.get("args").and_then(Value::as_array);
+            let served = served_manifest(old_args.into_iter().flatten().map(Value::as_str));
+            note = repoint(path, name, served, &entry.args, opts.replace)?;
             // Keys the user added to our entry (`disabled`, `timeout`, …) stay; ours are set.
             let mut new = old.clone();
             if stdio_type {
@@ -545,10 +722,16 @@ fn set_json(
             }
         }
     };
-    Ok((outcome, pretty(&Value::Object(root))))
+    Ok((outcome, Style::of(text).render(&Value::Object(root)), note))
 }
 
-fn remove_json(text: &str, path: &Path, key: &str, name: &str) -> Result<Option<String>, String> {
+fn remove_json(
+    text: &str,
+    path: &Path,
+    key: &str,
+    name: &str,
+    own: &Path,
+) -> Result<Option<String>, String> {
     let mut root = parse_json(text, path)?;
     let Some(servers) = root.get_mut(key) else {
         return Ok(None);
@@ -563,11 +746,11 @@ fn remove_json(text: &str, path: &Path, key: &str, name: &str) -> Result<Option<
         return Ok(None);
     };
     let command = existing.get("command").and_then(Value::as_str);
-    if !command.is_some_and(runs_us) {
+    if !command.is_some_and(|c| runs_us(c, own)) {
         return Err(not_ours(path, name, command));
     }
     servers.shift_remove(name);
-    Ok(Some(pretty(&Value::Object(root))))
+    Ok(Some(Style::of(text).render(&Value::Object(root))))
 }
 
 fn parse_codex(text: &str, path: &Path) -> Result<toml_edit::DocumentMut, String> {
@@ -627,8 +810,10 @@ fn set_codex(
     path: &Path,
     name: &str,
     entry: &Entry,
-) -> Result<(Outcome, String), String> {
+    opts: Opts,
+) -> Result<(Outcome, String, Option<String>), String> {
     let mut doc = parse_codex(text, path)?;
+    let mut note = None;
     // An inline `mcp_servers = { … }` holds inline tables; a table holds tables.
     let inline = doc.get("mcp_servers").is_some_and(|i| i.is_inline_table());
     let servers = codex_servers(&mut doc, path)?;
@@ -648,9 +833,17 @@ fn set_codex(
                 return Err(not_ours(path, name, None));
             };
             let command = old.get("command").and_then(toml_edit::Item::as_str);
-            if !command.is_some_and(runs_us) {
+            if !command.is_some_and(|c| runs_us(c, opts.own)) {
                 return Err(not_ours(path, name, command.map(str::to_owned).as_deref()));
             }
+            let old_args = old.get("args").and_then(toml_edit::Item::as_array);
+            let served = served_manifest(
+                old_args
+                    .into_iter()
+                    .flat_map(|a| a.iter())
+                    .map(toml_edit::Value::as_str),
+            );
+            note = repoint(path, name, served, &entry.args, opts.replace)?;
             let same_command = command == Some(entry.command.as_str());
             let same_args = old
                 .get("args")
@@ -691,10 +884,19 @@ fn set_codex(
             }
         }
     };
-    Ok((outcome, doc.to_string()))
+    Ok((outcome, keep_bom(text, doc.to_string()), note))
 }
 
-fn remove_codex(text: &str, path: &Path, name: &str) -> Result<Option<String>, String> {
+/// `new` with the UTF-8 BOM `old` started with.
+fn keep_bom(old: &str, new: String) -> String {
+    if old.starts_with('\u{feff}') {
+        format!("\u{feff}{new}")
+    } else {
+        new
+    }
+}
+
+fn remove_codex(text: &str, path: &Path, name: &str, own: &Path) -> Result<Option<String>, String> {
     let mut doc = parse_codex(text, path)?;
     let Some(servers) = doc.get_mut("mcp_servers").map(|s| s.as_table_like_mut()) else {
         return Ok(None);
@@ -713,11 +915,11 @@ fn remove_codex(text: &str, path: &Path, name: &str) -> Result<Option<String>, S
         .and_then(|t| t.get("command"))
         .and_then(toml_edit::Item::as_str)
         .map(str::to_owned);
-    if !command.as_deref().is_some_and(runs_us) {
+    if !command.as_deref().is_some_and(|c| runs_us(c, own)) {
         return Err(not_ours(path, name, command.as_deref()));
     }
     servers.remove(name);
-    Ok(Some(doc.to_string()))
+    Ok(Some(keep_bom(text, doc.to_string())))
 }
 
 /// What to do after `register`, per client: restart, where to look, where logs go.
@@ -846,6 +1048,35 @@ mod tests {
         );
         let none = |_: &str| None;
         assert!(target(Client::Windsurf, false, p, Os::Linux, &none).is_err());
+        // A relative HOME, CODEX_HOME or APPDATA is refused, naming the variable.
+        for (vars, client, os, var) in [
+            (
+                &[("HOME", "relhome")][..],
+                Client::Windsurf,
+                Os::Linux,
+                "HOME",
+            ),
+            (
+                &[("HOME", "/h"), ("CODEX_HOME", "~/cx")][..],
+                Client::Codex,
+                Os::Linux,
+                "CODEX_HOME",
+            ),
+            (
+                &[("HOME", "/h"), ("APPDATA", "AppData")][..],
+                Client::ClaudeDesktop,
+                Os::Windows,
+                "APPDATA",
+            ),
+        ] {
+            let env = |k: &str| {
+                vars.iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| OsString::from(v))
+            };
+            let err = target(client, true, p, os, &env).unwrap_err();
+            assert!(err.starts_with(var) && err.contains("relative"), "{err}");
+        }
     }
 
     #[test]
@@ -858,12 +1089,26 @@ mod tests {
         }
         assert!(parse_env(&["A=1".into(), "A=2".into()]).is_err());
         assert!(check_name("acme").is_ok());
-        assert!(check_name("my.server_2-x").is_ok());
-        for bad in ["", "-x", "a b", "é", &"a".repeat(65)] {
+        assert!(check_name("my_server_2-x").is_ok());
+        // Codex accepts only [A-Za-z0-9_-]: a dot is refused, with a name that works.
+        let err = check_name("a.b").unwrap_err();
+        assert!(err.contains("--name a-b"), "{err}");
+        for bad in ["", "-x", "a b", "é", ".", "a.b", &"a".repeat(65)] {
             assert!(check_name(bad).is_err(), "{bad:?}");
         }
         assert_eq!(suggest_name("My Notes!"), "my-notes");
         assert_eq!(suggest_name("!!!"), "mcp-manifest");
+    }
+
+    fn own() -> &'static Path {
+        Path::new("/bin/mcp-manifest")
+    }
+
+    fn opts() -> Opts<'static> {
+        Opts {
+            own: own(),
+            replace: false,
+        }
     }
 
     fn entry() -> Entry {
@@ -878,7 +1123,7 @@ mod tests {
     fn json_edits_keep_everything_else_and_refuse_what_is_not_ours() {
         let p = Path::new("/c.json");
         let text = r#"{"zeta": 1, "mcpServers": {"other": {"command": "npx", "args": ["x"]}}, "alpha": [1, 2]}"#;
-        let (o, new) = set_json(text, p, "mcpServers", false, "acme", &entry()).unwrap();
+        let (o, new, _) = set_json(text, p, "mcpServers", false, "acme", &entry(), opts()).unwrap();
         assert_eq!(o, Outcome::Added);
         let v: Value = serde_json::from_str(&new).unwrap();
         assert_eq!(v["zeta"], 1);
@@ -888,22 +1133,34 @@ mod tests {
         // Key order of the file is kept: zeta, mcpServers, alpha.
         let keys: Vec<_> = v.as_object().unwrap().keys().cloned().collect();
         assert_eq!(keys, ["zeta", "mcpServers", "alpha"]);
-        let (o, again) = set_json(&new, p, "mcpServers", false, "acme", &entry()).unwrap();
+        let (o, again, _) =
+            set_json(&new, p, "mcpServers", false, "acme", &entry(), opts()).unwrap();
         assert_eq!((o, again), (Outcome::Unchanged, new.clone()));
-        assert!(set_json(&new, p, "mcpServers", false, "other", &entry()).is_err());
-        assert!(remove_json(&new, p, "mcpServers", "other").is_err());
-        let removed = remove_json(&new, p, "mcpServers", "acme").unwrap().unwrap();
+        assert!(set_json(&new, p, "mcpServers", false, "other", &entry(), opts()).is_err());
+        assert!(remove_json(&new, p, "mcpServers", "other", own()).is_err());
+        let removed = remove_json(&new, p, "mcpServers", "acme", own())
+            .unwrap()
+            .unwrap();
         assert_eq!(
             serde_json::from_str::<Value>(&removed).unwrap(),
             serde_json::from_str::<Value>(text).unwrap()
         );
         assert_eq!(
-            remove_json(&removed, p, "mcpServers", "acme").unwrap(),
+            remove_json(&removed, p, "mcpServers", "acme", own()).unwrap(),
             None
         );
-        let err = set_json("{\"a\": 1,}", p, "mcpServers", false, "acme", &entry()).unwrap_err();
+        let err = set_json(
+            "{\"a\": 1,}",
+            p,
+            "mcpServers",
+            false,
+            "acme",
+            &entry(),
+            opts(),
+        )
+        .unwrap_err();
         assert!(err.starts_with("/c.json:1:9: not valid JSON"), "{err}");
-        assert!(set_json("[]", p, "mcpServers", false, "acme", &entry()).is_err());
+        assert!(set_json("[]", p, "mcpServers", false, "acme", &entry(), opts()).is_err());
         assert!(
             set_json(
                 "{\"mcpServers\": 3}",
@@ -911,16 +1168,112 @@ mod tests {
                 "mcpServers",
                 false,
                 "acme",
-                &entry()
+                &entry(),
+                opts()
             )
             .is_err()
         );
-        let (o, fresh) = set_json("\u{feff}", p, "servers", true, "acme", &entry()).unwrap();
+        let (o, fresh, _) =
+            set_json("\u{feff}", p, "servers", true, "acme", &entry(), opts()).unwrap();
         assert_eq!(o, Outcome::Added);
+        // The BOM is kept.
+        let fresh = fresh.strip_prefix('\u{feff}').unwrap();
         assert_eq!(
-            serde_json::from_str::<Value>(&fresh).unwrap()["servers"]["acme"]["type"],
+            serde_json::from_str::<Value>(fresh).unwrap()["servers"]["acme"]["type"],
             "stdio"
         );
+    }
+
+    #[test]
+    fn json_rewrites_keep_bom_line_ends_and_indentation() {
+        let p = Path::new("/c.json");
+        for (text, indent) in [
+            ("\u{feff}{\"mcpServers\": {}}\n", None),
+            (
+                "{\r\n    \"mcpServers\": {\r\n        \"x\": {\"command\": \"npx\"}\r\n    }\r\n}\r\n",
+                Some("    "),
+            ),
+            ("{\n\t\"mcpServers\": {},\n\t\"a\": 1\n}", Some("\t")),
+            ("{\n  \"mcpServers\": {}\n}\n", Some("  ")),
+        ] {
+            let (_, new, _) =
+                set_json(text, p, "mcpServers", false, "acme", &entry(), opts()).unwrap();
+            assert_eq!(
+                new.starts_with('\u{feff}'),
+                text.starts_with('\u{feff}'),
+                "{new:?}"
+            );
+            let crlf = text.contains("\r\n");
+            assert_eq!(new.contains("\r\n"), crlf, "{new:?}");
+            if crlf {
+                assert!(!new.replace("\r\n", "").contains('\n'), "{new:?}");
+            }
+            assert_eq!(new.ends_with('\n'), text.ends_with('\n'), "{new:?}");
+            if let Some(indent) = indent {
+                assert!(
+                    new.contains(&format!("\n{indent}\"mcpServers\"")),
+                    "{new:?}"
+                );
+                assert!(
+                    new.contains(&format!("\n{indent}{indent}\"acme\"")),
+                    "{new:?}"
+                );
+            }
+            let removed = remove_json(&new, p, "mcpServers", "acme", own())
+                .unwrap()
+                .unwrap();
+            assert_eq!(new.starts_with('\u{feff}'), removed.starts_with('\u{feff}'));
+            assert_eq!(removed.contains("\r\n"), crlf, "{removed:?}");
+        }
+    }
+
+    #[test]
+    fn an_entry_serving_another_existing_manifest_is_not_repointed_silently() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.toml");
+        std::fs::write(&a, "").unwrap();
+        let p = Path::new("/c.json");
+        let mut first = entry();
+        first.args[1] = a.to_string_lossy().into_owned();
+        let (_, text, _) = set_json("", p, "mcpServers", false, "acme", &first, opts()).unwrap();
+        let err = set_json(&text, p, "mcpServers", false, "acme", &entry(), opts()).unwrap_err();
+        assert!(
+            err.contains(&*a.to_string_lossy()) && err.contains("/p/mcp-server.toml"),
+            "{err}"
+        );
+        assert!(err.contains("--replace") && err.contains("--name"), "{err}");
+        let replace = Opts {
+            own: own(),
+            replace: true,
+        };
+        let (o, _, note) =
+            set_json(&text, p, "mcpServers", false, "acme", &entry(), replace).unwrap();
+        assert_eq!(o, Outcome::Updated);
+        assert!(note.is_some());
+        // The same in Codex's file.
+        let (_, toml, _) = set_codex("", p, "acme", &first, opts()).unwrap();
+        assert!(set_codex(&toml, p, "acme", &entry(), opts()).is_err());
+        // Once the old manifest is gone, the entry is repointed, with a note.
+        std::fs::remove_file(&a).unwrap();
+        let (o, _, note) =
+            set_json(&text, p, "mcpServers", false, "acme", &entry(), opts()).unwrap();
+        assert_eq!(o, Outcome::Updated);
+        assert!(note.unwrap().contains("no longer exists"));
+    }
+
+    #[test]
+    fn entries_of_a_renamed_binary_are_ours() {
+        let dir = tempfile::tempdir().unwrap();
+        let own = dir.path().join("mm");
+        std::fs::write(&own, "").unwrap();
+        let link = dir.path().join("link");
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(&own, &link).unwrap();
+        assert!(runs_us("/opt/mcp-manifest-0.1.0", &own));
+        assert!(runs_us(&own.to_string_lossy(), &own));
+        #[cfg(unix)]
+        assert!(runs_us(&link.to_string_lossy(), &own));
+        assert!(!runs_us("/usr/bin/npx", &own));
     }
 
     #[test]
@@ -929,7 +1282,7 @@ mod tests {
         let text = "# my settings\nmodel = \"o3\" # inline comment\n\n[mcp_servers.other]\ncommand = \"npx\"\nargs = [\"-y\", \"x\"]\n\n[profiles.fast]\nmodel = \"mini\"\n";
         let mut e = entry();
         e.env = vec![("K".into(), "v".into())];
-        let (o, new) = set_codex(text, p, "acme", &e).unwrap();
+        let (o, new, _) = set_codex(text, p, "acme", &e, opts()).unwrap();
         assert_eq!(o, Outcome::Added);
         assert!(
             new.starts_with("# my settings\nmodel = \"o3\" # inline comment\n"),
@@ -937,12 +1290,12 @@ mod tests {
         );
         assert!(new.contains("[mcp_servers.acme]\ncommand = \"/bin/mcp-manifest\"\nargs = [\"serve\", \"/p/mcp-server.toml\"]\nenv = { K = \"v\" }\n"), "{new}");
         assert!(new.contains("[profiles.fast]\nmodel = \"mini\"\n"), "{new}");
-        let (o, again) = set_codex(&new, p, "acme", &e).unwrap();
+        let (o, again, _) = set_codex(&new, p, "acme", &e, opts()).unwrap();
         assert_eq!((o, again.as_str()), (Outcome::Unchanged, new.as_str()));
-        assert!(set_codex(&new, p, "other", &e).is_err());
-        let removed = remove_codex(&new, p, "acme").unwrap().unwrap();
+        assert!(set_codex(&new, p, "other", &e, opts()).is_err());
+        let removed = remove_codex(&new, p, "acme", own()).unwrap().unwrap();
         assert_eq!(removed, text);
-        let err = set_codex("a = [", p, "acme", &e).unwrap_err();
+        let err = set_codex("a = [", p, "acme", &e, opts()).unwrap_err();
         assert!(err.starts_with("/config.toml:1:"), "{err}");
         let snippet = snippet(Format::CodexToml, "acme", &e);
         assert!(snippet.starts_with("[mcp_servers.acme]\n"), "{snippet}");

@@ -1,36 +1,323 @@
 //! Writing a file so that a reader never sees half of it: a temporary file beside it, then a
 //! rename (or a hard link, when an existing file must not be replaced); backups before an edit.
+//!
+//! A client's configuration file is edited under a lock ([`lock`]): `flock` on the file itself
+//! (no lock file is left behind), re-checked against the path after the lock is taken, so
+//! concurrent `register`s never lose each other's entries. Only a regular file is ever read or
+//! replaced (a FIFO, a device, a socket or a folder is refused, never opened blocking);
+//! temporary files and backups are created 0600 and given their final mode before the rename.
+//! Backups are made by temp + rename too; the newest [`KEEP_BACKUPS`] of a file are kept, and
+//! temporary files left by a killed run (its PID gone) are removed on the next edit.
 
-use std::fs::{self, OpenOptions};
-use std::io::{self, Write};
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
+/// Backups of one configuration file kept (`FILE.bak-YYYYMMDD-HHMMSS[-N]`, the newest).
+pub(crate) const KEEP_BACKUPS: usize = 3;
+
 /// The file a write to `path` lands in: the target of a symlink (a config file linked from a
-/// dotfiles repository stays a link), else `path` itself.
+/// dotfiles repository stays a link), else `path` itself. A dangling symlink's target is
+/// returned when its folder exists (the edit creates it).
 pub(crate) fn write_target(path: &Path) -> io::Result<PathBuf> {
-    match fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_symlink() => fs::canonicalize(path),
-        _ => Ok(path.to_path_buf()),
+    let mut current = path.to_path_buf();
+    for _ in 0..40 {
+        match fs::symlink_metadata(&current) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let link = fs::read_link(&current)?;
+                current = match current.parent() {
+                    Some(dir) if link.is_relative() => dir.join(link),
+                    _ => link,
+                };
+            }
+            Ok(_) => return fs::canonicalize(&current).or(Ok(current)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                if current == path {
+                    return Ok(current);
+                }
+                return match current.parent() {
+                    Some(dir) if dir.as_os_str().is_empty() || dir.is_dir() => Ok(current),
+                    _ => Err(io::Error::new(
+                        io::ErrorKind::NotFound,
+                        format!(
+                            "it is a symlink to {}, whose folder does not exist",
+                            current.display()
+                        ),
+                    )),
+                };
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::other(
+        "too many levels of symbolic links (a symlink loop?)",
+    ))
+}
+
+/// Why `meta` (of a path that exists) cannot be edited as a file, if it cannot.
+fn not_regular(meta: &fs::Metadata) -> Option<&'static str> {
+    let t = meta.file_type();
+    if t.is_file() {
+        return None;
+    }
+    if t.is_dir() {
+        return Some("is a folder, not a file");
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_fifo() {
+            return Some("is a FIFO (named pipe), not a regular file");
+        }
+        if t.is_char_device() || t.is_block_device() {
+            return Some("is a device, not a regular file");
+        }
+        if t.is_socket() {
+            return Some("is a socket, not a regular file");
+        }
+    }
+    Some("is not a regular file")
+}
+
+fn refuse(why: &str) -> io::Error {
+    io::Error::other(format!("{why}; left as it is"))
+}
+
+/// The mode of a new file under the process umask (`0666 & !umask`).
+#[cfg(unix)]
+fn default_mode() -> u32 {
+    let umask = fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Umask:"))
+                .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+        })
+        .unwrap_or(0o022);
+    0o666 & !umask
+}
+
+/// A configuration file, locked for a read-modify-write.
+pub(crate) struct Locked {
+    /// The file written (a symlink's target).
+    pub target: PathBuf,
+    /// The file's content when locked (empty for a file this run created).
+    pub bytes: Vec<u8>,
+    /// The mode and link count of the file as it was; `None` when this run created it.
+    existed: Option<(u32, u64)>,
+    /// Held for the lock; dropped (unlocked) after the rename.
+    _file: Option<File>,
+}
+
+/// What [`Locked::commit`] did.
+pub(crate) struct Saved {
+    pub backup: Option<PathBuf>,
+    /// Notes for the user (a hard link split, …).
+    pub notes: Vec<String>,
+}
+
+/// Files larger than this are not configuration files.
+pub(crate) const MAX_CONFIG: u64 = 64 << 20;
+
+/// Locks the configuration file `path` (through a symlink) for an edit and reads it. A missing
+/// file is created empty (mode 0600, folders made) when `create`, else `Ok(None)`.
+pub(crate) fn lock(path: &Path, create: bool) -> io::Result<Option<Locked>> {
+    let target = write_target(path)?;
+    for _ in 0..100 {
+        let mut created = false;
+        match fs::metadata(&target) {
+            Ok(m) => {
+                if let Some(why) = not_regular(&m) {
+                    return Err(refuse(why));
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                if !create {
+                    return Ok(None);
+                }
+                if let Some(dir) = target.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    fs::create_dir_all(dir)?;
+                }
+                let mut o = OpenOptions::new();
+                o.write(true).create_new(true);
+                #[cfg(unix)]
+                std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
+                match o.open(&target) {
+                    Ok(_) => created = true,
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                    Err(e) => return Err(e),
+                }
+            }
+            Err(e) => return Err(e),
+        }
+        let mut o = OpenOptions::new();
+        o.read(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::custom_flags(&mut o, libc::O_NONBLOCK);
+        let mut file = match o.open(&target) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        let meta = file.metadata()?;
+        if let Some(why) = not_regular(&meta) {
+            return Err(refuse(why));
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)?;
+            // Another run may have replaced the file while this one waited: lock the new one.
+            match fs::metadata(&target) {
+                Ok(now) if now.dev() == meta.dev() && now.ino() == meta.ino() => {}
+                _ => continue,
+            }
+        }
+        let meta = file.metadata()?;
+        if meta.len() > MAX_CONFIG {
+            return Err(io::Error::other(format!(
+                "{} bytes is too large for a configuration file; left as it is",
+                meta.len()
+            )));
+        }
+        #[cfg(unix)]
+        let existed = {
+            use std::os::unix::fs::MetadataExt;
+            if !created && meta.mode() & 0o200 == 0 {
+                return Err(io::Error::other(format!(
+                    "the file is read-only (mode {:04o}); left as it is. To let mcp-manifest edit it: chmod u+w {}",
+                    meta.mode() & 0o7777,
+                    target.display()
+                )));
+            }
+            (!created).then(|| (meta.mode() & 0o7777, meta.nlink()))
+        };
+        #[cfg(not(unix))]
+        let existed = (!created).then_some((0o644, 1));
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)?;
+        return Ok(Some(Locked {
+            target,
+            bytes,
+            existed,
+            _file: Some(file),
+        }));
+    }
+    Err(io::Error::other(
+        "the file kept changing while waiting for its lock",
+    ))
+}
+
+impl Locked {
+    /// Backs the file up (when it existed), then replaces it with `bytes` by temp + rename.
+    /// The new file keeps the old one's mode; a file this run created gets 0600 when
+    /// `private`, else the umask's default.
+    pub(crate) fn commit(&self, bytes: &[u8], private: bool) -> Result<Saved, String> {
+        let shown = self.target.display();
+        clean_leftovers(&self.target);
+        let mut notes = Vec::new();
+        let backup = match self.existed {
+            Some(_) if self.bytes.is_empty() => None,
+            Some((mode, _)) => Some(
+                backup_bytes(&self.target, &self.bytes, mode)
+                    .map_err(|e| format!("{shown}: cannot make a backup, nothing written: {e}"))?,
+            ),
+            None => None,
+        };
+        #[cfg(unix)]
+        let mode = match self.existed {
+            Some((mode, _)) => mode,
+            None if private => 0o600,
+            None => default_mode(),
+        };
+        #[cfg(not(unix))]
+        let mode = {
+            let _ = private;
+            0o644
+        };
+        let tmp = temp_beside(&self.target, "tmp", bytes, mode)
+            .map_err(|e| format!("{shown}: cannot write: {e}"))?;
+        fs::rename(&tmp, &self.target).map_err(|e| {
+            let _ = fs::remove_file(&tmp);
+            format!("{shown}: cannot write: {e}")
+        })?;
+        if let Some((_, links)) = self.existed.filter(|(_, n)| *n > 1) {
+            notes.push(format!(
+                "{shown} had {links} hard links: the new file replaced this one only, the other links keep the old content"
+            ));
+        }
+        prune_backups(&self.target);
+        Ok(Saved { backup, notes })
     }
 }
 
-/// Replaces (or creates) `path` with `bytes` atomically, keeping the old file's permissions.
-/// Makes the parent folders.
+/// Replaces (or creates) `path` with `bytes` atomically, keeping the old file's permissions; a
+/// symlink's target is written. Refuses what is not a regular file. Makes the parent folders.
 pub(crate) fn replace(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let target = write_target(path)?;
-    let tmp = temp_beside(&target, bytes)?;
-    if let Ok(meta) = fs::metadata(&target) {
-        let _ = fs::set_permissions(&tmp, meta.permissions());
-    }
+    let mode = match fs::metadata(&target) {
+        Ok(m) => {
+            if let Some(why) = not_regular(&m) {
+                return Err(refuse(why));
+            }
+            mode_of(&m)
+        }
+        Err(_) => new_mode(),
+    };
+    let tmp = temp_beside(&target, "tmp", bytes, mode)?;
     fs::rename(&tmp, &target).inspect_err(|_| {
         let _ = fs::remove_file(&tmp);
     })
 }
 
-/// Creates `path` with `bytes`; fails with `AlreadyExists` (and writes nothing) when it exists.
-/// Makes the parent folders.
+/// Replaces the directory entry `path` itself with a file holding `bytes` (temp + rename in
+/// its folder): a symlink there is replaced by the file, its target is never written. Refuses a
+/// folder, FIFO, device or socket.
+pub(crate) fn replace_entry(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mode = match fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => new_mode(),
+        Ok(m) => {
+            if let Some(why) = not_regular(&m) {
+                return Err(refuse(why));
+            }
+            mode_of(&m)
+        }
+        Err(_) => new_mode(),
+    };
+    let tmp = temp_beside(path, "tmp", bytes, mode)?;
+    fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = fs::remove_file(&tmp);
+    })
+}
+
+fn mode_of(m: &fs::Metadata) -> u32 {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        m.mode() & 0o7777
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = m;
+        0o644
+    }
+}
+
+fn new_mode() -> u32 {
+    #[cfg(unix)]
+    {
+        default_mode()
+    }
+    #[cfg(not(unix))]
+    {
+        0o644
+    }
+}
+
+/// Creates `path` with `bytes`; fails with `AlreadyExists` (and writes nothing) when it exists
+/// (also as a dangling symlink). Makes the parent folders.
 pub(crate) fn create_new(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let tmp = temp_beside(path, bytes)?;
+    let tmp = temp_beside(path, "tmp", bytes, new_mode())?;
     // A hard link is an atomic "create if absent" of a complete file.
     let linked = fs::hard_link(&tmp, path);
     let _ = fs::remove_file(&tmp);
@@ -46,21 +333,13 @@ pub(crate) fn create_new(path: &Path, bytes: &[u8]) -> io::Result<()> {
     }
 }
 
-/// A copy of `path` beside it, named `FILE.bak-YYYYMMDD-HHMMSS` (UTC; `-N` added when taken), made
-/// before an edit. `None` when there is no file to back up.
-pub(crate) fn backup(path: &Path) -> io::Result<Option<PathBuf>> {
-    let target = write_target(path)?;
-    let bytes = match fs::read(&target) {
-        Ok(b) => b,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-    };
+/// Writes a backup of `bytes` beside `target`, named `FILE.bak-YYYYMMDD-HHMMSS` (UTC; `-N`
+/// added when taken), through a temporary file: a killed run never leaves a truncated backup.
+fn backup_bytes(target: &Path, bytes: &[u8], mode: u32) -> io::Result<PathBuf> {
     let stamp =
         chrono::DateTime::<chrono::Utc>::from(std::time::SystemTime::now()).format("%Y%m%d-%H%M%S");
-    let name = target
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "config".into());
+    let name = file_name(target);
+    let tmp = temp_beside(target, "baktmp", bytes, mode)?;
     for n in 0..1000 {
         let suffix = if n == 0 {
             String::new()
@@ -68,45 +347,159 @@ pub(crate) fn backup(path: &Path) -> io::Result<Option<PathBuf>> {
             format!("-{n}")
         };
         let candidate = target.with_file_name(format!("{name}.bak-{stamp}{suffix}"));
-        match OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&candidate)
-        {
-            Ok(mut f) => {
-                f.write_all(&bytes)?;
-                f.sync_all()?;
-                if let Ok(meta) = fs::metadata(&target) {
-                    let _ = fs::set_permissions(&candidate, meta.permissions());
-                }
-                return Ok(Some(candidate));
+        // A hard link never replaces an existing entry (nor follows a symlink there).
+        match fs::hard_link(&tmp, &candidate) {
+            Ok(()) => {
+                let _ = fs::remove_file(&tmp);
+                return Ok(candidate);
             }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
+            Err(_) if fs::symlink_metadata(&candidate).is_err() => {
+                // No hard links here: a rename to a free name.
+                return fs::rename(&tmp, &candidate)
+                    .map(|()| candidate)
+                    .inspect_err(|_| {
+                        let _ = fs::remove_file(&tmp);
+                    });
+            }
+            Err(_) => continue,
         }
     }
+    let _ = fs::remove_file(&tmp);
     Err(io::Error::new(
         io::ErrorKind::AlreadyExists,
         format!("no free backup name beside {}", target.display()),
     ))
 }
 
-/// Writes `bytes` to a new hidden temporary file in `path`'s folder (made if missing).
-fn temp_beside(path: &Path, bytes: &[u8]) -> io::Result<PathBuf> {
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "config".into())
+}
+
+/// The backups of `target` this program made, oldest first.
+fn backups_of(target: &Path) -> Vec<PathBuf> {
+    let prefix = format!("{}.bak-", file_name(target));
+    let dir = match target.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let Ok(read) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut found: Vec<((String, u32), PathBuf)> = Vec::new();
+    for e in read.flatten() {
+        let Some(n) = e.file_name().to_str().map(str::to_owned) else {
+            continue;
+        };
+        let Some(rest) = n.strip_prefix(&prefix) else {
+            continue;
+        };
+        // YYYYMMDD-HHMMSS, then nothing or -N.
+        let (stamp, count) = rest.split_at(rest.len().min(15));
+        let stamp_ok = stamp.len() == 15
+            && stamp.bytes().enumerate().all(|(i, b)| {
+                if i == 8 {
+                    b == b'-'
+                } else {
+                    b.is_ascii_digit()
+                }
+            });
+        let count = match count.strip_prefix('-') {
+            None if count.is_empty() => Some(0),
+            Some(c) if !c.is_empty() && c.bytes().all(|b| b.is_ascii_digit()) => c.parse().ok(),
+            _ => None,
+        };
+        let is_file = e.file_type().is_ok_and(|t| t.is_file());
+        if let (true, Some(count), true) = (stamp_ok, count, is_file) {
+            found.push(((stamp.to_owned(), count), e.path()));
+        }
+    }
+    found.sort();
+    found.into_iter().map(|(_, p)| p).collect()
+}
+
+/// Removes all but the newest [`KEEP_BACKUPS`] backups of `target`.
+fn prune_backups(target: &Path) {
+    let all = backups_of(target);
+    let extra = all.len().saturating_sub(KEEP_BACKUPS);
+    for old in &all[..extra] {
+        let _ = fs::remove_file(old);
+    }
+}
+
+/// Removes temporary files of ours beside `target` whose process is gone (a killed run).
+fn clean_leftovers(target: &Path) {
+    let name = file_name(target);
+    let dir = match target.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let Ok(read) = fs::read_dir(dir) else {
+        return;
+    };
+    for e in read.flatten() {
+        let Some(n) = e.file_name().to_str().map(str::to_owned) else {
+            continue;
+        };
+        let Some(rest) = n
+            .strip_prefix(&format!(".{name}."))
+            .and_then(|r| r.strip_prefix("tmp-").or_else(|| r.strip_prefix("baktmp-")))
+        else {
+            continue;
+        };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<i32>().ok()) else {
+            continue;
+        };
+        if !alive(pid) && e.file_type().is_ok_and(|t| t.is_file()) {
+            let _ = fs::remove_file(e.path());
+        }
+    }
+}
+
+fn alive(pid: i32) -> bool {
+    #[cfg(unix)]
+    {
+        match rustix::process::Pid::from_raw(pid) {
+            Some(p) => !matches!(
+                rustix::process::test_kill_process(p),
+                Err(rustix::io::Errno::SRCH)
+            ),
+            None => true,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        true
+    }
+}
+
+/// Writes `bytes` to a new hidden temporary file `.NAME.KIND-PID-N` in `path`'s folder (made if
+/// missing): created 0600, written, given `mode`, synced.
+fn temp_beside(path: &Path, kind: &str, bytes: &[u8], mode: u32) -> io::Result<PathBuf> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
     fs::create_dir_all(&dir)?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = file_name(path);
     for n in 0..1000u32 {
-        let tmp = dir.join(format!(".{name}.tmp-{}-{n}", std::process::id()));
-        match OpenOptions::new().write(true).create_new(true).open(&tmp) {
+        let tmp = dir.join(format!(".{name}.{kind}-{}-{n}", std::process::id()));
+        let mut o = OpenOptions::new();
+        o.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
+        match o.open(&tmp) {
             Ok(mut f) => {
-                let written = f.write_all(bytes).and_then(|()| f.sync_all());
+                let written = f.write_all(bytes).and_then(|()| {
+                    #[cfg(unix)]
+                    rustix::fs::fchmod(&f, rustix::fs::Mode::from_raw_mode(mode))?;
+                    #[cfg(not(unix))]
+                    let _ = mode;
+                    f.sync_all()
+                });
                 if let Err(e) = written {
                     let _ = fs::remove_file(&tmp);
                     return Err(e);
@@ -161,11 +554,8 @@ mod tests {
     fn backups_never_overwrite_each_other() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("c.json");
-        assert_eq!(backup(&p).unwrap(), None);
-        fs::write(&p, b"v1").unwrap();
-        let a = backup(&p).unwrap().unwrap();
-        fs::write(&p, b"v2").unwrap();
-        let b = backup(&p).unwrap().unwrap();
+        let a = backup_bytes(&p, b"v1", 0o600).unwrap();
+        let b = backup_bytes(&p, b"v2", 0o600).unwrap();
         assert_ne!(a, b);
         assert_eq!(fs::read(&a).unwrap(), b"v1");
         assert_eq!(fs::read(&b).unwrap(), b"v2");

@@ -837,3 +837,343 @@ fn schema_write_puts_the_schema_where_asked() {
         printed
     );
 }
+
+/// Runs `cmd`, killing it after 20 s (a FIFO opened blocking would hang it forever).
+fn run_bounded(mut cmd: Command) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let start = std::time::Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("hung (killed after 20 s)");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+#[cfg(unix)]
+fn mkfifo(path: &Path) {
+    let st = Command::new("mkfifo").arg(path).status().expect("mkfifo");
+    assert!(st.success());
+}
+
+#[test]
+fn init_escapes_hostile_file_names_in_comments_and_its_report() {
+    let f = Fixture::new();
+    let hostile = "data\n[tools.setup]\ncommand = [\"touch\", \"PWNED\"]\n#.db";
+    make_db(&f.path(hostile), "CREATE TABLE t(a)");
+    make_db(
+        &f.path("line\u{2028}sep\r\u{1b}[2J.db"),
+        "CREATE TABLE t(a)",
+    );
+    let out = ok(&run(&f.root(), &f.root(), &["init"]));
+    for line in out.lines() {
+        assert!(
+            !line
+                .chars()
+                .any(|c| c.is_control() && c != '\t' || c == '\u{2028}'),
+            "raw control character in the report: {line:?}"
+        );
+    }
+    let text = std::fs::read_to_string(f.path("mcp-server.toml")).expect("manifest");
+    let parsed: toml::Table = toml::from_str(&text).expect("TOML");
+    assert!(parsed.get("tools").is_none(), "{text}");
+    let paths: Vec<&str> = parsed["sqlite"]
+        .as_table()
+        .expect("sqlite sections")
+        .values()
+        .filter_map(|s| s["path"].as_str())
+        .collect();
+    assert!(paths.contains(&hostile), "{paths:?}");
+    assert!(!text.contains('\u{2028}') && !text.contains('\r'), "{text}");
+    checks(&f);
+}
+
+#[test]
+fn concurrent_registers_keep_every_entry() {
+    let s = Setup::new();
+    for (client, file) in [
+        ("cursor", s.home().join(".cursor/mcp.json")),
+        ("codex", s.home().join(".codex/config.toml")),
+    ] {
+        let children: Vec<_> = (0..16)
+            .map(|i| {
+                Command::new(BIN)
+                    .args(["register", client, "--user", "--name", &format!("s{i}")])
+                    .current_dir(s.project.root())
+                    .env("HOME", s.home())
+                    .env_remove("XDG_CONFIG_HOME")
+                    .env_remove("CODEX_HOME")
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .expect("spawn")
+            })
+            .collect();
+        for c in children {
+            let out = c.wait_with_output().expect("wait");
+            assert!(out.status.success(), "{}", stderr(&out));
+        }
+        let text = std::fs::read_to_string(&file).expect("config");
+        for i in 0..16 {
+            assert!(
+                text.contains(&format!("\"s{i}\""))
+                    || text.contains(&format!("[mcp_servers.s{i}]")),
+                "{client}: s{i} lost:\n{text}"
+            );
+        }
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn configs_that_are_not_regular_files_are_refused_without_hanging() {
+    let s = Setup::new();
+    let dir = s.home().join(".cursor");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let fifo = s.home().join("fifo");
+    mkfifo(&fifo);
+    for config_is_link in [false, true] {
+        let config = dir.join("mcp.json");
+        let _ = std::fs::remove_file(&config);
+        if config_is_link {
+            std::os::unix::fs::symlink(&fifo, &config).expect("link");
+        } else {
+            mkfifo(&config);
+        }
+        for verb in ["register", "unregister"] {
+            let mut cmd = Command::new(BIN);
+            cmd.args([verb, "cursor", "--user", "--name", "demo"])
+                .current_dir(s.project.root())
+                .env("HOME", s.home());
+            let err = failed(&run_bounded(cmd));
+            assert!(err.contains("FIFO"), "{err}");
+        }
+        use std::os::unix::fs::FileTypeExt;
+        assert!(
+            std::fs::metadata(&config)
+                .expect("still there")
+                .file_type()
+                .is_fifo()
+        );
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn init_never_follows_or_hangs_on_its_outputs() {
+    // A FIFO named like the schema: init finishes, and leaves it.
+    let f = Fixture::new();
+    f.write("README.md", "# x\n");
+    mkfifo(&f.path("mcp-server.schema.json"));
+    let mut cmd = Command::new(BIN);
+    cmd.args(["init"])
+        .current_dir(f.root())
+        .env("HOME", f.root());
+    let out = stdout(&run_bounded(cmd));
+    assert!(out.contains("FIFO"), "{out}");
+
+    // A dangling symlink as the manifest: a clear refusal, and --force replaces the link.
+    let f = Fixture::new();
+    let outside = tempfile::tempdir().expect("dir");
+    let nowhere = outside.path().join("nowhere.toml");
+    std::os::unix::fs::symlink(&nowhere, f.path("mcp-server.toml")).expect("link");
+    let err = failed(&run(&f.root(), &f.root(), &["init"]));
+    assert!(
+        err.contains("symlink") && err.contains("does not exist"),
+        "{err}"
+    );
+    ok(&run(&f.root(), &f.root(), &["init", "--force"]));
+    assert!(
+        std::fs::symlink_metadata(f.path("mcp-server.toml"))
+            .expect("manifest")
+            .is_file()
+    );
+    assert!(!nowhere.exists());
+
+    // A symlink to a file outside: --force replaces the link, never the file it points to.
+    let f = Fixture::new();
+    let precious = outside.path().join("outside.toml");
+    std::fs::write(&precious, "precious = 1\n").expect("write");
+    std::os::unix::fs::symlink(&precious, f.path("mcp-server.toml")).expect("link");
+    ok(&run(&f.root(), &f.root(), &["init", "--force"]));
+    assert_eq!(
+        std::fs::read_to_string(&precious).expect("kept"),
+        "precious = 1\n"
+    );
+    assert!(
+        std::fs::symlink_metadata(f.path("mcp-server.toml"))
+            .expect("manifest")
+            .is_file()
+    );
+    checks(&f);
+}
+
+#[test]
+fn a_renamed_binary_recognizes_its_own_entries() {
+    let s = Setup::new();
+    let dir = tempfile::tempdir().expect("dir");
+    let renamed = dir.path().join("mm");
+    std::fs::copy(BIN, &renamed).expect("copy");
+    let run_renamed = |args: &[&str]| {
+        Command::new(&renamed)
+            .args(args)
+            .current_dir(s.project.root())
+            .env("HOME", s.home())
+            .output()
+            .expect("run")
+    };
+    ok(&run_renamed(&["register", "cursor", "--user"]));
+    let out = ok(&run_renamed(&["register", "cursor", "--user"]));
+    assert!(out.contains("nothing changed"), "{out}");
+    let out = ok(&run_renamed(&["unregister", "cursor", "--user"]));
+    assert!(out.contains("Removed"), "{out}");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_symlinked_install_registers_the_link_not_the_versioned_file() {
+    let s = Setup::new();
+    let dir = tempfile::tempdir().expect("dir");
+    let root = dir.path().canonicalize().expect("dir");
+    let keg = root.join("Cellar/mcp-manifest/0.1.0/bin");
+    std::fs::create_dir_all(&keg).expect("keg");
+    std::fs::copy(BIN, keg.join("mcp-manifest")).expect("copy");
+    std::fs::create_dir_all(root.join("bin")).expect("bin");
+    let link = root.join("bin/mcp-manifest");
+    std::os::unix::fs::symlink(keg.join("mcp-manifest"), &link).expect("link");
+    let path = format!("{}:/usr/bin:/bin", root.join("bin").display());
+    let out = Command::new("mcp-manifest")
+        .args(["register", "cursor", "--user"])
+        .current_dir(s.project.root())
+        .env("HOME", s.home())
+        .env("PATH", path)
+        .output()
+        .expect("run");
+    ok(&out);
+    let v: Value = serde_json::from_str(
+        &std::fs::read_to_string(s.home().join(".cursor/mcp.json")).expect("config"),
+    )
+    .expect("JSON");
+    assert_eq!(
+        v["mcpServers"]["demo"]["command"],
+        link.display().to_string()
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn modes_private_new_files_kept_old_modes_and_read_only_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = Setup::new();
+    let mode = |p: &Path| std::fs::metadata(p).expect("file").permissions().mode() & 0o777;
+    // A new file carrying env values is 0600.
+    ok(&s.run(&["register", "cursor", "--user", "--env", "TOKEN=s3cr3t"]));
+    let config = s.home().join(".cursor/mcp.json");
+    assert_eq!(mode(&config), 0o600);
+    // An existing file keeps its mode, and so does its backup.
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o640)).expect("chmod");
+    ok(&s.run(&["register", "cursor", "--user", "--name", "two"]));
+    assert_eq!(mode(&config), 0o640);
+    let backups = s.backups(&config);
+    assert_eq!(backups.len(), 1);
+    assert_eq!(mode(&backups[0]), 0o640);
+    // A read-only file is refused with the way to make it writable.
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o444)).expect("chmod");
+    let before = std::fs::read(&config).expect("read");
+    let err = failed(&s.run(&["register", "cursor", "--user", "--name", "three"]));
+    assert!(
+        err.contains("read-only") && err.contains("chmod u+w"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&config).expect("read"), before);
+    // A hard-linked file: the split is said.
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let other = s.home().join("dotfiles-mcp.json");
+    std::fs::hard_link(&config, &other).expect("link");
+    let out = ok(&s.run(&["register", "cursor", "--user", "--name", "four"]));
+    assert!(out.contains("hard links"), "{out}");
+}
+
+#[test]
+fn backups_are_rotated_and_leftovers_of_killed_runs_removed() {
+    let s = Setup::new();
+    let dir = s.home().join(".cursor");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let config = dir.join("mcp.json");
+    std::fs::write(&config, "{}\n").expect("write");
+    for d in 1..=5 {
+        std::fs::write(dir.join(format!("mcp.json.bak-2020010{d}-000000")), "{}").expect("b");
+    }
+    // Not ours: never removed.
+    std::fs::write(dir.join("mcp.json.bak-mine"), "{}").expect("b");
+    let dead = dir.join(".mcp.json.tmp-2147483646-0");
+    let live = dir.join(format!(".mcp.json.tmp-{}-0", std::process::id()));
+    std::fs::write(&dead, "{\"half").expect("t");
+    std::fs::write(&live, "{\"half").expect("t");
+    ok(&s.run(&["register", "cursor", "--user"]));
+    let mut backups: Vec<String> = s
+        .backups(&config)
+        .iter()
+        .map(|p| p.file_name().expect("name").to_string_lossy().into_owned())
+        .collect();
+    backups.sort();
+    assert_eq!(backups.len(), 4, "{backups:?}");
+    assert_eq!(backups[0], "mcp.json.bak-20200104-000000", "{backups:?}");
+    assert!(backups.contains(&"mcp.json.bak-mine".to_owned()));
+    assert!(!dead.exists());
+    assert!(live.exists());
+}
+
+#[cfg(unix)]
+#[test]
+fn a_dangling_config_symlink_gets_its_target_created() {
+    let s = Setup::new();
+    let dir = s.home().join(".cursor");
+    let dot = s.home().join("dotfiles");
+    std::fs::create_dir_all(&dir).expect("dir");
+    std::fs::create_dir_all(&dot).expect("dir");
+    std::os::unix::fs::symlink(dot.join("notyet.json"), dir.join("mcp.json")).expect("link");
+    ok(&s.run(&["register", "cursor", "--user"]));
+    let v: Value = serde_json::from_str(
+        &std::fs::read_to_string(dot.join("notyet.json")).expect("target created"),
+    )
+    .expect("JSON");
+    assert_eq!(v["mcpServers"]["demo"]["args"][0], "serve");
+    assert!(
+        std::fs::symlink_metadata(dir.join("mcp.json"))
+            .expect("link")
+            .file_type()
+            .is_symlink()
+    );
+}
+
+#[test]
+fn same_name_for_another_manifest_needs_replace() {
+    let s = Setup::new();
+    ok(&s.run(&["register", "cursor", "--user"]));
+    s.project.write("other/docs/a.md", "# A\n");
+    s.project.write(
+        "other/mcp-server.toml",
+        "[server]\nname = \"demo\"\n\n[files.docs]\nroot = \"docs\"\n",
+    );
+    let other = s
+        .project
+        .path("other/mcp-server.toml")
+        .display()
+        .to_string();
+    let err = failed(&s.run(&["register", "cursor", "--user", &other]));
+    assert!(
+        err.contains(&s.manifest()) && err.contains(&other) && err.contains("--replace"),
+        "{err}"
+    );
+    let out = ok(&s.run(&["register", "cursor", "--user", "--replace", &other]));
+    assert!(out.contains("Updated"), "{out}");
+}
