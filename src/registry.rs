@@ -188,6 +188,15 @@ impl Registry {
         dirs
     }
 
+    /// The folders to poll (`watch = "poll"`), each with how often.
+    pub async fn poll_dirs(&self) -> Vec<(PathBuf, std::time::Duration)> {
+        let mut dirs = Vec::new();
+        for source in &self.sources {
+            dirs.extend(source.clone().poll_dirs().await);
+        }
+        dirs
+    }
+
     /// Applies a batch of file changes: drops stale caches and says whether the resource list
     /// changed and whether the watched folders must be recomputed.
     pub async fn apply_changes(&self, changes: &Arc<[Change]>) -> ChangeEffect {

@@ -12,6 +12,10 @@
 //! (`ChangeKind::Rescan`: something was lost, look again); and the watcher stops cleanly when
 //! dropped. Elsewhere it is `notify`'s native watcher.
 //!
+//! Polling (`poll.rs`-like module below): folders of a root with `watch = "poll"`, and folders
+//! the system would not watch (its watch limit ran out), are read every `poll_interval` and
+//! compared with what was seen before; what differs goes into the same batches.
+//!
 //! Batching: the first change after a quiet spell opens a window; everything that arrives until
 //! it closes is one batch. So batches (and the notifications made from them) are at least one
 //! window apart, and the last change of a burst is always in a batch.
@@ -45,9 +49,13 @@ impl Change {
     }
 }
 
+/// How often folders the system would not watch are polled instead.
+const FALLBACK_POLL: Duration = Duration::from_secs(2);
+
 /// The live watcher; dropping it stops watching and ends its threads.
 pub(crate) struct Watcher {
     backend: backend::Backend,
+    poller: poll::Poller,
 }
 
 impl std::fmt::Debug for Watcher {
@@ -64,18 +72,23 @@ impl Watcher {
         std::thread::Builder::new()
             .name("watch-batch".into())
             .spawn(move || batch(raw_rx, tx, window))?;
+        let poller = poll::Poller::start(raw_tx.clone())?;
         let backend = backend::Backend::start(raw_tx)?;
-        Ok((Watcher { backend }, rx))
+        Ok((Watcher { backend, poller }, rx))
     }
 
-    /// Watches exactly `dirs` (each non-recursively) from now on. Blocking: one system call per
-    /// folder that was not watched yet or is not any more.
-    pub fn set_dirs(&self, dirs: Vec<PathBuf>) {
-        self.backend.set_dirs(dirs);
+    /// Watches exactly `dirs` (each non-recursively) from now on, and polls `polled` (each
+    /// every so often); a folder the system will not watch (its limit ran out) is polled every
+    /// `FALLBACK_POLL`. Blocking: one system call per folder that was not watched yet or is not
+    /// any more, and one read of each folder newly polled (what later polls compare with).
+    pub fn set_dirs(&self, dirs: Vec<PathBuf>, mut polled: Vec<(PathBuf, Duration)>) {
+        let refused = self.backend.set_dirs(dirs);
+        polled.extend(refused.into_iter().map(|d| (d, FALLBACK_POLL)));
+        self.poller.set(polled);
     }
 
     pub fn watched(&self) -> usize {
-        self.backend.watched()
+        self.backend.watched() + self.poller.polled()
     }
 }
 
@@ -181,7 +194,9 @@ mod backend {
             })
         }
 
-        pub(super) fn set_dirs(&self, dirs: Vec<PathBuf>) {
+        /// Watches exactly `dirs`; returns those the system's watch limit left unwatched.
+        pub(super) fn set_dirs(&self, dirs: Vec<PathBuf>) -> Vec<PathBuf> {
+            let mut refused = Vec::new();
             let mut watches = lock(&self.watches);
             let wanted: std::collections::HashSet<&PathBuf> = dirs.iter().collect();
             let gone: Vec<(PathBuf, WatchDescriptor)> = lock(&self.table)
@@ -215,15 +230,18 @@ mod backend {
                         if !table.warned_limit {
                             table.warned_limit = true;
                             tracing::warn!(
-                                "the system's limit of file watches is reached (fs.inotify.max_user_watches); changes below {} and further folders are not seen",
-                                dir.display()
+                                "the system's limit of file watches is reached (fs.inotify.max_user_watches): {} and the folders after it are polled every {}s instead",
+                                dir.display(),
+                                super::FALLBACK_POLL.as_secs()
                             );
                         }
+                        refused.push(dir);
                     }
                     // A folder that went away meanwhile: its parent's events say so.
                     Err(e) => tracing::debug!("cannot watch {}: {e}", dir.display()),
                 }
             }
+            refused
         }
 
         pub(super) fn watched(&self) -> usize {
@@ -380,7 +398,7 @@ mod backend {
             })
         }
 
-        pub(super) fn set_dirs(&self, dirs: Vec<PathBuf>) {
+        pub(super) fn set_dirs(&self, dirs: Vec<PathBuf>) -> Vec<PathBuf> {
             let mut watcher = lock(&self.watcher);
             let mut current = lock(&self.dirs);
             let wanted: HashSet<PathBuf> = dirs.into_iter().collect();
@@ -396,10 +414,225 @@ mod backend {
                 }
             }
             *current = now;
+            Vec::new()
         }
 
         pub(super) fn watched(&self) -> usize {
             lock(&self.dirs).len()
+        }
+    }
+}
+
+/// Folders read every so often, each compared with what the last read saw.
+mod poll {
+    use std::collections::HashMap;
+    use std::ffi::OsString;
+    use std::path::{Path, PathBuf};
+    use std::sync::mpsc::Sender;
+    use std::sync::{Arc, Condvar, Mutex};
+    use std::time::{Duration, Instant, SystemTime};
+
+    use super::{Change, ChangeKind, send};
+
+    /// What a file's change would move: a change that keeps all of these is not seen (the
+    /// rule of every polling watcher; a write within one tick of the clock that keeps the size
+    /// moves the change time on every local file system).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    struct Stamp {
+        ino: u64,
+        size: u64,
+        modified: Option<SystemTime>,
+        changed: (i64, i64),
+        dir: bool,
+    }
+
+    struct Dir {
+        every: Duration,
+        due: Instant,
+        /// What the last read saw; `None`: the folder could not be read.
+        seen: Option<HashMap<OsString, Stamp>>,
+    }
+
+    #[derive(Default)]
+    struct State {
+        dirs: HashMap<PathBuf, Dir>,
+        stop: bool,
+    }
+
+    pub(super) struct Poller {
+        st: Arc<(Mutex<State>, Condvar)>,
+    }
+
+    fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+        m.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    #[cfg(unix)]
+    fn stamp(m: &std::fs::Metadata) -> Stamp {
+        use std::os::unix::fs::MetadataExt as _;
+        Stamp {
+            ino: m.ino(),
+            size: m.size(),
+            modified: m.modified().ok(),
+            changed: (m.ctime(), m.ctime_nsec()),
+            dir: m.is_dir(),
+        }
+    }
+
+    #[cfg(not(unix))]
+    fn stamp(m: &std::fs::Metadata) -> Stamp {
+        Stamp {
+            ino: 0,
+            size: m.len(),
+            modified: m.modified().ok(),
+            changed: (0, 0),
+            dir: m.is_dir(),
+        }
+    }
+
+    /// The folder's entries (never through a symlink), or `None` when it cannot be read.
+    fn read(dir: &Path) -> Option<HashMap<OsString, Stamp>> {
+        let entries = std::fs::read_dir(dir).ok()?;
+        let mut out = HashMap::new();
+        for e in entries.flatten() {
+            if let Ok(m) = std::fs::symlink_metadata(e.path()) {
+                out.insert(e.file_name(), stamp(&m));
+            }
+        }
+        Some(out)
+    }
+
+    /// What differs between two reads of `dir`, as the system's watcher would say it.
+    fn compare(
+        dir: &Path,
+        before: &HashMap<OsString, Stamp>,
+        now: &HashMap<OsString, Stamp>,
+        tx: &Sender<Change>,
+    ) {
+        for (name, was) in before {
+            match now.get(name) {
+                None => send(tx, dir.join(name), ChangeKind::Removed),
+                Some(is) if is.dir != was.dir || is.ino != was.ino => {
+                    send(tx, dir.join(name), ChangeKind::Removed);
+                    send(tx, dir.join(name), ChangeKind::Created);
+                }
+                // A folder's own entries are its own poll's business.
+                Some(is) if is != was && !is.dir => {
+                    send(tx, dir.join(name), ChangeKind::Modified);
+                }
+                Some(_) => {}
+            }
+        }
+        for name in now.keys().filter(|n| !before.contains_key(*n)) {
+            send(tx, dir.join(name), ChangeKind::Created);
+        }
+    }
+
+    impl Poller {
+        pub(super) fn start(tx: Sender<Change>) -> std::io::Result<Poller> {
+            let st = Arc::new((Mutex::new(State::default()), Condvar::new()));
+            let shared = st.clone();
+            std::thread::Builder::new()
+                .name("watch-poll".into())
+                .spawn(move || run(&shared, &tx))?;
+            Ok(Poller { st })
+        }
+
+        /// Polls exactly `dirs` from now on; one newly polled is read now (what the next poll
+        /// compares with), so a change made once this returns is seen.
+        pub(super) fn set(&self, dirs: Vec<(PathBuf, Duration)>) {
+            let (m, wake) = &*self.st;
+            let wanted: HashMap<PathBuf, Duration> = dirs.into_iter().collect();
+            let new: Vec<(PathBuf, Duration)> = {
+                let mut st = lock(m);
+                st.dirs.retain(|p, _| wanted.contains_key(p));
+                for (p, every) in &wanted {
+                    if let Some(d) = st.dirs.get_mut(p) {
+                        d.every = *every;
+                    }
+                }
+                wanted
+                    .iter()
+                    .filter(|(p, _)| !st.dirs.contains_key(*p))
+                    .map(|(p, e)| (p.clone(), *e))
+                    .collect()
+            };
+            let read: Vec<(PathBuf, Dir)> = new
+                .into_iter()
+                .map(|(p, every)| {
+                    let seen = read(&p);
+                    let due = Instant::now() + every;
+                    (p, Dir { every, due, seen })
+                })
+                .collect();
+            let mut st = lock(m);
+            for (p, d) in read {
+                st.dirs.entry(p).or_insert(d);
+            }
+            wake.notify_all();
+        }
+
+        pub(super) fn polled(&self) -> usize {
+            lock(&self.st.0).dirs.len()
+        }
+    }
+
+    impl Drop for Poller {
+        fn drop(&mut self) {
+            lock(&self.st.0).stop = true;
+            self.st.1.notify_all();
+        }
+    }
+
+    fn run(st: &(Mutex<State>, Condvar), tx: &Sender<Change>) {
+        let (m, wake) = st;
+        let mut guard = lock(m);
+        loop {
+            if guard.stop {
+                return;
+            }
+            let now = Instant::now();
+            let next = guard.dirs.values().map(|d| d.due).min();
+            match next {
+                None => {
+                    guard = wake.wait(guard).unwrap_or_else(|p| p.into_inner());
+                    continue;
+                }
+                Some(due) if due > now => {
+                    guard = wake
+                        .wait_timeout(guard, due - now)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0;
+                    continue;
+                }
+                Some(_) => {}
+            }
+            let due: Vec<PathBuf> = guard
+                .dirs
+                .iter()
+                .filter(|(_, d)| d.due <= now)
+                .map(|(p, _)| p.clone())
+                .collect();
+            drop(guard);
+            // Read without the lock (a slow file system must not hold up `set`).
+            let read: Vec<(PathBuf, Option<HashMap<OsString, Stamp>>)> = due
+                .into_iter()
+                .map(|p| {
+                    let r = read(&p);
+                    (p, r)
+                })
+                .collect();
+            guard = lock(m);
+            for (p, now_seen) in read {
+                let Some(d) = guard.dirs.get_mut(&p) else {
+                    continue;
+                };
+                if let (Some(before), Some(after)) = (&d.seen, &now_seen) {
+                    compare(&p, before, after, tx);
+                }
+                d.seen = now_seen;
+                d.due = Instant::now() + d.every;
+            }
         }
     }
 }
@@ -455,7 +688,7 @@ mod tests {
         let root = dir.path().canonicalize().unwrap();
         std::fs::write(root.join("a"), "a").unwrap();
         let (w, mut rx) = Watcher::start(Duration::from_millis(20)).unwrap();
-        w.set_dirs(vec![root.clone()]);
+        w.set_dirs(vec![root.clone()], Vec::new());
         assert_eq!(w.watched(), 1);
         // Reading and listing cause nothing.
         for _ in 0..100 {

@@ -95,6 +95,9 @@ pub struct Files {
     pub hidden: bool,
     pub max_size: u64,
     pub watch: bool,
+    /// `watch = "poll"`: look for changes this often (`poll_interval`) instead of asking the
+    /// system.
+    pub poll: Option<Duration>,
     pub description: Option<String>,
     /// Searched by the built-in `search_files` tool.
     pub search: bool,
@@ -121,6 +124,8 @@ pub struct Sqlite {
 
 /// Default `max_connections` of a postgres source.
 pub const DEFAULT_PG_CONNECTIONS: u32 = 4;
+/// Default `poll_interval` of a polled files source.
+pub const DEFAULT_FILES_POLL: Duration = Duration::from_secs(2);
 /// Default `poll_interval` of a watched postgres source.
 pub const DEFAULT_PG_POLL: Duration = Duration::from_secs(2);
 
@@ -968,6 +973,23 @@ impl Checker<'_> {
             Some(_) => globs(self, &f.include),
         };
         let exclude = globs(self, &f.exclude);
+        let poll_interval = self.duration(&f.poll_interval, DEFAULT_FILES_POLL);
+        if let Some(t) = &f.poll_interval
+            && poll_interval < Duration::from_millis(100)
+        {
+            self.err(
+                t,
+                format!(
+                    "[files.{}] `poll_interval` must be at least 100ms",
+                    key.get()
+                ),
+            );
+        }
+        let (watch, poll) = match f.watch {
+            None | Some(raw::RawWatch::On(true)) => (true, None),
+            Some(raw::RawWatch::On(false)) => (false, None),
+            Some(raw::RawWatch::Poll) => (true, Some(poll_interval)),
+        };
         Files {
             name: key.get().clone(),
             loc: self.loc(key),
@@ -978,7 +1000,8 @@ impl Checker<'_> {
             gitignore: f.gitignore.unwrap_or(true),
             hidden: f.hidden.unwrap_or(false),
             max_size: self.max_size(&f.max_size),
-            watch: f.watch.unwrap_or(true),
+            watch,
+            poll,
             description: Self::text(&f.description),
             search: f.search.unwrap_or(true),
         }

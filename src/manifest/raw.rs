@@ -125,6 +125,47 @@ impl JsonSchema for SizeValue {
     }
 }
 
+/// `watch = true | false | "poll"` of a files source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RawWatch {
+    On(bool),
+    Poll,
+}
+
+impl<'de> Deserialize<'de> for RawWatch {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = RawWatch;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("true, false or \"poll\"")
+            }
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<RawWatch, E> {
+                Ok(RawWatch::On(v))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<RawWatch, E> {
+                match v {
+                    "poll" => Ok(RawWatch::Poll),
+                    _ => Err(E::invalid_value(serde::de::Unexpected::Str(v), &self)),
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl JsonSchema for RawWatch {
+    fn schema_name() -> Cow<'static, str> {
+        "Watch".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "Subscriptions and list_changed notifications (default true); \"poll\" looks for changes every `poll_interval` instead of asking the system to report them.",
+            "oneOf": [{"type": "boolean"}, {"type": "string", "enum": ["poll"]}]
+        })
+    }
+}
+
 /// `tool = false` (no tool) or `tool = "name"` (the tool's name) on an entry that `template_tools`
 /// serves as a tool. `true` keeps the default name.
 #[derive(Debug, Clone, PartialEq)]
@@ -375,8 +416,12 @@ pub struct RawFiles {
     pub hidden: Option<bool>,
     /// Larger files are listed; reading one is a clear error (default 10MiB, at most 256MiB).
     pub max_size: Option<Sp<SizeValue>>,
-    /// Subscriptions and list_changed notifications (default true).
-    pub watch: Option<bool>,
+    /// Subscriptions and list_changed notifications (default true); "poll" looks for changes
+    /// every `poll_interval` instead of asking the system to report them (network and
+    /// container-mounted file systems).
+    pub watch: Option<RawWatch>,
+    /// How often a root with `watch = "poll"` is looked at (default 2s, at least 100ms).
+    pub poll_interval: Option<Sp<DurationStr>>,
     /// Shown to clients as the description of every resource of this source.
     pub description: Option<Sp<String>>,
     /// Search this source's files with the built-in `search_files` tool (default true).

@@ -50,6 +50,8 @@ pub(crate) struct FilesSource {
     hidden: bool,
     max_size: u64,
     pub watch: bool,
+    /// `watch = "poll"`: the folders are read this often instead of watched.
+    poll: Option<std::time::Duration>,
     description: Option<String>,
     search: bool,
     /// Ignore rules per directory (`.ignore`, `.gitignore`). While the source is watched they
@@ -287,6 +289,7 @@ impl FilesSource {
             hidden: def.hidden,
             max_size: def.max_size,
             watch: def.watch,
+            poll: def.poll,
             description: def.description.clone(),
             search: def.search,
             ignores: Mutex::new(HashMap::new()),
@@ -332,6 +335,7 @@ impl FilesSource {
             hidden,
             max_size: manifest::DEFAULT_MAX_SIZE,
             watch: false,
+            poll: None,
             description: None,
             search: false,
             ignores: Mutex::new(HashMap::new()),
@@ -1249,10 +1253,20 @@ impl Source for FilesSource {
     }
 
     fn watch_dirs(self: Arc<Self>) -> BoxFut<Vec<PathBuf>> {
-        if !self.watch {
+        if !self.watch || self.poll.is_some() {
             return ready(Vec::new());
         }
         on_blocking_or(Vec::new(), move || self.watch_dirs_blocking())
+    }
+
+    fn poll_dirs(self: Arc<Self>) -> BoxFut<Vec<(PathBuf, std::time::Duration)>> {
+        let Some(every) = self.poll.filter(|_| self.watch) else {
+            return ready(Vec::new());
+        };
+        on_blocking_or(Vec::new(), move || {
+            let dirs = self.watch_dirs_blocking();
+            dirs.into_iter().map(|d| (d, every)).collect()
+        })
     }
 
     fn apply_changes(self: Arc<Self>, changes: Arc<[Change]>) -> BoxFut<ChangeEffect> {

@@ -114,6 +114,11 @@ pub(crate) trait Source: Send + Sync + std::fmt::Debug + 'static {
     /// when the source is not watched.
     fn watch_dirs(self: Arc<Self>) -> BoxFut<Vec<PathBuf>>;
 
+    /// The folders to poll instead (`watch = "poll"`), each with how often.
+    fn poll_dirs(self: Arc<Self>) -> BoxFut<Vec<(PathBuf, std::time::Duration)>> {
+        Box::pin(std::future::ready(Vec::new()))
+    }
+
     /// Applies a batch of changes: drops stale caches and says what changed.
     fn apply_changes(self: Arc<Self>, changes: Arc<[Change]>) -> BoxFut<ChangeEffect>;
 

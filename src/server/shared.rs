@@ -388,9 +388,11 @@ impl Shared {
     /// Sets the watched folders to what the current registry needs (folders walked and watches
     /// added on blocking threads).
     async fn rewatch(&self, watcher: &Arc<Watcher>) {
-        let dirs = self.registry().watch_dirs().await;
+        let registry = self.registry();
+        let dirs = registry.watch_dirs().await;
+        let polled = registry.poll_dirs().await;
         let w = watcher.clone();
-        let _ = blocking(move || w.set_dirs(dirs)).await;
+        let _ = blocking(move || w.set_dirs(dirs, polled)).await;
     }
 
     async fn apply(&self, batch: Vec<Change>, watcher: &Arc<Watcher>) {

@@ -730,6 +730,7 @@ mod tests {
             hidden: false,
             max_size: 1 << 20,
             watch: false,
+            poll: None,
             description: None,
             search: true,
         };

@@ -41,7 +41,7 @@ fn wrong_types_are_all_reported_at_once() {
         ),
         [
             "bad.toml:2:13: `server.page_size` must be an integer, found a string",
-            "bad.toml:6:9: `files.docs.watch` must be true or false, found a string",
+            "bad.toml:6:9: `files.docs.watch` cannot be `yes`; expected one of: `poll`",
             "bad.toml:7:13: `files.docs.gitignore` must be true or false, found an integer",
         ]
     );
@@ -236,5 +236,21 @@ fn problems_of_every_phase_in_different_entries_are_reported_in_one_run() {
             "bad.toml:8:13: `files.other.gitignore` must be true or false, found an integer",
             "bad.toml:11:11: `x` in `5x` is not a duration unit; a duration is a number and a unit, `h`, `m`, `s` or `ms`, in that order and without spaces, e.g. \"500ms\", \"90s\", \"2m\", \"1h30m\"",
         ]
+    );
+}
+
+#[test]
+fn watch_is_true_false_or_poll_and_poll_interval_at_least_100ms() {
+    assert_eq!(
+        diagnose("[files.docs]\nroot = \"docs\"\nwatch = \"polling\"\n"),
+        ["bad.toml:3:9: `files.docs.watch` cannot be `polling`, did you mean `poll`?"]
+    );
+    assert_eq!(
+        diagnose("[files.docs]\nroot = \"docs\"\nwatch = 1\n"),
+        ["bad.toml:3:9: `files.docs.watch` must be true or false or a string, found an integer"]
+    );
+    assert_eq!(
+        diagnose("[files.docs]\nroot = \"docs\"\nwatch = \"poll\"\npoll_interval = \"10ms\"\n"),
+        ["bad.toml:4:17: [files.docs] `poll_interval` must be at least 100ms"]
     );
 }

@@ -375,3 +375,43 @@ fn a_manifest_replaced_by_a_fifo_is_an_invalid_edit() {
     let r = s.ok("resources/read", json!({"uri": f.uri("docs/a.md")}));
     assert_eq!(r["contents"][0]["text"], "one");
 }
+
+#[test]
+fn a_polled_root_reports_changes_without_the_systems_watcher() {
+    let f = Fixture::new();
+    f.write("docs/a.md", "one");
+    f.write("sentinel/s.md", "s");
+    // Only the manifest's folder is watched by the system (not recursively): what happens in
+    // `docs` is seen by polling alone.
+    f.manifest(
+        "[files.docs]\nroot = \"docs\"\nwatch = \"poll\"\npoll_interval = \"100ms\"\n\n\
+         [files.sentinel]\nroot = \"sentinel\"\n",
+    );
+    let mut s = f.serve().started();
+    watching(&mut s, &f);
+    let uri = f.uri("docs/a.md");
+    s.ok("resources/subscribe", json!({"uri": uri}));
+    f.write("docs/a.md", "two, longer");
+    s.wait_for(updated_for(uri.clone()));
+    // The same size, written again: the times say it changed.
+    f.write("docs/a.md", "two, LONGER");
+    s.wait_for(updated_for(uri.clone()));
+    f.write("docs/new/deeper/x.md", "x");
+    s.wait_for(|v| is_method(v, "notifications/resources/list_changed"));
+    let (all, _) = list_all(&mut s, "resources/list", "resources");
+    let names: Vec<&str> = all.iter().filter_map(|r| r["name"].as_str()).collect();
+    assert_eq!(names, ["a.md", "new/deeper/x.md", "s.md"]);
+    // Answered once the new folders are polled: the next change is seen.
+    let deeper = f.uri("docs/new/deeper/x.md");
+    s.ok("resources/subscribe", json!({"uri": deeper}));
+    f.write("docs/new/deeper/x.md", "changed");
+    s.wait_for(updated_for(deeper));
+    std::fs::remove_file(f.path("docs/a.md")).unwrap();
+    s.wait_for(updated_for(uri.clone()));
+    s.wait_for(|v| is_method(v, "notifications/resources/list_changed"));
+    // Unsubscribed, nothing more is said of it.
+    s.ok("resources/unsubscribe", json!({"uri": uri}));
+    f.write("docs/a.md", "back");
+    s.wait_for(|v| is_method(v, "notifications/resources/list_changed"));
+    assert_no_update(&mut s, &f, &uri);
+}
