@@ -1043,3 +1043,32 @@ fn a_linked_work_tree_and_its_main_one() {
         wt.git(&["diff", "HEAD"])
     );
 }
+
+#[test]
+fn files_over_four_mebibytes_diff_as_binary_without_being_compared() {
+    let f = Fixture::new();
+    let r = Repo::init(f.path("repo"), &[]);
+    // 5 MiB of text, then every line changed: compared line by line, the diff would be
+    // 10 MiB of lines (cut at 1 MiB, but made whole first: a 200 MiB file took 1.8 GB).
+    let text = |tag: &str| format!("{tag} line of the large file\n").repeat(5 * 1024 * 1024 / 26);
+    r.write("large.txt", &text("one"));
+    r.write("small.txt", "small\n");
+    r.commit("large");
+    r.write("large.txt", &text("two"));
+    r.write("small.txt", "small, changed\n");
+    r.commit("larger");
+    r.write("large.txt", &text("six"));
+    let mut s = serve(&f, "[git.repo]\npath = \"repo\"\n");
+    for uri in ["git://repo/commit/HEAD", "git://repo/diff"] {
+        let patch = read_text(&mut s, uri);
+        assert!(
+            patch.contains("Binary files a/large.txt and b/large.txt differ"),
+            "{uri}: {}",
+            &patch[..patch.len().min(400)]
+        );
+        assert!(patch.len() < 4096, "{uri}: {} bytes", patch.len());
+    }
+    // Small files still diff line by line.
+    let patch = read_text(&mut s, "git://repo/commit/HEAD");
+    assert!(patch.contains("+small, changed"), "{patch}");
+}
