@@ -1051,13 +1051,13 @@ fn files_over_four_mebibytes_diff_as_binary_without_being_compared() {
     // 5 MiB of text, then every line changed: compared line by line, the diff would be
     // 10 MiB of lines (cut at 1 MiB, but made whole first: a 200 MiB file took 1.8 GB).
     let text = |tag: &str| format!("{tag} line of the large file\n").repeat(5 * 1024 * 1024 / 26);
-    r.write("large.txt", &text("one"));
+    r.write("large.txt", text("one"));
     r.write("small.txt", "small\n");
     r.commit("large");
-    r.write("large.txt", &text("two"));
+    r.write("large.txt", text("two"));
     r.write("small.txt", "small, changed\n");
     r.commit("larger");
-    r.write("large.txt", &text("six"));
+    r.write("large.txt", text("six"));
     let mut s = serve(&f, "[git.repo]\npath = \"repo\"\n");
     for uri in ["git://repo/commit/HEAD", "git://repo/diff"] {
         let patch = read_text(&mut s, uri);
