@@ -1081,24 +1081,7 @@ fn utf8(p: &Path) -> Result<String, String> {
 
 /// What a directory entry that is not a regular file is, for messages.
 fn entry_kind(m: &std::fs::Metadata) -> &'static str {
-    let t = m.file_type();
-    if t.is_dir() {
-        return "is a folder";
-    }
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        if t.is_fifo() {
-            return "is a FIFO (named pipe)";
-        }
-        if t.is_socket() {
-            return "is a socket";
-        }
-        if t.is_char_device() || t.is_block_device() {
-            return "is a device";
-        }
-    }
-    "is not a regular file"
+    setup::entry_kind(m).unwrap_or("is a file")
 }
 
 fn cwd_text() -> String {

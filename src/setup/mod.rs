@@ -7,7 +7,9 @@ pub(crate) mod register;
 mod write;
 
 pub use register::Client;
-pub(crate) use write::{create_new as create_file, replace as write_file, replace_entry};
+pub(crate) use write::{
+    create_new as create_file, entry_kind, replace as write_file, replace_entry,
+};
 
 use std::ffi::OsString;
 use std::path::PathBuf;

@@ -54,33 +54,41 @@ pub(crate) fn write_target(path: &Path) -> io::Result<PathBuf> {
     ))
 }
 
-/// Why `meta` (of a path that exists) cannot be edited as a file, if it cannot.
-fn not_regular(meta: &fs::Metadata) -> Option<&'static str> {
+/// What an entry that is not a regular file is (`is a folder`, `is a FIFO (named pipe)`, …),
+/// for messages; `None` for a regular file.
+pub(crate) fn entry_kind(meta: &fs::Metadata) -> Option<&'static str> {
     let t = meta.file_type();
     if t.is_file() {
         return None;
     }
     if t.is_dir() {
-        return Some("is a folder, not a file");
+        return Some("is a folder");
     }
     #[cfg(unix)]
     {
         use std::os::unix::fs::FileTypeExt;
         if t.is_fifo() {
-            return Some("is a FIFO (named pipe), not a regular file");
+            return Some("is a FIFO (named pipe)");
         }
         if t.is_char_device() || t.is_block_device() {
-            return Some("is a device, not a regular file");
+            return Some("is a device");
         }
         if t.is_socket() {
-            return Some("is a socket, not a regular file");
+            return Some("is a socket");
         }
     }
     Some("is not a regular file")
 }
 
-fn refuse(why: &str) -> io::Error {
-    io::Error::other(format!("{why}; left as it is"))
+/// The refusal to edit `meta` (of a path that exists) as a file, if it is not one.
+fn not_regular(meta: &fs::Metadata) -> Option<io::Error> {
+    let kind = entry_kind(meta)?;
+    let not = match kind {
+        "is a folder" => ", not a file",
+        "is not a regular file" => "",
+        _ => ", not a regular file",
+    };
+    Some(io::Error::other(format!("{kind}{not}; left as it is")))
 }
 
 /// The mode of a new file under the process umask (`0666 & !umask`).
@@ -127,8 +135,8 @@ pub(crate) fn lock(path: &Path, create: bool) -> io::Result<Option<Locked>> {
         let mut created = false;
         match fs::metadata(&target) {
             Ok(m) => {
-                if let Some(why) = not_regular(&m) {
-                    return Err(refuse(why));
+                if let Some(refused) = not_regular(&m) {
+                    return Err(refused);
                 }
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -160,8 +168,8 @@ pub(crate) fn lock(path: &Path, create: bool) -> io::Result<Option<Locked>> {
             Err(e) => return Err(e),
         };
         let meta = file.metadata()?;
-        if let Some(why) = not_regular(&meta) {
-            return Err(refuse(why));
+        if let Some(refused) = not_regular(&meta) {
+            return Err(refused);
         }
         #[cfg(unix)]
         {
@@ -224,16 +232,10 @@ impl Locked {
             ),
             None => None,
         };
-        #[cfg(unix)]
         let mode = match self.existed {
             Some((mode, _)) => mode,
             None if private => 0o600,
-            None => default_mode(),
-        };
-        #[cfg(not(unix))]
-        let mode = {
-            let _ = private;
-            0o644
+            None => new_mode(),
         };
         let tmp = temp_beside(&self.target, "tmp", bytes, mode)
             .map_err(|e| format!("{shown}: cannot write: {e}"))?;
@@ -254,20 +256,8 @@ impl Locked {
 /// Replaces (or creates) `path` with `bytes` atomically, keeping the old file's permissions; a
 /// symlink's target is written. Refuses what is not a regular file. Makes the parent folders.
 pub(crate) fn replace(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let target = write_target(path)?;
-    let mode = match fs::metadata(&target) {
-        Ok(m) => {
-            if let Some(why) = not_regular(&m) {
-                return Err(refuse(why));
-            }
-            mode_of(&m)
-        }
-        Err(_) => new_mode(),
-    };
-    let tmp = temp_beside(&target, "tmp", bytes, mode)?;
-    fs::rename(&tmp, &target).inspect_err(|_| {
-        let _ = fs::remove_file(&tmp);
-    })
+    // The target is no symlink: what `replace_entry` replaces is the file itself.
+    replace_entry(&write_target(path)?, bytes)
 }
 
 /// Replaces the directory entry `path` itself with a file holding `bytes` (temp + rename in
@@ -277,8 +267,8 @@ pub(crate) fn replace_entry(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let mode = match fs::symlink_metadata(path) {
         Ok(m) if m.file_type().is_symlink() => new_mode(),
         Ok(m) => {
-            if let Some(why) = not_regular(&m) {
-                return Err(refuse(why));
+            if let Some(refused) = not_regular(&m) {
+                return Err(refused);
             }
             mode_of(&m)
         }
@@ -372,6 +362,14 @@ fn backup_bytes(target: &Path, bytes: &[u8], mode: u32) -> io::Result<PathBuf> {
     ))
 }
 
+/// The folder `path` is in (`.` for a bare name).
+fn folder_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    }
+}
+
 fn file_name(path: &Path) -> String {
     path.file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -381,11 +379,7 @@ fn file_name(path: &Path) -> String {
 /// The backups of `target` this program made, oldest first.
 fn backups_of(target: &Path) -> Vec<PathBuf> {
     let prefix = format!("{}.bak-", file_name(target));
-    let dir = match target.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let Ok(read) = fs::read_dir(dir) else {
+    let Ok(read) = fs::read_dir(folder_of(target)) else {
         return Vec::new();
     };
     let mut found: Vec<((String, u32), PathBuf)> = Vec::new();
@@ -432,11 +426,7 @@ fn prune_backups(target: &Path) {
 /// Removes temporary files of ours beside `target` whose process is gone (a killed run).
 fn clean_leftovers(target: &Path) {
     let name = file_name(target);
-    let dir = match target.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let Ok(read) = fs::read_dir(dir) else {
+    let Ok(read) = fs::read_dir(folder_of(target)) else {
         return;
     };
     for e in read.flatten() {
@@ -479,11 +469,8 @@ fn alive(pid: i32) -> bool {
 /// Writes `bytes` to a new hidden temporary file `.NAME.KIND-PID-N` in `path`'s folder (made if
 /// missing): created 0600, written, given `mode`, synced.
 fn temp_beside(path: &Path, kind: &str, bytes: &[u8], mode: u32) -> io::Result<PathBuf> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    fs::create_dir_all(&dir)?;
+    let dir = folder_of(path);
+    fs::create_dir_all(dir)?;
     let name = file_name(path);
     for n in 0..1000u32 {
         let tmp = dir.join(format!(".{name}.{kind}-{}-{n}", std::process::id()));

@@ -39,7 +39,7 @@ use pool::{BeginError, Pool, is_connection_error};
 use rows::{Cell, cells, decoders};
 
 use super::sql::{self, Dialect, NamedSql, Names, quote_ident};
-use super::sqlite::rows::{Rows, json_text_weight};
+use super::sqlite::rows::{Rows, TooBig, Within};
 use super::sqlite::{NamedQuery, query_params};
 use super::{
     Body, BoxFut, ChangeEffect, Completion, CompletionRequest, Contents, Database, RequestError,
@@ -978,33 +978,20 @@ async fn collect(
             (BindAs::Declared, _, v) => query.bind(v.to_text()),
         };
     }
-    let mut out = Rows::<Cell> {
-        columns: plan.names.clone(),
-        ..Rows::default()
-    };
-    let names: usize = out.columns.iter().map(|c| json_text_weight(c) + 2).sum();
-    let mut weight = 40 + 2 * names;
+    let mut out = Within::<Cell>::new(plan.names.clone(), limit, max_size);
     let mut stream = query.fetch(&mut *conn);
     let mut column_decoders = None;
     while let Some(row) = stream.try_next().await? {
-        if out.rows.len() == limit {
-            out.truncated = true;
+        if out.full() {
             break;
         }
         let d = column_decoders.get_or_insert_with(|| decoders(&row));
         let row = cells(&row, d).map_err(Failure::Decode)?;
-        let row_weight = names + row.iter().map(Cell::weight).sum::<usize>() + 2 * row.len() + 2;
-        if weight + row_weight > max_size {
-            if out.rows.is_empty() {
-                return Err(Failure::TooBig);
-            }
-            out.truncated = true;
+        if !out.push(row).map_err(|TooBig| Failure::TooBig)? {
             break;
         }
-        weight += row_weight;
-        out.rows.push(row);
     }
-    Ok(out)
+    Ok(out.into_rows())
 }
 
 /// Text checks of a statement (one reading statement, parameters are the declared names), then

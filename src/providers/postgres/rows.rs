@@ -17,7 +17,7 @@ use chrono::{Days, NaiveDate, NaiveDateTime, NaiveTime, TimeDelta};
 use serde::ser::SerializeSeq;
 use serde_json::value::RawValue;
 
-use crate::providers::sqlite::rows::json_text_weight;
+use crate::providers::sqlite::rows::{Weigh, json_text_weight};
 use sqlx::postgres::{PgRow, PgTypeInfo, PgTypeKind};
 use sqlx::{Column as _, Row as _, TypeInfo as _, ValueRef as _};
 
@@ -190,9 +190,8 @@ pub(super) enum Cell {
     Array(Vec<Cell>),
 }
 
-impl Cell {
-    /// Bytes the value takes in the JSON answer (at least).
-    pub(super) fn weight(&self) -> usize {
+impl Weigh for Cell {
+    fn weight(&self) -> usize {
         match self {
             Cell::Null | Cell::Bool(_) => 5,
             Cell::Int(_) | Cell::Float(_) => 24,

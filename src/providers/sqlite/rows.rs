@@ -34,35 +34,86 @@ pub(super) fn collect(
             Typed::List(items) => statement.raw_bind_parameter(at, items.join("\n"))?,
         }
     }
-    let mut out = Rows {
-        columns: unique_names(statement.column_names().into_iter()),
-        ..Rows::default()
-    };
-    let width = out.columns.len();
-    // `{"columns":[…],"rows":[…],"truncated":false}`, then each row's keys and values.
-    let names: usize = out.columns.iter().map(|c| json_text_weight(c) + 2).sum();
-    let mut weight = 40 + 2 * names;
+    let columns = unique_names(statement.column_names().into_iter());
+    let width = columns.len();
+    let mut out = Within::new(columns, limit, max_size);
     let mut rows = statement.raw_query();
     while let Some(row) = rows.next()? {
-        if out.rows.len() == limit {
-            out.truncated = true;
+        if out.full() {
             break;
         }
         let cells: Vec<Cell> = (0..width)
             .map(|i| row.get_ref(i).map(cell))
             .collect::<rusqlite::Result<_>>()?;
-        let row_weight = names + cells.iter().map(Cell::weight).sum::<usize>() + 2 * width + 2;
-        if weight + row_weight > max_size {
-            if out.rows.is_empty() {
-                return Err(too_big());
-            }
-            out.truncated = true;
+        if !out.push(cells).map_err(|TooBig| too_big())? {
             break;
         }
-        weight += row_weight;
-        out.rows.push(cells);
     }
-    Ok(out)
+    Ok(out.into_rows())
+}
+
+/// A value's weight in the JSON answer: the bytes it takes there, at least.
+pub(crate) trait Weigh {
+    fn weight(&self) -> usize;
+}
+
+/// Not even the first row fits in the answer.
+pub(crate) struct TooBig;
+
+/// Rows being collected: at most `limit` of them, and no more than fit in `max_size` bytes of
+/// JSON; past either, the rest is left out (`truncated`).
+pub(crate) struct Within<C> {
+    rows: Rows<C>,
+    limit: usize,
+    max_size: usize,
+    /// Every row's keys (the column names, quoted, with their colons).
+    names: usize,
+    /// The answer's weight so far.
+    weight: usize,
+}
+
+impl<C: Weigh> Within<C> {
+    pub(crate) fn new(columns: Vec<String>, limit: usize, max_size: usize) -> Within<C> {
+        let names: usize = columns.iter().map(|c| json_text_weight(c) + 2).sum();
+        Within {
+            rows: Rows {
+                columns,
+                ..Rows::default()
+            },
+            limit,
+            max_size,
+            names,
+            // `{"columns":[…],"rows":[],"truncated":false}`
+            weight: 40 + 2 * names,
+        }
+    }
+
+    /// Whether `limit` rows are in: then the rows are `truncated` (another one came).
+    pub(crate) fn full(&mut self) -> bool {
+        let full = self.rows.rows.len() >= self.limit;
+        self.rows.truncated |= full;
+        full
+    }
+
+    /// Takes `row` if the answer stays within `max_size`: `Ok(false)` (and `truncated`) when it
+    /// would not, `Err(TooBig)` when it is the first row.
+    pub(crate) fn push(&mut self, row: Vec<C>) -> Result<bool, TooBig> {
+        let weight = self.names + row.iter().map(Weigh::weight).sum::<usize>() + 2 * row.len() + 2;
+        if self.weight + weight > self.max_size {
+            if self.rows.rows.is_empty() {
+                return Err(TooBig);
+            }
+            self.rows.truncated = true;
+            return Ok(false);
+        }
+        self.weight += weight;
+        self.rows.rows.push(row);
+        Ok(true)
+    }
+
+    pub(crate) fn into_rows(self) -> Rows<C> {
+        self.rows
+    }
 }
 
 /// SQLite's own error for a value or row over the length limit.
@@ -109,8 +160,7 @@ fn cell(value: ValueRef<'_>) -> Cell {
     }
 }
 
-impl Cell {
-    /// Bytes the value takes in the JSON answer (at least).
+impl Weigh for Cell {
     fn weight(&self) -> usize {
         match self {
             Cell::Null => 4,
