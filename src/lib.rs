@@ -6,6 +6,8 @@
 //! - `registry`: `Manifest` → live sources, tools, prompts; answers every request.
 //! - `providers`: files, sqlite, git, templates; plain types, no MCP.
 //! - `tools`: tool types, the manifest's shell-backed tools, and the one process spawner.
+//! - `params`: typed parameters (tool `params`, query `params`, template `vars`); `pattern`: a
+//!   parameter's compiled `pattern` (a leaf).
 //! - `prompts`: prompt arguments → messages; pure.
 //! - `server`: the only module that imports rmcp; the stdio transport.
 //! - `uri`: RFC 6570 URI templates: expansion and matching (pure).
@@ -21,6 +23,7 @@ pub(crate) mod check;
 pub mod cli;
 pub(crate) mod manifest;
 pub(crate) mod params;
+pub(crate) mod pattern;
 pub(crate) mod process;
 pub(crate) mod prompts;
 pub(crate) mod providers;

@@ -15,6 +15,7 @@ use crate::prompts::{PromptDef, PromptInfo, Rendered};
 use crate::providers::files::FilesSource;
 use crate::providers::git::GitSource;
 use crate::providers::postgres::PostgresSource;
+use crate::providers::spec::TemplateSpec;
 use crate::providers::sqlite::SqliteSource;
 use crate::providers::template::{Roots, TemplateSource};
 use crate::providers::{
@@ -22,7 +23,7 @@ use crate::providers::{
     RequestError, ResourceInfo, Source, TemplateInfo, check_uri_length, check_uri_length_at,
 };
 use crate::quote::{Quote, quote};
-use crate::tools::templates::{TemplateSpec, TemplateTool};
+use crate::tools::templates::TemplateTool;
 use crate::tools::{CallContext, Hints, SearchTool, ShellTool, ToolContent, ToolInfo, ToolResult};
 use crate::watch::Change;
 
@@ -832,7 +833,7 @@ impl Registry {
         if let Some(m) = &t.mime_type {
             o["mimeType"] = json!(m);
         }
-        o["variables"] = json!(crate::tools::templates::variables(&t.uri_template, spec));
+        o["variables"] = json!(crate::providers::spec::variables(&t.uri_template, spec));
         if let Some(tool) = self.template_tool_for(&t.uri_template) {
             o["tool"] = json!(tool);
         }

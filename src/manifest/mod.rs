@@ -1204,7 +1204,7 @@ impl Checker<'_> {
                     ),
                 );
             }
-            if let Err(e) = crate::params::Pattern::new(pat.get()) {
+            if let Err(e) = crate::pattern::Pattern::new(pat.get()) {
                 self.err(
                     pat,
                     format!("invalid `pattern` for `{name}`: {}", last_line(&e)),
@@ -1957,7 +1957,7 @@ fn default_breaks(p: &RawParam, default: &serde_json::Value) -> Option<String> {
             ));
         }
         if let (Some(pattern), Some(text)) = (&p.pattern, item.as_str())
-            && let Ok(re) = crate::params::Pattern::new(pattern.get())
+            && let Ok(re) = crate::pattern::Pattern::new(pattern.get())
             && !re.is_match(text)
         {
             return Some(format!(

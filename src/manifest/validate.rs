@@ -19,7 +19,7 @@ pub struct Walker<'a> {
     pub bad: Vec<usize>,
     /// The schema's `propertyNames` patterns, compiled once per check (not once per name: a
     /// manifest may declare hundreds of templates).
-    name_patterns: std::collections::HashMap<String, Option<crate::params::Pattern>>,
+    name_patterns: std::collections::HashMap<String, Option<crate::pattern::Pattern>>,
 }
 
 impl<'a> Walker<'a> {
@@ -178,7 +178,7 @@ impl<'a> Walker<'a> {
                         && let Some(re) = self
                             .name_patterns
                             .entry(pattern.to_owned())
-                            .or_insert_with(|| crate::params::Pattern::new(pattern).ok())
+                            .or_insert_with(|| crate::pattern::Pattern::new(pattern).ok())
                         && !re.is_match(name)
                     {
                         self.err(

@@ -903,8 +903,8 @@ impl Source for GitSource {
     }
 
     /// `commit/{rev}` and `blob/{rev}/{+path}` as tools.
-    fn template_specs(&self) -> Vec<crate::tools::templates::TemplateSpec> {
-        use crate::tools::templates::{TemplateSpec, string_args};
+    fn template_specs(&self) -> Vec<crate::providers::spec::TemplateSpec> {
+        use crate::providers::spec::{TemplateSpec, string_args};
         let rev = (
             "rev",
             "A revision: anything `git rev-parse` takes (hash, branch, tag, HEAD~2, …)",

@@ -11,6 +11,7 @@ pub(crate) mod folders;
 pub(crate) mod git;
 pub(crate) mod paths;
 pub(crate) mod postgres;
+pub(crate) mod spec;
 pub(crate) mod sql;
 pub(crate) mod sqlite;
 pub(crate) mod template;
@@ -139,7 +140,7 @@ pub(crate) trait Source: Send + Sync + std::fmt::Debug + 'static {
 
     /// This source's resource templates with their typed variables and the tools
     /// `template_tools` makes of them (see `tools::templates`). No IO.
-    fn template_specs(&self) -> Vec<crate::tools::templates::TemplateSpec> {
+    fn template_specs(&self) -> Vec<crate::providers::spec::TemplateSpec> {
         Vec::new()
     }
 

@@ -385,10 +385,10 @@ impl TemplateSource {
     }
 
     /// This template as `template_tools` serves it.
-    fn spec(&self) -> crate::tools::templates::TemplateSpec {
+    fn spec(&self) -> crate::providers::spec::TemplateSpec {
         let mime = self.listed_mime();
         let json = mime.as_deref().is_none_or(|m| m == "application/json");
-        crate::tools::templates::TemplateSpec {
+        crate::providers::spec::TemplateSpec {
             uri: self.uri.clone(),
             entry: format!("[templates.{}]", self.name),
             tool: self.tool.clone(),
@@ -690,7 +690,7 @@ impl Source for TemplateSource {
         self.template_infos()
     }
 
-    fn template_specs(&self) -> Vec<crate::tools::templates::TemplateSpec> {
+    fn template_specs(&self) -> Vec<crate::providers::spec::TemplateSpec> {
         vec![self.spec()]
     }
 

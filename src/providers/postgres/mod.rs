@@ -398,13 +398,13 @@ impl PostgresSource {
 
     /// The table template and every named query (also those without parameters), as
     /// `template_tools` serves them.
-    fn specs(&self) -> Vec<crate::tools::templates::TemplateSpec> {
+    fn specs(&self) -> Vec<crate::providers::spec::TemplateSpec> {
         let table = self.tables.then(|| {
             let info = self.table_info();
             let description = info.description.unwrap_or_default();
             (info.uri_template, description, self.table_tool.clone())
         });
-        crate::tools::templates::database_specs(
+        crate::providers::spec::database_specs(
             "postgres",
             &self.name,
             table,
@@ -1245,7 +1245,7 @@ impl Source for PostgresSource {
         self.template_infos()
     }
 
-    fn template_specs(&self) -> Vec<crate::tools::templates::TemplateSpec> {
+    fn template_specs(&self) -> Vec<crate::providers::spec::TemplateSpec> {
         self.specs()
     }
 
