@@ -21,6 +21,7 @@ use crate::argv::{self, Piece};
 use crate::manifest::{self, ArgvItem, Diagnostics, Exec, Loc, Manifest, MessageContent};
 use crate::process::Children;
 use crate::providers::encode_path;
+use crate::providers::visible::Visibility;
 use crate::registry::Registry;
 use crate::uri::{UriTemplate, VarValue, Vars};
 
@@ -191,8 +192,11 @@ fn programs(m: &Manifest, w: &mut Diagnostics) {
 struct Served<'a> {
     def: &'a manifest::Files,
     root: PathBuf,
+    /// Each `include` glob on its own (to say which matched nothing).
     include: Vec<Option<globset::GlobMatcher>>,
     exclude: globset::GlobSet,
+    /// What the source hides: the serving rules themselves.
+    vis: Visibility,
 }
 
 impl<'a> Served<'a> {
@@ -217,54 +221,32 @@ impl<'a> Served<'a> {
         let exclude = exclude
             .build()
             .unwrap_or_else(|_| globset::GlobSet::empty());
+        let texts = |list: &[(String, manifest::Loc)]| -> Vec<String> {
+            list.iter().map(|(g, _)| g.clone()).collect()
+        };
+        let vis = Visibility::new(&root, def.hidden, def.gitignore)
+            .selecting(&texts(&def.include), &texts(&def.exclude));
         Some(Served {
             def,
             root,
             include,
             exclude,
+            vis,
         })
     }
 
-    /// Whether a path relative to the root passes `include` / `exclude` (hidden files and ignore
-    /// rules are the walk's business).
-    fn selects(&self, rel: &str) -> bool {
-        !self.exclude.is_match(rel) && self.include.iter().flatten().any(|g| g.is_match(rel))
-    }
-
-    /// The files under the root that hidden-file and ignore rules let through, relative to the
-    /// root with `/` separators, lazily (callers stop early), in name order, so that the file a
-    /// warning names is the same on every machine.
-    fn walk(&self) -> impl Iterator<Item = String> + '_ {
-        self.files(self.walker().sort_by_file_name(|a, b| a.cmp(b)).build())
-    }
-
-    /// `walk` in the order folders are read: a folder's files come as it is read, not once all
-    /// of it is read and sorted (for checks that name no file).
-    fn walk_any_order(&self) -> impl Iterator<Item = String> + '_ {
-        self.files(self.walker().build())
-    }
-
-    fn walker(&self) -> ignore::WalkBuilder {
-        let f = self.def;
-        let mut b = ignore::WalkBuilder::new(&self.root);
-        b.hidden(!f.hidden)
-            .git_ignore(f.gitignore)
-            .git_global(false)
-            .git_exclude(f.gitignore)
-            .ignore(f.gitignore)
-            .parents(f.gitignore)
-            .require_git(false)
-            .filter_entry(|e| e.file_name() != ".git");
-        b
-    }
-
-    fn files(&self, walk: ignore::Walk) -> impl Iterator<Item = String> + '_ {
-        walk.flatten()
-            .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
-            .filter_map(|e| {
-                let rel = e.path().strip_prefix(&self.root).ok()?.to_str()?;
-                Some(rel.replace(std::path::MAIN_SEPARATOR, "/"))
-            })
+    /// The first file under the root the source serves for which `want` holds, in name order
+    /// (so the file a warning names is the same on every machine).
+    fn first_served(&self, mut want: impl FnMut(&str) -> bool) -> Option<String> {
+        let mut found = None;
+        self.vis.walk(true, |rel| {
+            if self.vis.selects(rel) && want(rel) {
+                found = Some(rel.to_owned());
+                return false;
+            }
+            true
+        });
+        found
     }
 }
 
@@ -282,16 +264,14 @@ fn includes(m: &Manifest, w: &mut Diagnostics) {
             continue;
         }
         // In any order: a sorted walk reads a whole folder before its first file (100 000
-        // names in a flat root, at every start of `serve`, for the default `**/*`).
-        for rel in s.walk_any_order() {
-            if unmatched.is_empty() {
-                break;
+        // names in a flat root, at every start of `serve`, for the default `**/*`). The walk
+        // hides what serving hides (`Visibility`); `include` is matched glob by glob here.
+        s.vis.walk(false, |rel| {
+            if !s.exclude.is_match(rel) {
+                unmatched.retain(|i| !s.include[*i].as_ref().is_some_and(|g| g.is_match(rel)));
             }
-            if s.exclude.is_match(&rel) {
-                continue;
-            }
-            unmatched.retain(|i| !s.include[*i].as_ref().is_some_and(|g| g.is_match(&rel)));
-        }
+            !unmatched.is_empty()
+        });
         for i in unmatched {
             let (glob, loc) = &s.def.include[i];
             w.warn(
@@ -329,17 +309,16 @@ fn overlaps(m: &Manifest, w: &mut Diagnostics) {
             let offset = offset
                 .to_string_lossy()
                 .replace(std::path::MAIN_SEPARATOR, "/");
+            let seen_from_outer = |rel: &str| {
+                if offset.is_empty() {
+                    rel.to_owned()
+                } else {
+                    format!("{offset}/{rel}")
+                }
+            };
             let shared = inner
-                .walk()
-                .filter(|rel| inner.selects(rel))
-                .map(|rel| {
-                    if offset.is_empty() {
-                        rel
-                    } else {
-                        format!("{offset}/{rel}")
-                    }
-                })
-                .find(|rel| outer.selects(rel));
+                .first_served(|rel| outer.vis.visible(&seen_from_outer(rel)))
+                .map(|rel| seen_from_outer(&rel));
             let Some(shared) = shared else { continue };
             w.warn(
                 later.def.root_loc,

@@ -15,13 +15,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use globset::{GlobSet, GlobSetBuilder};
-use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
 use super::ahead::{self, Ahead};
 use super::folders::{self, Names};
 use super::paths::{self, OpenError, ReadError, io_reason, mime_for, sniff_is_text};
+use super::visible::{Frames, Visibility};
 use super::{
     Body, BoxFut, ChangeEffect, Completion, CompletionRequest, Contents, PageOf, RequestError,
     ResourceInfo, Source, TemplateInfo, blocking, encode_path, encode_path_into, on_blocking,
@@ -44,26 +43,19 @@ pub(crate) struct FilesSource {
     root_is_file: bool,
     /// `file://` + the encoded root, without a trailing slash.
     root_uri: String,
-    include: GlobSet,
-    exclude: GlobSet,
-    gitignore: bool,
-    hidden: bool,
+    /// What is hidden below the root (names, ignore files, `include` / `exclude`).
+    vis: Visibility,
     max_size: u64,
     pub watch: bool,
     /// `watch = "poll"`: the folders are read this often instead of watched.
     poll: Option<std::time::Duration>,
     description: Option<String>,
     search: bool,
-    /// Ignore rules per directory (`.ignore`, `.gitignore`). While the source is watched they
-    /// live until a change to an ignore file drops them; otherwise they last one listing or read.
-    ignores: Mutex<HashMap<PathBuf, Arc<DirRules>>>,
     /// The last listing; only kept while the source is watched (see `invalidate`).
     listing: Mutex<Option<Arc<Vec<Entry>>>>,
     /// The root folder, opened once while the source is watched (every read starts from it);
     /// dropped when the watcher sees the root come or go.
     root_dir: Mutex<Option<Arc<OwnedFd>>>,
-    /// Folders above the root whose ignore files apply (up to the enclosing git work tree).
-    parents: Vec<PathBuf>,
     /// The last URIs `read_now` found too large to read in place, newest last: it declines them
     /// again without opening the file (the read it leaves to the blocking pool opens it anyway,
     /// and a reader thread busy opening large files reaches a `ping` behind them later). A
@@ -134,27 +126,6 @@ impl ReadCache {
 
 /// How many URIs `FilesSource::large` keeps.
 const LARGE_KEPT: usize = 16;
-
-#[derive(Debug, Default)]
-struct DirRules {
-    dot_ignore: Option<Gitignore>,
-    git_ignore: Option<Gitignore>,
-}
-
-impl DirRules {
-    /// Whether this folder's rules ignore `path` (`.ignore` before `.gitignore`); `None` when
-    /// they say nothing about it and the folders above decide.
-    fn decide(&self, path: &Path, is_dir: bool) -> Option<bool> {
-        for m in [&self.dot_ignore, &self.git_ignore].into_iter().flatten() {
-            match m.matched(path, is_dir) {
-                ignore::Match::Ignore(_) => return Some(true),
-                ignore::Match::Whitelist(_) => return Some(false),
-                ignore::Match::None => {}
-            }
-        }
-        None
-    }
-}
 
 /// A page of a sorted walk, and the key to resume after when more follow.
 #[derive(Debug)]
@@ -264,35 +235,24 @@ impl FilesSource {
             return None;
         };
         let root_uri = format!("file://{}", encode_path(root_str.trim_end_matches('/')));
-        let globs = |list: &[(String, manifest::Loc)]| {
-            let mut b = GlobSetBuilder::new();
-            for (g, _) in list {
-                // Globs were validated when the manifest was checked.
-                if let Ok(glob) = globset::GlobBuilder::new(g).literal_separator(true).build() {
-                    b.add(glob);
-                }
-            }
-            b.build().unwrap_or_else(|_| GlobSet::empty())
+        let globs = |list: &[(String, manifest::Loc)]| -> Vec<String> {
+            list.iter().map(|(g, _)| g.clone()).collect()
         };
-        let parents = if def.gitignore && !root_is_file {
-            ignore_parents(&root)
-        } else {
-            Vec::new()
-        };
+        let mut vis = Visibility::new(&root, def.hidden, def.gitignore && !root_is_file)
+            .selecting(&globs(&def.include), &globs(&def.exclude));
+        if def.watch {
+            vis = vis.keeping_rules();
+        }
         Some(FilesSource {
             name: def.name.clone(),
             root_is_file,
             root_uri,
-            include: globs(&def.include),
-            exclude: globs(&def.exclude),
-            gitignore: def.gitignore,
-            hidden: def.hidden,
+            vis,
             max_size: def.max_size,
             watch: def.watch,
             poll: def.poll,
             description: def.description.clone(),
             search: def.search,
-            ignores: Mutex::new(HashMap::new()),
             listing: Mutex::new(None),
             root_dir: Mutex::new(None),
             large: Mutex::new(VecDeque::new()),
@@ -301,44 +261,25 @@ impl FilesSource {
             read_cache: Mutex::new(ReadCache::default()),
             settled: SETTLED,
             changes_seen: AtomicU64::new(0),
-            parents,
             root,
         })
     }
 
-    /// Only the hiding rules of a files source (dot names unless `hidden`, `.git` always, ignore
-    /// files unless `gitignore` is off), for a folder something else serves: a `file` template.
-    /// Every name matches `include`, nothing is watched (ignore files are read afresh per check).
-    /// `root` is canonical.
-    pub(crate) fn hiding_rules(root: &Path, hidden: bool, gitignore: bool) -> FilesSource {
-        // Built once: each build compiles a regex (with a full DFA), and a manifest may have a
-        // `file` template per note.
-        static ALL: OnceLock<GlobSet> = OnceLock::new();
-        let all = ALL.get_or_init(|| {
-            let mut all = GlobSetBuilder::new();
-            if let Ok(glob) = globset::GlobBuilder::new("**/*")
-                .literal_separator(true)
-                .build()
-            {
-                all.add(glob);
-            }
-            all.build().unwrap_or_else(|_| GlobSet::empty())
-        });
+    /// A source of every file below `root` (canonical) not hidden by `hidden` / `gitignore`,
+    /// unwatched, for tests.
+    #[cfg(test)]
+    pub(crate) fn of_folder(root: &Path, hidden: bool, gitignore: bool) -> FilesSource {
         FilesSource {
             name: String::new(),
             root: root.to_path_buf(),
             root_is_file: false,
             root_uri: String::new(),
-            include: all.clone(),
-            exclude: GlobSet::empty(),
-            gitignore,
-            hidden,
+            vis: Visibility::new(root, hidden, gitignore),
             max_size: manifest::DEFAULT_MAX_SIZE,
             watch: false,
             poll: None,
             description: None,
             search: false,
-            ignores: Mutex::new(HashMap::new()),
             listing: Mutex::new(None),
             root_dir: Mutex::new(None),
             large: Mutex::new(VecDeque::new()),
@@ -347,24 +288,7 @@ impl FilesSource {
             read_cache: Mutex::new(ReadCache::default()),
             settled: SETTLED,
             changes_seen: AtomicU64::new(0),
-            parents: if gitignore {
-                ignore_parents(root)
-            } else {
-                Vec::new()
-            },
         }
-    }
-
-    /// Whether a file opened below the root (by `paths::open_beneath`) as the plain relative path
-    /// `rel`, whose real path below the root is `real_rel`, is one this source shows: both paths
-    /// pass every rule. Call `fresh` first (once for a batch of checks). Blocking.
-    pub(crate) fn shows(&self, rel: &str, real_rel: &str) -> bool {
-        self.visible(rel) && (real_rel == rel || self.visible(real_rel))
-    }
-
-    /// Without a watcher, ignore files are read again by the next check.
-    pub(crate) fn fresh(&self) {
-        self.forget_rules_unless_watched();
     }
 
     /// Every visible file, sorted by name. Walks the tree (blocking: call from a blocking thread).
@@ -446,7 +370,7 @@ impl FilesSource {
     /// after the page and before anything in the folder), so it does not read again the folder
     /// the page ended in.
     fn walk_page(&self, after: Option<&str>, limit: usize) -> Walked {
-        self.forget_rules_unless_watched();
+        self.vis.fresh();
         let mut walk = self.walker(limit.saturating_add(1), true);
         walk.run(after);
         let Walk {
@@ -527,7 +451,7 @@ impl FilesSource {
         if let Some(cached) = self.cached() {
             return cached;
         }
-        self.forget_rules_unless_watched();
+        self.vis.fresh();
         let mut out = Vec::new();
         if self.root_is_file {
             if let Ok(meta) = fs::metadata(&self.root) {
@@ -607,7 +531,7 @@ impl FilesSource {
         Walk {
             src: self,
             limit,
-            rules: self.parents.iter().rev().map(|p| self.rules(p)).collect(),
+            frames: self.vis.frames(),
             out: Vec::new(),
             names: PathList::default(),
             probe,
@@ -617,99 +541,9 @@ impl FilesSource {
         }
     }
 
-    /// Whether a folder under the root may hold served files (hidden names, ignore rules).
-    fn dir_visible(&self, rel: &str, path: &Path) -> bool {
-        let name = rel.rsplit('/').next().unwrap_or(rel);
-        if name == ".git" || (!self.hidden && name.starts_with('.')) {
-            return false;
-        }
-        !self.ignored(path, true)
-    }
-
-    /// Whether a file (its parents already found visible) is served.
-    fn file_visible(&self, rel: &str, path: &Path) -> bool {
-        let name = rel.rsplit('/').next().unwrap_or(rel);
-        if !self.hidden && name.starts_with('.') {
-            return false;
-        }
-        self.include.is_match(rel) && !self.exclude.is_match(rel) && !self.ignored(path, false)
-    }
-
     /// The full check for one path relative to the root: every parent folder and the file.
     fn visible(&self, rel: &str) -> bool {
-        let mut path = self.root.clone();
-        let parts: Vec<&str> = rel.split('/').collect();
-        let (file, dirs) = match parts.split_last() {
-            Some(x) => x,
-            None => return false,
-        };
-        let mut rel_dir = String::new();
-        for d in dirs {
-            path.push(d);
-            if !rel_dir.is_empty() {
-                rel_dir.push('/');
-            }
-            rel_dir.push_str(d);
-            if !self.dir_visible(&rel_dir, &path) {
-                return false;
-            }
-        }
-        path.push(file);
-        self.file_visible(rel, &path)
-    }
-
-    /// Gitignore semantics: the deepest folder's rules decide, `.ignore` before `.gitignore`.
-    fn ignored(&self, path: &Path, is_dir: bool) -> bool {
-        if !self.gitignore {
-            return false;
-        }
-        let mut dirs: Vec<&Path> = path
-            .ancestors()
-            .skip(1)
-            .take_while(|a| a.starts_with(&self.root))
-            .collect();
-        dirs.extend(self.parents.iter().map(PathBuf::as_path));
-        for dir in dirs {
-            if let Some(ignored) = self.rules(dir).decide(path, is_dir) {
-                return ignored;
-            }
-        }
-        false
-    }
-
-    /// Without a watcher nothing tells us an ignore file changed: start from a clean slate.
-    fn forget_rules_unless_watched(&self) {
-        if !self.watch
-            && let Ok(mut map) = self.ignores.lock()
-        {
-            map.clear();
-        }
-    }
-
-    fn rules(&self, dir: &Path) -> Arc<DirRules> {
-        if let Ok(map) = self.ignores.lock()
-            && let Some(r) = map.get(dir)
-        {
-            return r.clone();
-        }
-        // Read like any served file: only a regular file, never blocking, at most 1 MiB.
-        let load = |file: &str| {
-            let p = dir.join(file);
-            let bytes = paths::read_regular(&p, 1024 * 1024).ok()?;
-            let mut b = GitignoreBuilder::new(dir);
-            for line in String::from_utf8_lossy(&bytes).lines() {
-                let _ = b.add_line(Some(p.clone()), line);
-            }
-            b.build().ok().filter(|g| !g.is_empty())
-        };
-        let rules = Arc::new(DirRules {
-            dot_ignore: load(".ignore"),
-            git_ignore: load(".gitignore"),
-        });
-        if let Ok(mut map) = self.ignores.lock() {
-            map.insert(dir.to_path_buf(), rules.clone());
-        }
-        rules
+        self.vis.visible(rel)
     }
 
     /// Opens the served file a URI names, or `None` ("not found") for anything else: malformed
@@ -784,7 +618,7 @@ impl FilesSource {
             }
             return list;
         }
-        self.forget_rules_unless_watched();
+        self.vis.fresh();
         if self.root_is_file {
             if let Some(n) = self.root.file_name().and_then(|n| n.to_str()) {
                 list.push(n);
@@ -933,7 +767,7 @@ impl FilesSource {
     }
 
     fn open_for_read(&self, uri: &str) -> Result<paths::Opened, RequestError> {
-        self.forget_rules_unless_watched();
+        self.vis.fresh();
         self.open(uri)
             .ok_or_else(|| RequestError::NotFound(uri.to_owned()))
     }
@@ -1004,14 +838,19 @@ impl FilesSource {
             out.push(parent.to_path_buf());
         }
         if !self.root_is_file {
+            self.vis.fresh();
+            out.extend(self.vis.rules_dirs());
             out.push(self.root.clone());
-            self.walk_dirs(&self.root, "", &mut out);
+            let mut frames = self.vis.frames();
+            self.walk_dirs(&self.root, &mut frames, &mut out);
         }
         out
     }
 
-    fn walk_dirs(&self, dir: &Path, rel_dir: &str, out: &mut Vec<PathBuf>) {
+    /// The visible folders below `dir` (whose rules are not yet in `frames`), depth first.
+    fn walk_dirs(&self, dir: &Path, frames: &mut Frames, out: &mut Vec<PathBuf>) {
         let Ok(read) = fs::read_dir(dir) else { return };
+        let entered = self.vis.enter(frames, dir);
         for item in read.flatten() {
             let Ok(ft) = item.file_type() else { continue };
             if !ft.is_dir() {
@@ -1020,16 +859,16 @@ impl FilesSource {
             let Ok(name) = item.file_name().into_string() else {
                 continue;
             };
-            let rel = if rel_dir.is_empty() {
-                name
-            } else {
-                format!("{rel_dir}/{name}")
-            };
             let path = item.path();
-            if self.dir_visible(&rel, &path) {
+            if self.vis.entry_shown(&name, item.metadata().ok().as_ref())
+                && !(frames.any() && frames.ignores(&path, true))
+            {
                 out.push(path.clone());
-                self.walk_dirs(&path, &rel, out);
+                self.walk_dirs(&path, frames, out);
             }
+        }
+        if entered {
+            frames.pop();
         }
     }
 
@@ -1050,13 +889,19 @@ impl FilesSource {
                 if let Ok(mut d) = self.root_dir.lock() {
                     *d = None;
                 }
-                if let Ok(mut map) = self.ignores.lock() {
-                    map.clear();
-                }
+                self.vis.forget_all();
                 effect.merge(ChangeEffect {
                     list_changed: true,
                     rewatch: true,
                 });
+                continue;
+            }
+            if let Some(dir) = self.vis.rules_changed_by(&c.path) {
+                // An ignore file (or a repository's `info/exclude`) of this tree changed.
+                touched = true;
+                self.vis.forget(dir);
+                effect.list_changed = true;
+                effect.rewatch = true;
                 continue;
             }
             let Ok(rel) = c.path.strip_prefix(&self.root) else {
@@ -1067,15 +912,6 @@ impl FilesSource {
             }
             touched = true;
             let Some(rel) = rel.to_str() else { continue };
-            let name = c.path.file_name().and_then(|n| n.to_str());
-            if matches!(name, Some(".gitignore" | ".ignore")) {
-                if let (Some(dir), Ok(mut map)) = (c.path.parent(), self.ignores.lock()) {
-                    map.remove(dir);
-                }
-                effect.list_changed = true;
-                effect.rewatch = true;
-                continue;
-            }
             let is_dir = fs::symlink_metadata(&c.path).is_ok_and(|m| m.is_dir());
             if is_dir
                 || (c.kind == ChangeKind::Removed
@@ -1240,7 +1076,7 @@ impl Source for FilesSource {
 
     fn serves(self: Arc<Self>, uri: String) -> BoxFut<bool> {
         on_blocking_or(false, move || {
-            self.forget_rules_unless_watched();
+            self.vis.fresh();
             self.open(&uri).is_some()
         })
     }
@@ -1286,27 +1122,9 @@ impl Source for FilesSource {
             c.is_rescan()
                 || c.path == target
                 || target.starts_with(&c.path) && c.kind != ChangeKind::Modified
-                || c.path
-                    .file_name()
-                    .is_some_and(|n| n == ".gitignore" || n == ".ignore")
+                || self.vis.rules_changed_by(&c.path).is_some()
         })
     }
-}
-
-/// Folders above `root` whose ignore files apply: up to and including the git work tree that
-/// holds it. Outside a repository, only the root and below count.
-fn ignore_parents(root: &Path) -> Vec<PathBuf> {
-    if root.join(".git").exists() {
-        return Vec::new();
-    }
-    let mut out = Vec::new();
-    for dir in root.ancestors().skip(1) {
-        out.push(dir.to_path_buf());
-        if dir.join(".git").exists() {
-            return out;
-        }
-    }
-    Vec::new()
 }
 
 /// A sorted walk of the visible files. Each folder's names are sorted as if a folder's name
@@ -1322,8 +1140,8 @@ fn ignore_parents(root: &Path) -> Vec<PathBuf> {
 struct Walk<'a> {
     src: &'a FilesSource,
     limit: usize,
-    /// Ignore rules of the folders above the one being read (and of `parents`), outermost first.
-    rules: Vec<Arc<DirRules>>,
+    /// Ignore rules in force in the folder being read.
+    frames: Frames,
     out: Vec<Entry>,
     /// What a walk of names only found, in place of `out`.
     names: PathList,
@@ -1381,7 +1199,7 @@ fn walked<'e>(
         }
         _ => return None,
     };
-    if (name == ".git" && is_dir) || (!src.hidden && name.starts_with('.')) {
+    if !src.vis.name_shown(name) {
         return None;
     }
     Some((name, is_dir))
@@ -1446,7 +1264,7 @@ impl Walk<'_> {
             return true;
         };
         let pushed = self.push_rules(rel_dir);
-        let any_rules = pushed && self.any_rules();
+        let any_rules = self.frames.any();
         let going_on = if self.split && after.is_none() && names.dirs() >= 2 {
             self.split = false;
             self.items_on_two(fd.as_fd(), &names, rel_dir, name_at, any_rules)
@@ -1455,7 +1273,7 @@ impl Walk<'_> {
             self.items(fd.as_fd(), items, name_at, after, any_rules)
         };
         if pushed {
-            self.rules.pop();
+            self.frames.pop();
         }
         going_on
     }
@@ -1484,7 +1302,7 @@ impl Walk<'_> {
         let mut other = Walk {
             src: self.src,
             limit: self.limit,
-            rules: self.rules.clone(),
+            frames: self.frames.clone(),
             out: Vec::new(),
             names: PathList::default(),
             probe: false,
@@ -1523,7 +1341,7 @@ impl Walk<'_> {
     /// Pushes the ignore rules of the folder `rel_dir` (if ignore files count).
     fn push_rules(&mut self, rel_dir: &str) -> bool {
         let src = self.src;
-        if !src.gitignore {
+        if !src.vis.uses_ignore_files() {
             return false;
         }
         let path = if rel_dir.is_empty() {
@@ -1531,14 +1349,7 @@ impl Walk<'_> {
         } else {
             src.root.join(rel_dir)
         };
-        self.rules.push(src.rules(&path));
-        true
-    }
-
-    fn any_rules(&self) -> bool {
-        self.rules
-            .iter()
-            .any(|r| r.dot_ignore.is_some() || r.git_ignore.is_some())
+        src.vis.enter(&mut self.frames, &path)
     }
 
     /// Whether the folder `fd` (`rel_dir` below the root, after everything listed so far)
@@ -1546,10 +1357,10 @@ impl Walk<'_> {
     /// visible regular file ends the scan.
     fn holds_visible(&mut self, fd: OwnedFd, rel_dir: &str) -> bool {
         let pushed = self.push_rules(rel_dir);
-        let any_rules = pushed && self.any_rules();
+        let any_rules = self.frames.any();
         let found = self.scan(fd, rel_dir, any_rules);
         if pushed {
-            self.rules.pop();
+            self.frames.pop();
         }
         found
     }
@@ -1571,8 +1382,7 @@ impl Walk<'_> {
                 }
                 if is_dir {
                     dirs.push(rel);
-                } else if src.include.is_match(&rel)
-                    && !src.exclude.is_match(&rel)
+                } else if src.vis.selects(&rel)
                     && rustix::fs::statat(&fd, name, AtFlags::SYMLINK_NOFOLLOW).is_ok_and(|st| {
                         FileType::from_raw_mode(st.st_mode) == FileType::RegularFile
                     })
@@ -1633,7 +1443,7 @@ impl Walk<'_> {
                     return false;
                 }
             } else {
-                if !src.include.is_match(&rel) || src.exclude.is_match(&rel) {
+                if !src.vis.selects(&rel) {
                     continue;
                 }
                 if any_rules && self.ignored(&src.root.join(&rel), false) {
@@ -1692,14 +1502,8 @@ impl Walk<'_> {
         self.out.len() + self.names.len()
     }
 
-    /// Gitignore semantics: the deepest folder's rules decide, `.ignore` before `.gitignore`.
     fn ignored(&self, path: &Path, is_dir: bool) -> bool {
-        for rules in self.rules.iter().rev() {
-            if let Some(ignored) = rules.decide(path, is_dir) {
-                return ignored;
-            }
-        }
-        false
+        self.frames.ignores(path, is_dir)
     }
 }
 
@@ -1779,7 +1583,7 @@ mod tests {
         let root = dir.path().canonicalize().unwrap();
         let file = root.join("a.txt");
         std::fs::write(&file, "one").unwrap();
-        let mut src = FilesSource::hiding_rules(&root, false, false);
+        let mut src = FilesSource::of_folder(&root, false, false);
         src.watch = true;
         // Just written: not kept.
         assert_eq!(text(src.read_now("/a.txt")), "one");
@@ -1832,7 +1636,7 @@ mod tests {
         let root = dir.path().canonicalize().unwrap();
         std::fs::write(root.join("a.txt"), "one").unwrap();
         std::fs::write(root.join("b.txt"), "bee").unwrap();
-        let mut src = FilesSource::hiding_rules(&root, false, false);
+        let mut src = FilesSource::of_folder(&root, false, false);
         src.watch = true;
         src.settled = std::time::Duration::ZERO;
         assert_eq!(text(src.read_now("/a.txt")), "one");
@@ -1856,7 +1660,7 @@ mod tests {
                 all.push(format!("d{d}/f{f}"));
             }
         }
-        let src = Arc::new(FilesSource::hiding_rules(&root, false, false));
+        let src = Arc::new(FilesSource::of_folder(&root, false, false));
         for limit in [1, 2, 3, 4, 5, 100] {
             let mut got: Vec<String> = Vec::new();
             let mut after: Option<String> = None;
@@ -1907,7 +1711,7 @@ mod tests {
         let version = || super::paths::Version::of(&rustix::fs::stat(&root).unwrap());
         let kept = |src: &Arc<FilesSource>| src.folders.lock().unwrap().get(&version());
         // Just changed: not kept.
-        let src = Arc::new(FilesSource::hiding_rules(&root, false, false));
+        let src = Arc::new(FilesSource::of_folder(&root, false, false));
         assert_eq!(listing(&src).len(), 11);
         src.ahead.wait_idle();
         assert!(kept(&src).is_none());
@@ -1927,7 +1731,7 @@ mod tests {
             rustix::fs::AtFlags::empty(),
         )
         .unwrap();
-        let mut fresh = FilesSource::hiding_rules(&root, false, false);
+        let mut fresh = FilesSource::of_folder(&root, false, false);
         fresh.settled = std::time::Duration::ZERO;
         let src = Arc::new(fresh);
         let first = src.page_blocking(None, 4);
@@ -1982,7 +1786,7 @@ mod tests {
             }
             age(&root.join(d));
         }
-        let mut src = FilesSource::hiding_rules(&root, false, false);
+        let mut src = FilesSource::of_folder(&root, false, false);
         src.settled = std::time::Duration::ZERO;
         let src = Arc::new(src);
         let first = src.page_blocking(Some("big/"), 2);
@@ -2005,7 +1809,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
         std::fs::write(root.join("a.txt"), "one").unwrap();
-        let mut src = FilesSource::hiding_rules(&root, false, true);
+        let mut src = FilesSource::of_folder(&root, false, true);
         src.watch = true;
         src.settled = std::time::Duration::ZERO;
         assert_eq!(text(src.read_now("/a.txt")), "one");
@@ -2115,7 +1919,7 @@ mod tests {
                 std::fs::write(root.join(format!("{d}/f{f}")), "x").unwrap();
             }
         }
-        let src = Arc::new(FilesSource::hiding_rules(&root, false, false));
+        let src = Arc::new(FilesSource::of_folder(&root, false, false));
         let first = src.page_blocking(None, 3);
         assert_eq!(names(&first), ["a/f0", "a/f1", "a/f2"]);
         let next = first.next.clone().expect("more");
@@ -2174,7 +1978,7 @@ mod tests {
         let size = usize::try_from(INLINE_READ).unwrap() + 1;
         std::fs::write(&big, "x".repeat(size)).unwrap();
         std::fs::write(root.join("small.txt"), "small").unwrap();
-        let src = Arc::new(FilesSource::hiding_rules(&root, false, false));
+        let src = Arc::new(FilesSource::of_folder(&root, false, false));
         assert!(
             src.read_now("/big.txt").is_none(),
             "a large file is left to the pool"

@@ -10,11 +10,13 @@ pub(crate) mod files;
 pub(crate) mod folders;
 pub(crate) mod git;
 pub(crate) mod paths;
+pub(crate) mod platform;
 pub(crate) mod postgres;
 pub(crate) mod spec;
 pub(crate) mod sql;
 pub(crate) mod sqlite;
 pub(crate) mod template;
+pub(crate) mod visible;
 
 use std::collections::HashMap;
 use std::future::Future;

@@ -15,8 +15,8 @@ use std::sync::Arc;
 
 use indexmap::IndexMap;
 
-use super::files::FilesSource;
 use super::paths::{self, OpenError, ReadError, is_plain_relative, mime_for};
+use super::visible::Visibility;
 use super::{
     Body, BoxFut, ChangeEffect, Completion, CompletionRequest, Contents, Database, RequestError,
     ResourceInfo, Source, SqlCheck, TemplateInfo, blocking, ready,
@@ -123,10 +123,9 @@ enum Backend {
         parts: Vec<Piece>,
         /// Canonical folder every served path must stay inside.
         root: PathBuf,
-        /// What a files source would hide below `root` (dot names, `.git`, ignored files).
-        rules: Arc<FilesSource>,
-        /// The manifest file, not served (`None` with `hidden = true`).
-        manifest: Option<PathBuf>,
+        /// What a files source would hide below `root` (dot names, `.git`, ignored files), and
+        /// the manifest file (unless `hidden = true`).
+        rules: Arc<Visibility>,
     },
     Sql {
         db: Arc<dyn Database>,
@@ -273,8 +272,10 @@ impl TemplateSource {
                     }
                 };
                 Backend::File {
-                    rules: Arc::new(FilesSource::hiding_rules(&root, *hidden, *gitignore)),
-                    manifest: (!hidden).then(|| manifest.clone()),
+                    rules: Arc::new(
+                        Visibility::new(&root, *hidden, *gitignore)
+                            .hiding_manifest((!hidden).then(|| manifest.clone())),
+                    ),
                     parts,
                     root,
                 }
@@ -492,12 +493,7 @@ impl TemplateSource {
             }
         };
         match &self.backend {
-            Backend::File {
-                parts,
-                root,
-                rules,
-                manifest,
-            } => {
+            Backend::File { parts, root, rules } => {
                 let lower = uri.to_ascii_lowercase();
                 if lower.contains("%2f") || lower.contains("%5c") || lower.contains("%00") {
                     return Err(not_found());
@@ -510,10 +506,9 @@ impl TemplateSource {
                     }
                 }
                 let (root, mime) = (root.clone(), self.mime_type.clone());
-                let (rules, manifest) = (rules.clone(), manifest.clone());
+                let rules = rules.clone();
                 let uri = uri.to_owned();
-                blocking(move || read_file(&root, &rules, manifest.as_deref(), &rel, &uri, mime))
-                    .await?
+                blocking(move || read_file(&root, &rules, &rel, &uri, mime)).await?
             }
             Backend::Sql {
                 db,
@@ -650,22 +645,16 @@ impl TemplateSource {
         if let Some(values) = self.completions.get(var) {
             return Ok(Completion::from_candidates(values, prefix));
         }
-        let Backend::File {
-            parts,
-            root,
-            rules,
-            manifest,
-        } = &self.backend
-        else {
+        let Backend::File { parts, root, rules } = &self.backend else {
             return Ok(Completion::default());
         };
         let Some((dir, before, after)) = folder_of_last_segment(parts, var, context) else {
             return Ok(Completion::default());
         };
         let (root, prefix) = (root.clone(), prefix.to_owned());
-        let (rules, manifest) = (rules.clone(), manifest.clone());
+        let rules = rules.clone();
         blocking(move || {
-            let names = list_folder(&root, &rules, manifest.as_deref(), &dir, &before, &after);
+            let names = list_folder(&root, &rules, &dir, &before, &after);
             Completion::from_candidates(names, &prefix)
         })
         .await
@@ -806,8 +795,7 @@ fn parse_path_template(text: &str) -> Vec<Piece> {
 /// The file `rel` under `root`, if it is one a `file` template may serve (blocking).
 fn read_file(
     root: &Path,
-    rules: &FilesSource,
-    manifest: Option<&Path>,
+    rules: &Visibility,
     rel: &str,
     uri: &str,
     mime_type: Option<String>,
@@ -823,9 +811,7 @@ fn read_file(
     // What a files source hides, judged on the path asked for and the one opened; the manifest
     // by identity (a hard link or a symlink to it is the manifest too).
     rules.fresh();
-    if !rules.shows(rel, &opened.real_rel)
-        || manifest.is_some_and(|m| is_file(opened.file.metadata().ok().as_ref(), m))
-    {
+    if !rules.shows(rel, &opened.real_rel) || rules.is_manifest(&opened.file) {
         return Err(not_found());
     }
     let cap = manifest::DEFAULT_MAX_SIZE;
@@ -894,19 +880,9 @@ fn folder_of_last_segment(
 
 /// Values of the completed variable: names of files in `root/dir` (inside the root) that start
 /// with `before` and end with `after`, with those cut off. Dotfiles only when `before` asks.
-/// Whether `meta` (of an open file) is the file at `path`: same device and inode.
-fn is_file(meta: Option<&std::fs::Metadata>, path: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt as _;
-    match (meta, std::fs::metadata(path)) {
-        (Some(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
-        _ => false,
-    }
-}
-
 fn list_folder(
     root: &Path,
-    rules: &FilesSource,
-    manifest: Option<&Path>,
+    rules: &Visibility,
     dir: &str,
     before: &str,
     after: &str,
@@ -942,9 +918,9 @@ fn list_folder(
                 format!("{dir}/{name}")
             };
             let real_rel = real.strip_prefix(root).ok()?.to_str()?;
-            let shown = rules.shows(&rel, real_rel)
-                && !manifest.is_some_and(|m| is_file(std::fs::metadata(&real).ok().as_ref(), m));
-            (!value.is_empty() && shown && real.is_file()).then(|| value.to_owned())
+            let shown =
+                real.is_file() && rules.shows(&rel, real_rel) && !rules.is_manifest_at(&real);
+            (!value.is_empty() && shown).then(|| value.to_owned())
         })
         .collect()
 }
@@ -983,8 +959,8 @@ mod tests {
         std::fs::create_dir(root.join("notes")).unwrap();
         std::fs::write(root.join("notes/a.md"), "a").unwrap();
         std::fs::write(dir.path().join("secret"), "s").unwrap();
-        let rules = FilesSource::hiding_rules(&root, false, true);
-        let read = |rel: &str| read_file(&root, &rules, None, rel, "x://", None).ok();
+        let rules = Visibility::new(&root, false, true);
+        let read = |rel: &str| read_file(&root, &rules, rel, "x://", None).ok();
         assert!(read("notes/a.md").is_some());
         for bad in [
             "",

@@ -2,7 +2,8 @@
 //! repository, documentation, source folders, SQLite files (found by their header).
 //!
 //! The walk is bounded (depth, entries, header reads) so a huge tree stays fast; it never
-//! follows symlinks and skips `.git`, `node_modules`, `target`, hidden and gitignored folders.
+//! follows symlinks and skips `.git`, `node_modules`, `target`, hidden and ignored folders (what
+//! a files source hides: `providers::visible`); ignored files are not proposed as documentation.
 //! Every proposed section is checked on its own as `check` would (a database that does not open
 //! is left out, with the reason), then the whole manifest is built before it is written: what
 //! `init` writes passes `check`.
@@ -11,12 +12,9 @@ use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ignore::Match;
-use ignore::gitignore::{Gitignore, GitignoreBuilder};
-
+use crate::providers::visible::{Frames, Visibility};
 use crate::registry::Registry;
 
 /// The manifest's file name in the folder.
@@ -82,18 +80,13 @@ pub(crate) fn inspect(dir: &Path) -> Findings {
     };
     let mut header_reads = 0;
     let mut doc_counts: Vec<(String, usize)> = Vec::new();
-    // (folder, path relative to `dir`, depth, gitignore matchers from `dir` down to it)
-    let mut queue: VecDeque<(PathBuf, String, usize, Arc<Vec<Gitignore>>)> = VecDeque::new();
-    queue.push_back((dir.to_path_buf(), String::new(), 0, Arc::new(Vec::new())));
-    'walk: while let Some((folder, rel, depth, parents)) = queue.pop_front() {
-        let matchers = match gitignore_of(&folder) {
-            Some(g) => {
-                let mut m = (*parents).clone();
-                m.push(g);
-                Arc::new(m)
-            }
-            None => parents,
-        };
+    // What a files source of `dir` would hide (dot names, `.git`, ignore files).
+    let vis = Visibility::new(dir, false, true);
+    // (folder, path relative to `dir`, depth, the ignore rules in force above it)
+    let mut queue: VecDeque<(PathBuf, String, usize, Frames)> = VecDeque::new();
+    queue.push_back((dir.to_path_buf(), String::new(), 0, vis.frames()));
+    'walk: while let Some((folder, rel, depth, mut matchers)) = queue.pop_front() {
+        vis.enter(&mut matchers, &folder);
         let Ok(read) = std::fs::read_dir(&folder) else {
             continue;
         };
@@ -112,7 +105,7 @@ pub(crate) fn inspect(dir: &Path) -> Findings {
             let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
                 continue;
             };
-            if name.starts_with('.') {
+            if !vis.entry_shown(&name, entry.metadata().ok().as_ref()) {
                 continue;
             }
             let Ok(kind) = entry.file_type() else {
@@ -131,7 +124,7 @@ pub(crate) fn inspect(dir: &Path) -> Findings {
                     }
                     continue;
                 }
-                if ignored(&matchers, &path) {
+                if matchers.ignores(&path, true) {
                     continue;
                 }
                 if depth == 0 {
@@ -154,7 +147,9 @@ pub(crate) fn inspect(dir: &Path) -> Findings {
             if depth == 0 && (name == MANIFEST || name == SCHEMA) {
                 continue;
             }
-            if depth == 0 && name.to_ascii_lowercase().starts_with("readme") {
+            // Not served by a files source of the folder: not proposed as documentation.
+            let ignored = matchers.ignores(&path, false);
+            if depth == 0 && !ignored && name.to_ascii_lowercase().starts_with("readme") {
                 f.readmes.push(name.clone());
             }
             let ext = Path::new(&name)
@@ -162,7 +157,7 @@ pub(crate) fn inspect(dir: &Path) -> Findings {
                 .and_then(|e| e.to_str())
                 .map(str::to_ascii_lowercase);
             if let Some(ext) = ext.filter(|e| DOC_EXTS.contains(&e.as_str())) {
-                if !in_source {
+                if !in_source && !ignored {
                     match doc_counts.iter_mut().find(|(e, _)| *e == ext) {
                         Some((_, n)) => *n += 1,
                         None => doc_counts.push((ext, 1)),
@@ -189,28 +184,6 @@ pub(crate) fn inspect(dir: &Path) -> Findings {
     f.doc_exts = doc_counts;
     f.elapsed = start.elapsed();
     f
-}
-
-fn gitignore_of(folder: &Path) -> Option<Gitignore> {
-    let file = folder.join(".gitignore");
-    if !file.is_file() {
-        return None;
-    }
-    let mut b = GitignoreBuilder::new(folder);
-    b.add(&file);
-    b.build().ok()
-}
-
-/// Whether the deepest `.gitignore` with an opinion ignores the folder `path`.
-fn ignored(matchers: &[Gitignore], path: &Path) -> bool {
-    for g in matchers.iter().rev() {
-        match g.matched(path, true) {
-            Match::Ignore(_) => return true,
-            Match::Whitelist(_) => return false,
-            Match::None => {}
-        }
-    }
-    false
 }
 
 fn is_sqlite(path: &Path) -> bool {
