@@ -1,0 +1,147 @@
+//! What a files source asks of the watcher (the folders to watch) and what a batch of changes
+//! means for it: caches dropped, `list_changed` only when a visible file came or went,
+//! `updated` for the subscribed files a change touches.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+
+use super::FilesSource;
+use crate::providers::ChangeEffect;
+use crate::providers::visible::Frames;
+use crate::scopeguard;
+use crate::watch::{Change, ChangeKind};
+
+impl FilesSource {
+    /// Whether a listed file lives at `path` (used to decide between updated and list_changed).
+    pub(super) fn is_listed(&self, path: &Path) -> bool {
+        match path.strip_prefix(&self.root).ok().and_then(Path::to_str) {
+            Some("") => self.root_is_file,
+            Some(rel) => {
+                !self.root_is_file
+                    && self.visible(rel)
+                    && fs::symlink_metadata(path).is_ok_and(|m| m.is_file())
+            }
+            None => false,
+        }
+    }
+
+    /// The folders to watch for this source (blocking: walks the visible folders): the root's
+    /// parent too, so the root itself going away or coming back is seen.
+    pub(super) fn watch_dirs_blocking(&self) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        if !self.watch {
+            return out;
+        }
+        if let Some(parent) = self.root.parent() {
+            out.push(parent.to_path_buf());
+        }
+        if !self.root_is_file {
+            self.vis.fresh();
+            out.extend(self.vis.rules_dirs());
+            out.push(self.root.clone());
+            let mut frames = self.vis.frames();
+            self.walk_dirs(&self.root, &mut frames, &mut out);
+        }
+        out
+    }
+
+    /// The visible folders below `dir` (whose rules are not yet in `frames`), depth first.
+    pub(super) fn walk_dirs(&self, dir: &Path, frames: &mut Frames, out: &mut Vec<PathBuf>) {
+        let Ok(read) = fs::read_dir(dir) else { return };
+        let entered = self.vis.enter(frames, dir);
+        for item in read.flatten() {
+            let Ok(ft) = item.file_type() else { continue };
+            if !ft.is_dir() {
+                continue;
+            }
+            let Ok(name) = item.file_name().into_string() else {
+                continue;
+            };
+            let path = item.path();
+            if self.vis.entry_shown(&name, item.metadata().ok().as_ref())
+                && !(frames.any() && frames.ignores(&path, true))
+            {
+                out.push(path.clone());
+                self.walk_dirs(&path, frames, out);
+            }
+        }
+        if entered {
+            frames.pop();
+        }
+    }
+
+    /// Applies a batch of changes (blocking): drops stale caches and says whether the list of
+    /// resources changed and whether the set of watched folders must be recomputed.
+    pub(super) fn apply_changes_blocking(&self, changes: &[Change]) -> ChangeEffect {
+        // Kept reads check their rules again (after what follows drops the rules it must).
+        let _bump = scopeguard(|| {
+            self.changes_seen.fetch_add(1, Ordering::Release);
+        });
+        let mut effect = ChangeEffect::default();
+        let old = self.listing.lock().ok().and_then(|l| l.clone());
+        let mut touched = false;
+        for c in changes {
+            if c.is_rescan() || (self.root.starts_with(&c.path) && c.kind != ChangeKind::Modified) {
+                // Events were lost, or the root itself (or a folder above it) came or went.
+                touched = true;
+                if let Ok(mut d) = self.root_dir.lock() {
+                    *d = None;
+                }
+                self.vis.forget_all();
+                effect.merge(ChangeEffect {
+                    list_changed: true,
+                    rewatch: true,
+                });
+                continue;
+            }
+            if let Some(dir) = self.vis.rules_changed_by(&c.path) {
+                // An ignore file (or a repository's `info/exclude`) of this tree changed.
+                touched = true;
+                self.vis.forget(dir);
+                effect.list_changed = true;
+                effect.rewatch = true;
+                continue;
+            }
+            let Ok(rel) = c.path.strip_prefix(&self.root) else {
+                continue;
+            };
+            if self.root_is_file && !rel.as_os_str().is_empty() {
+                continue;
+            }
+            touched = true;
+            let Some(rel) = rel.to_str() else { continue };
+            let is_dir = fs::symlink_metadata(&c.path).is_ok_and(|m| m.is_dir());
+            if is_dir
+                || (c.kind == ChangeKind::Removed
+                    && old.as_ref().is_none_or(|o| {
+                        let prefix = format!("{rel}/");
+                        o.iter().any(|e| e.rel.starts_with(&prefix))
+                    }))
+            {
+                // A folder came or went: its files did too.
+                effect.rewatch = true;
+                effect.list_changed |= c.kind != ChangeKind::Modified;
+                continue;
+            }
+            let now = self.is_listed(&c.path);
+            let before = match &old {
+                Some(o) => o
+                    .binary_search_by(|e| {
+                        e.rel
+                            .as_str()
+                            .cmp(if self.root_is_file { &e.rel } else { rel })
+                    })
+                    .is_ok(),
+                None => c.kind != ChangeKind::Created && now,
+            };
+            if before != now {
+                effect.list_changed = true;
+            }
+        }
+        if touched && let Ok(mut l) = self.listing.lock() {
+            *l = None;
+        }
+        effect
+    }
+}

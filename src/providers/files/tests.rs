@@ -1,0 +1,397 @@
+//! Unit tests of the files source: kept reads, paging and walks ahead, kept folders.
+
+use std::sync::Arc;
+
+use super::FilesSource;
+use super::read::InPlace;
+use crate::providers::{Body, PageOf, ResourceInfo};
+
+fn names(page: &PageOf<ResourceInfo>) -> Vec<&str> {
+    page.items.iter().map(|r| r.name.as_str()).collect()
+}
+
+/// A watched source answers a small file read in place lately from what it read, while a
+/// `stat` finds the same version; any change of size or time reads it again, and a file
+/// that has not stood unchanged for `settled` is not kept at all.
+#[test]
+fn small_reads_are_kept_while_their_version_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let file = root.join("a.txt");
+    std::fs::write(&file, "one").unwrap();
+    let mut src = FilesSource::of_folder(&root, false, false);
+    src.watch = true;
+    // Just written: not kept.
+    assert_eq!(text(src.read_in_place("/a.txt")), "one");
+    assert!(src.read_cache.lock().unwrap().files.is_empty());
+    src.settled = std::time::Duration::ZERO;
+    assert_eq!(text(src.read_in_place("/a.txt")), "one");
+    // Kept: what is kept is what a read answers (seen by changing it behind the source's back).
+    let keep_as = |src: &FilesSource, s: &str| {
+        let mut cache = src.read_cache.lock().unwrap();
+        cache.files.get_mut("a.txt").unwrap().body = crate::providers::Body::Text(s.to_owned());
+    };
+    keep_as(&src, "own");
+    assert_eq!(text(src.read_in_place("/a.txt")), "own");
+    // Another size: read again.
+    std::fs::write(&file, "two!").unwrap();
+    assert_eq!(text(src.read_in_place("/a.txt")), "two!");
+    // The same size, another time: read again.
+    keep_as(&src, "kep!");
+    std::fs::write(&file, "2wo!").unwrap();
+    let f = std::fs::File::options().write(true).open(&file).unwrap();
+    f.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000))
+        .unwrap();
+    assert_eq!(text(src.read_in_place("/a.txt")), "2wo!");
+    // Gone: not found, whatever was kept.
+    std::fs::remove_file(&file).unwrap();
+    assert!(matches!(src.read_in_place("/a.txt"), InPlace::Done(Err(_))));
+    // A file reached through a symlink is never kept.
+    std::fs::write(root.join("b.txt"), "bee").unwrap();
+    std::os::unix::fs::symlink("b.txt", root.join("l.txt")).unwrap();
+    assert_eq!(text(src.read_in_place("/l.txt")), "bee");
+    assert!(!src.read_cache.lock().unwrap().files.contains_key("l.txt"));
+    // A kept file's folder swapped for a symlink that leaves the root: not found (its
+    // `stat` finds another file; the read that follows refuses the way out).
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("x.txt"), "secret").unwrap();
+    std::fs::create_dir(root.join("d")).unwrap();
+    std::fs::write(root.join("d/x.txt"), "inside").unwrap();
+    assert_eq!(text(src.read_in_place("/d/x.txt")), "inside");
+    assert!(src.read_cache.lock().unwrap().files.contains_key("d/x.txt"));
+    std::fs::rename(root.join("d"), root.join("d.old")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), root.join("d")).unwrap();
+    assert!(matches!(
+        src.read_in_place("/d/x.txt"),
+        InPlace::Done(Err(_))
+    ));
+}
+
+/// A kept file replaced by a symlink (to another file inside the root) is read through the
+/// symlink, not answered from what was kept: the `stat` does not follow the last name.
+#[test]
+fn a_kept_file_swapped_for_a_symlink_is_read_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::write(root.join("a.txt"), "one").unwrap();
+    std::fs::write(root.join("b.txt"), "bee").unwrap();
+    let mut src = FilesSource::of_folder(&root, false, false);
+    src.watch = true;
+    src.settled = std::time::Duration::ZERO;
+    assert_eq!(text(src.read_in_place("/a.txt")), "one");
+    assert!(src.read_cache.lock().unwrap().files.contains_key("a.txt"));
+    std::fs::remove_file(root.join("a.txt")).unwrap();
+    std::os::unix::fs::symlink("b.txt", root.join("a.txt")).unwrap();
+    assert_eq!(text(src.read_in_place("/a.txt")), "bee");
+}
+
+/// A client paging to the end gets every file once, in order, whatever the page size
+/// (pages ending inside a folder or at its end) and however pages were walked ahead.
+#[test]
+fn paging_to_the_end_lists_everything_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let mut all = Vec::new();
+    for d in 0..7 {
+        std::fs::create_dir(root.join(format!("d{d}"))).unwrap();
+        for f in 0..3 {
+            std::fs::write(root.join(format!("d{d}/f{f}")), "x").unwrap();
+            all.push(format!("d{d}/f{f}"));
+        }
+    }
+    let src = Arc::new(FilesSource::of_folder(&root, false, false));
+    for limit in [1, 2, 3, 4, 5, 100] {
+        let mut got: Vec<String> = Vec::new();
+        let mut after: Option<String> = None;
+        loop {
+            // Every other page by the reader's path when it is ready, as a client gets it.
+            let page = match after.as_deref().filter(|_| got.len() % 2 == 1) {
+                Some(a) => src.page_at_hand(Some(a), limit),
+                None => None,
+            }
+            .unwrap_or_else(|| src.page_blocking(after.as_deref(), limit));
+            got.extend(names(&page).into_iter().map(str::to_owned));
+            match page.next {
+                Some(n) => after = Some(n),
+                None => break,
+            }
+        }
+        assert_eq!(got, all, "pages of {limit}");
+    }
+}
+
+/// A folder larger than a page is read and sorted once while its version holds: the pages
+/// after the first are walked from the kept names. Adding or removing a file changes the
+/// version, and the names are read again. A folder changed within `settled` is not kept.
+#[test]
+fn a_folder_larger_than_a_page_is_read_once_while_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::create_dir(root.join("sub")).unwrap();
+    std::fs::write(root.join("sub/a"), "x").unwrap();
+    for f in 0..10 {
+        std::fs::write(root.join(format!("f{f:02}")), "x").unwrap();
+    }
+    let listing = |src: &Arc<FilesSource>| {
+        let mut got: Vec<String> = Vec::new();
+        let mut after: Option<String> = None;
+        loop {
+            let page = src.page_blocking(after.as_deref(), 4);
+            got.extend(names(&page).into_iter().map(str::to_owned));
+            match page.next {
+                Some(n) => after = Some(n),
+                None => return got,
+            }
+        }
+    };
+    let version = || crate::providers::paths::Version::of(&rustix::fs::stat(&root).unwrap());
+    let kept = |src: &Arc<FilesSource>| src.folders.lock().unwrap().get(&version());
+    // Just changed: not kept.
+    let src = Arc::new(FilesSource::of_folder(&root, false, false));
+    assert_eq!(listing(&src).len(), 11);
+    src.ahead.wait_idle();
+    assert!(kept(&src).is_none());
+    // Settled (its modification time in the past, so that any change moves it whatever
+    // the clock's granularity): kept, and the same names serve every page.
+    let past = rustix::fs::Timespec {
+        tv_sec: 1_000_000_000,
+        tv_nsec: 0,
+    };
+    rustix::fs::utimensat(
+        rustix::fs::CWD,
+        &root,
+        &rustix::fs::Timestamps {
+            last_access: past,
+            last_modification: past,
+        },
+        rustix::fs::AtFlags::empty(),
+    )
+    .unwrap();
+    let mut fresh = FilesSource::of_folder(&root, false, false);
+    fresh.settled = std::time::Duration::ZERO;
+    let src = Arc::new(fresh);
+    let first = src.page_blocking(None, 4);
+    assert_eq!(names(&first), ["f00", "f01", "f02", "f03"]);
+    let names_kept = kept(&src).expect("kept");
+    assert_eq!(names_kept.len(), 11);
+    let mut want: Vec<String> = (0..10).map(|f| format!("f{f:02}")).collect();
+    want.push("sub/a".into());
+    assert_eq!(listing(&src), want);
+    src.ahead.wait_idle();
+    assert!(Arc::ptr_eq(&names_kept, &kept(&src).expect("still kept")));
+    assert_eq!(
+        src.folders.lock().unwrap().len(),
+        1,
+        "`sub` is smaller than a page"
+    );
+    // A file removed and one added: read again.
+    std::fs::remove_file(root.join("f05")).unwrap();
+    std::fs::write(root.join("f10"), "x").unwrap();
+    want.retain(|n| n != "f05");
+    want.insert(9, "f10".into());
+    assert_eq!(listing(&src), want);
+}
+
+/// A kept folder swapped for another between two pages (renamed away, another moved in,
+/// its modification time set back to the first's): the other is another inode, and its
+/// own files are listed, never the kept names.
+#[test]
+fn a_kept_folder_swapped_for_another_is_read_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let past = rustix::fs::Timespec {
+        tv_sec: 1_000_000_000,
+        tv_nsec: 0,
+    };
+    let age = |path: &std::path::Path| {
+        rustix::fs::utimensat(
+            rustix::fs::CWD,
+            path,
+            &rustix::fs::Timestamps {
+                last_access: past,
+                last_modification: past,
+            },
+            rustix::fs::AtFlags::empty(),
+        )
+        .unwrap()
+    };
+    for (d, prefix) in [("big", "a"), ("other", "b")] {
+        std::fs::create_dir(root.join(d)).unwrap();
+        for f in 0..6 {
+            std::fs::write(root.join(format!("{d}/{prefix}{f}")), "x").unwrap();
+        }
+        age(&root.join(d));
+    }
+    let mut src = FilesSource::of_folder(&root, false, false);
+    src.settled = std::time::Duration::ZERO;
+    let src = Arc::new(src);
+    let first = src.page_blocking(Some("big/"), 2);
+    assert_eq!(names(&first), ["big/a0", "big/a1"]);
+    src.ahead.wait_idle();
+    assert!(src.folders.lock().unwrap().len() >= 1);
+    std::fs::rename(root.join("big"), root.join("gone")).unwrap();
+    std::fs::rename(root.join("other"), root.join("big")).unwrap();
+    age(&root.join("big"));
+    // After `big/a2`: not a page walked ahead (those, after `big/a1` and `big/a3`, may be
+    // served as walked for 250 ms), so the folder is walked now.
+    let page = src.page_blocking(Some("big/a2"), 2);
+    assert_eq!(names(&page), ["big/b0", "big/b1"]);
+}
+
+/// A kept read's path passes the rules again after the watcher applied a change: a
+/// `.gitignore` that now hides the file makes it "not found", kept or not.
+#[test]
+fn kept_reads_are_hidden_by_a_new_ignore_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::write(root.join("a.txt"), "one").unwrap();
+    let mut src = FilesSource::of_folder(&root, false, true);
+    src.watch = true;
+    src.settled = std::time::Duration::ZERO;
+    assert_eq!(text(src.read_in_place("/a.txt")), "one");
+    assert_eq!(text(src.read_in_place("/a.txt")), "one");
+    assert!(src.read_cache.lock().unwrap().files.contains_key("a.txt"));
+    std::fs::write(root.join(".gitignore"), "a.txt\n").unwrap();
+    src.apply_changes_blocking(&[crate::watch::Change {
+        path: root.join(".gitignore"),
+        kind: crate::watch::ChangeKind::Created,
+    }]);
+    assert!(matches!(src.read_in_place("/a.txt"), InPlace::Done(Err(_))));
+    // Shown again: read (and kept) again.
+    std::fs::write(root.join(".gitignore"), "b.txt\n").unwrap();
+    src.apply_changes_blocking(&[crate::watch::Change {
+        path: root.join(".gitignore"),
+        kind: crate::watch::ChangeKind::Modified,
+    }]);
+    assert_eq!(text(src.read_in_place("/a.txt")), "one");
+}
+
+/// The kept reads are bounded in bytes and files, the oldest dropped first.
+#[test]
+fn kept_reads_are_bounded() {
+    let mut cache = super::read::ReadCache::default();
+    let st = rustix::fs::stat("/").unwrap();
+    let version = crate::providers::paths::Version::of(&st);
+    // Four fit exactly: each path ("fN") counts twice.
+    let chunk = super::read::READ_CACHE_BYTES / 4 - 4;
+    for i in 0..6 {
+        cache.put(
+            format!("f{i}"),
+            super::read::CachedRead {
+                version,
+                checked: 0,
+                mime_type: None,
+                body: crate::providers::Body::Bytes(vec![0; chunk]),
+            },
+        );
+    }
+    assert!(cache.bytes <= super::read::READ_CACHE_BYTES);
+    assert_eq!(cache.files.len(), 4);
+    assert!(!cache.files.contains_key("f1") && cache.files.contains_key("f5"));
+    for i in 0..=super::read::READ_CACHE_FILES {
+        cache.put(
+            format!("g{i}"),
+            super::read::CachedRead {
+                version,
+                checked: 0,
+                mime_type: None,
+                body: crate::providers::Body::Bytes(Vec::new()),
+            },
+        );
+    }
+    assert_eq!(cache.files.len(), super::read::READ_CACHE_FILES);
+    assert_eq!(cache.order.len(), super::read::READ_CACHE_FILES);
+    // Long paths count too.
+    let long = "p".repeat(super::read::READ_CACHE_BYTES / 4);
+    for i in 0..3 {
+        cache.put(
+            format!("{long}{i}"),
+            super::read::CachedRead {
+                version,
+                checked: 0,
+                mime_type: None,
+                body: crate::providers::Body::Bytes(Vec::new()),
+            },
+        );
+    }
+    assert!(cache.bytes <= super::read::READ_CACHE_BYTES);
+    assert_eq!(cache.files.len(), 1);
+}
+
+/// A full page is followed by a walk ahead, unless pages hold one item (probes) or more
+/// than `AHEAD_MAX_PAGE` (two such pages would be kept).
+#[test]
+fn only_full_pages_of_a_bounded_size_are_walked_ahead() {
+    use super::ahead::Page as _;
+    let page = |n: usize| super::list::Walked {
+        found: (0..n)
+            .map(|i| super::Entry {
+                rel: format!("f{i}"),
+                size: 0,
+                modified: None,
+                mime: "text/plain",
+            })
+            .collect(),
+        next: Some("next".into()),
+    };
+    let max = super::list::AHEAD_MAX_PAGE;
+    assert_eq!(page(3).after(3), Some("next"));
+    assert_eq!(page(2).after(3), None, "not full: the last page");
+    assert_eq!(page(1).after(1), None, "a probe");
+    assert_eq!(page(max).after(max), Some("next"));
+    assert_eq!(page(max + 1).after(max + 1), None);
+}
+
+/// Once a page of an unwatched source is served, the next two are walked ahead and served
+/// when asked for within `FRESH` of their walk's start (by the reader too, which never
+/// waits); asked for later, a page is walked again. No walk follows the last page.
+#[test]
+fn the_next_pages_are_walked_ahead_and_served_only_while_fresh() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    for d in ["a", "b", "c", "d"] {
+        std::fs::create_dir(root.join(d)).unwrap();
+        for f in 0..3 {
+            std::fs::write(root.join(format!("{d}/f{f}")), "x").unwrap();
+        }
+    }
+    let src = Arc::new(FilesSource::of_folder(&root, false, false));
+    let first = src.page_blocking(None, 3);
+    assert_eq!(names(&first), ["a/f0", "a/f1", "a/f2"]);
+    let next = first.next.clone().expect("more");
+    src.ahead.wait_idle();
+    assert_eq!(src.ahead.ready(), ["b/", "c/"], "two pages ahead");
+    // Walked before `b/f0` went: served as walked, by the reader's path.
+    std::fs::remove_file(root.join("b/f0")).unwrap();
+    let second = src.page_at_hand(Some(&next), 3).expect("ready");
+    assert_eq!(names(&second), ["b/f0", "b/f1", "b/f2"]);
+    // The fourth page is walked ahead at once; the third, asked for too late, is walked
+    // again (without the file removed since).
+    let next = second.next.clone().expect("more");
+    src.ahead.wait_idle();
+    assert_eq!(src.ahead.ready(), ["c/", "d/"]);
+    src.ahead.age(super::ahead::FRESH * 2);
+    std::fs::remove_file(root.join("c/f0")).unwrap();
+    assert!(src.page_at_hand(Some(&next), 3).is_none());
+    let third = src.page_blocking(Some(&next), 3);
+    assert_eq!(names(&third), ["c/f1", "c/f2", "d/f0"]);
+    // The page walked ahead after `d/` does not follow this one: walked again after
+    // `d/f0`, and it is the last.
+    src.ahead.wait_idle();
+    assert_eq!(src.ahead.ready(), ["d/f0"]);
+    let fourth = src.page_at_hand(third.next.as_deref(), 3).expect("ready");
+    assert_eq!(names(&fourth), ["d/f1", "d/f2"]);
+    assert!(fourth.next.is_none());
+    src.ahead.wait_idle();
+    assert!(src.ahead.ready().is_empty());
+}
+
+fn text(found: InPlace) -> String {
+    let InPlace::Done(read) = found else {
+        panic!("not answered in place");
+    };
+    match read.expect("read").body {
+        Body::Text(t) => t,
+        Body::Bytes(b) => panic!("bytes: {}", b.len()),
+    }
+}
