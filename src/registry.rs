@@ -198,6 +198,13 @@ impl Registry {
         dirs
     }
 
+    /// Tells every source that the folders they asked for are watched (`Source::watch_ready`).
+    pub fn watch_ready(&self) {
+        for source in &self.sources {
+            source.watch_ready();
+        }
+    }
+
     /// Applies a batch of file changes: drops stale caches and says whether the resource list
     /// changed and whether the watched folders must be recomputed.
     pub async fn apply_changes(&self, changes: &Arc<[Change]>) -> ChangeEffect {

@@ -120,6 +120,11 @@ pub(crate) trait Source: Send + Sync + std::fmt::Debug + 'static {
         Box::pin(std::future::ready(Vec::new()))
     }
 
+    /// The folders `watch_dirs` and `poll_dirs` gave are watched now: every change from here on
+    /// is seen. What a source cached before may miss a change made while the watches were set
+    /// up (a files source keeps its listing only once this is said).
+    fn watch_ready(&self) {}
+
     /// Applies a batch of changes: drops stale caches and says what changed.
     fn apply_changes(self: Arc<Self>, changes: Arc<[Change]>) -> BoxFut<ChangeEffect>;
 

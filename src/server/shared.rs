@@ -387,12 +387,27 @@ impl Shared {
 
     /// Sets the watched folders to what the current registry needs (folders walked and watches
     /// added on blocking threads).
+    ///
+    /// A folder made while the folders were walked, before its parent's watch was added, sends
+    /// no event: the folders are walked again once watched, and again while a walk finds one
+    /// the walk before did not (at most `WATCH_ROUNDS` walks). Then the sources hear that
+    /// changes are seen from now on (`Registry::watch_ready`).
     async fn rewatch(&self, watcher: &Arc<Watcher>) {
+        /// Walks of the folders at most, each after the watches of the one before are in place.
+        const WATCH_ROUNDS: usize = 4;
         let registry = self.registry();
-        let dirs = registry.watch_dirs().await;
-        let polled = registry.poll_dirs().await;
-        let w = watcher.clone();
-        let _ = blocking(move || w.set_dirs(dirs, polled)).await;
+        let mut last = None;
+        for _ in 0..WATCH_ROUNDS {
+            let wanted = (registry.watch_dirs().await, registry.poll_dirs().await);
+            if last.as_ref() == Some(&wanted) {
+                break;
+            }
+            let (dirs, polled) = wanted.clone();
+            let w = watcher.clone();
+            let _ = blocking(move || w.set_dirs(dirs, polled)).await;
+            last = Some(wanted);
+        }
+        registry.watch_ready();
     }
 
     async fn apply(&self, batch: Vec<Change>, watcher: &Arc<Watcher>) {

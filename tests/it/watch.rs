@@ -415,3 +415,84 @@ fn a_polled_root_reports_changes_without_the_systems_watcher() {
     s.wait_for(|v| is_method(v, "notifications/resources/list_changed"));
     assert_no_update(&mut s, &f, &uri);
 }
+
+fn list_changes_so_far(s: &mut Server, f: &Fixture) -> usize {
+    let sentinel = f.uri("sentinel/s.md");
+    for round in 0..2 {
+        f.write("sentinel/s.md", format!("count {round}"));
+        s.wait_for(updated_for(sentinel.clone()));
+    }
+    s.pending()
+        .iter()
+        .filter(|v| is_method(v, "notifications/resources/list_changed"))
+        .count()
+}
+
+/// Creating, removing and renaming hidden files (an editor's swap file, an ignored log, a
+/// dot-folder) sends no `list_changed`, with or without a listing kept; a visible file removed
+/// does.
+#[test]
+fn changes_to_hidden_files_send_no_list_changed() {
+    for listed in [false, true] {
+        let f = fixture();
+        f.write("docs/.gitignore", "*.log\n");
+        f.write("docs/.a.md.swp", "swap");
+        f.write("docs/x.log", "log");
+        f.write("docs/.cache/c.bin", "c");
+        f.write("docs/notes.txt", "not included");
+        f.manifest(
+            "[files.docs]\nroot = \"docs\"\ninclude = [\"**/*.md\"]\n\n\
+             [files.sentinel]\nroot = \"sentinel\"\n",
+        );
+        let mut s = f.serve().started();
+        watching(&mut s, &f);
+        if listed {
+            list_all(&mut s, "resources/list", "resources");
+        }
+        std::fs::remove_file(f.path("docs/.a.md.swp")).unwrap();
+        std::fs::rename(f.path("docs/x.log"), f.path("docs/y.log")).unwrap();
+        std::fs::remove_file(f.path("docs/y.log")).unwrap();
+        std::fs::remove_dir_all(f.path("docs/.cache")).unwrap();
+        f.write("docs/.new.swp", "new swap");
+        std::fs::rename(f.path("docs/.new.swp"), f.path("docs/.other.swp")).unwrap();
+        std::fs::remove_file(f.path("docs/notes.txt")).unwrap();
+        assert_eq!(list_changes_so_far(&mut s, &f), 0, "listed first: {listed}");
+        std::fs::remove_file(f.path("docs/a.md")).unwrap();
+        s.wait_for(|v| is_method(v, "notifications/resources/list_changed"));
+    }
+}
+
+/// A change made right after start-up, while the watches are being set up, is never lost: on
+/// fresh servers over a tree of 2 000 folders, a file created in the root and one in a new
+/// folder right after the first listing are both listed once the watcher is ready, and a
+/// change to the new one is announced.
+#[test]
+fn a_change_right_after_start_up_is_never_lost() {
+    let f = fixture();
+    for i in 0..2000 {
+        f.mkdir(&format!("docs/t{:02}/d{i:04}", i % 20));
+    }
+    for round in 0..6 {
+        let mut s = f.serve().started();
+        let (first, _) = list_all(&mut s, "resources/list", "resources");
+        let new_top = format!("docs/new{round}.md");
+        let new_deep = format!("docs/n{round}/deeper/x.md");
+        f.write(&new_top, "top");
+        f.write(&new_deep, "deep");
+        watching(&mut s, &f);
+        let (all, _) = list_all(&mut s, "resources/list", "resources");
+        let names: Vec<&str> = all.iter().filter_map(|r| r["uri"].as_str()).collect();
+        for rel in [&new_top, &new_deep] {
+            assert!(
+                names.contains(&f.uri(rel).as_str()),
+                "round {round}: {rel} lost ({} listed first, {} now)",
+                first.len(),
+                all.len()
+            );
+        }
+        let uri = f.uri(&new_deep);
+        s.ok("resources/subscribe", json!({"uri": uri}));
+        f.write(&new_deep, "changed");
+        s.wait_for(updated_for(uri));
+    }
+}

@@ -36,14 +36,36 @@ impl FilesSource {
         if let Some(parent) = self.root.parent() {
             out.push(parent.to_path_buf());
         }
+        // Until the watches asked for are in place, nothing kept can count on them.
+        self.arm(false);
         if !self.root_is_file {
-            self.vis.fresh();
             out.extend(self.vis.rules_dirs());
             out.push(self.root.clone());
             let mut frames = self.vis.frames();
+            let from = out.len();
             self.walk_dirs(&self.root, &mut frames, &mut out);
+            if let Ok(mut seen) = self.folders_seen.lock() {
+                *seen = out[from..].iter().cloned().collect();
+            }
         }
         out
+    }
+
+    /// The watches are in place (`ready`) or being set up: either way, what was kept before
+    /// (the listing, the ignore rules, kept reads' checks) is dropped, and kept again only once
+    /// they are in place.
+    pub(super) fn arm(&self, ready: bool) {
+        self.armed.store(ready, Ordering::Release);
+        self.vis.forget_all();
+        self.drop_listing();
+        self.changes_seen.fetch_add(1, Ordering::Release);
+    }
+
+    /// Drops the kept listing; a walk under way keeps nothing either (`listing_epoch`).
+    pub(super) fn drop_listing(&self) {
+        let mut l = self.listing.lock().unwrap_or_else(|e| e.into_inner());
+        *l = None;
+        self.listing_epoch.fetch_add(1, Ordering::AcqRel);
     }
 
     /// The visible folders below `dir` (whose rules are not yet in `frames`), depth first.
@@ -109,19 +131,27 @@ impl FilesSource {
             if self.root_is_file && !rel.as_os_str().is_empty() {
                 continue;
             }
-            touched = true;
             let Some(rel) = rel.to_str() else { continue };
+            if !self.root_is_file && !self.vis.visible(rel) && !self.vis.dir_visible(rel) {
+                // Hidden (a dot name, ignored, not included): nothing served came or went.
+                continue;
+            }
+            touched = true;
             let is_dir = fs::symlink_metadata(&c.path).is_ok_and(|m| m.is_dir());
-            if is_dir
-                || (c.kind == ChangeKind::Removed
-                    && old.as_ref().is_none_or(|o| {
-                        let prefix = format!("{rel}/");
-                        o.iter().any(|e| e.rel.starts_with(&prefix))
-                    }))
-            {
+            let was_dir = c.kind == ChangeKind::Removed
+                && self
+                    .folders_seen
+                    .lock()
+                    .is_ok_and(|seen| seen.contains(&c.path));
+            if is_dir || was_dir {
                 // A folder came or went: its files did too.
                 effect.rewatch = true;
-                effect.list_changed |= c.kind != ChangeKind::Modified;
+                effect.list_changed |= c.kind != ChangeKind::Modified
+                    && old.as_ref().is_none_or(|o| {
+                        // Gone: listed files went with it (an empty one changes nothing).
+                        let prefix = format!("{rel}/");
+                        is_dir || o.iter().any(|e| e.rel.starts_with(&prefix))
+                    });
                 continue;
             }
             let now = self.is_listed(&c.path);
@@ -133,14 +163,16 @@ impl FilesSource {
                             .cmp(if self.root_is_file { &e.rel } else { rel })
                     })
                     .is_ok(),
+                // A removed file was there: listed if its path is served.
+                None if c.kind == ChangeKind::Removed => self.vis.visible(rel),
                 None => c.kind != ChangeKind::Created && now,
             };
             if before != now {
                 effect.list_changed = true;
             }
         }
-        if touched && let Ok(mut l) = self.listing.lock() {
-            *l = None;
+        if touched {
+            self.drop_listing();
         }
         effect
     }

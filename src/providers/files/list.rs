@@ -5,6 +5,7 @@
 use std::fs;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use super::ahead;
@@ -252,6 +253,7 @@ impl FilesSource {
         if let Some(cached) = self.cached() {
             return cached;
         }
+        let epoch = self.listing_epoch.load(Ordering::Acquire);
         self.vis.fresh();
         let mut out = Vec::new();
         if self.root_is_file {
@@ -267,8 +269,12 @@ impl FilesSource {
             out = self.walk_sorted(None, usize::MAX);
         }
         let out = Arc::new(out);
+        // Kept only if nothing was dropped since the walk began, and the watcher will say when
+        // it goes stale (its watches were in place before the walk).
         if self.watch
+            && self.armed.load(Ordering::Acquire)
             && let Ok(mut l) = self.listing.lock()
+            && self.listing_epoch.load(Ordering::Acquire) == epoch
         {
             *l = Some(out.clone());
         }

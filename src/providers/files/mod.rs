@@ -23,10 +23,11 @@ mod list;
 mod read;
 mod walk;
 
+use std::collections::HashSet;
 use std::fs;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -61,8 +62,18 @@ pub(crate) struct FilesSource {
     poll: Option<std::time::Duration>,
     description: Option<String>,
     search: bool,
-    /// The last listing; only kept while the source is watched (see `changes.rs`).
+    /// The last listing; only kept while the source is watched and the watches are in place
+    /// (see `changes.rs`).
     listing: Mutex<Option<Arc<Vec<Entry>>>>,
+    /// Moves whenever `listing` is dropped: a walk begun before keeps nothing (it may have
+    /// missed the change that dropped it).
+    listing_epoch: AtomicU64,
+    /// The watches `watch_dirs` asked for are in place (`Source::watch_ready`): only then can
+    /// a kept listing or kept read count on the watcher to say when it goes stale.
+    armed: AtomicBool,
+    /// The folders below the root the last `watch_dirs` found (a removed path is a folder if
+    /// it is one of them).
+    folders_seen: Mutex<HashSet<PathBuf>>,
     /// The root folder, opened once while the source is watched (every read starts from it);
     /// dropped when the watcher sees the root come or go.
     root_dir: Mutex<Option<Arc<OwnedFd>>>,
@@ -142,6 +153,9 @@ impl FilesSource {
             description: def.description.clone(),
             search: def.search,
             listing: Mutex::new(None),
+            listing_epoch: AtomicU64::new(0),
+            armed: AtomicBool::new(false),
+            folders_seen: Mutex::default(),
             root_dir: Mutex::new(None),
             ahead: Ahead::default(),
             folders: Mutex::default(),
@@ -168,6 +182,9 @@ impl FilesSource {
             description: None,
             search: false,
             listing: Mutex::new(None),
+            listing_epoch: AtomicU64::new(0),
+            armed: AtomicBool::new(false),
+            folders_seen: Mutex::default(),
             root_dir: Mutex::new(None),
             ahead: Ahead::default(),
             folders: Mutex::default(),
@@ -367,6 +384,10 @@ impl Source for FilesSource {
             let dirs = self.watch_dirs_blocking();
             dirs.into_iter().map(|d| (d, every)).collect()
         })
+    }
+
+    fn watch_ready(&self) {
+        self.arm(true);
     }
 
     fn apply_changes(self: Arc<Self>, changes: Arc<[Change]>) -> BoxFut<ChangeEffect> {

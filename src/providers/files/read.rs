@@ -162,6 +162,10 @@ impl FilesSource {
         checked: u64,
         read: &Contents,
     ) {
+        // Only while the watcher will say that the rules changed.
+        if !self.armed.load(Ordering::Acquire) {
+            return;
+        }
         if !version.settled(SystemTime::now(), self.settled) {
             return;
         }

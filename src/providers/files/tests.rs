@@ -21,6 +21,7 @@ fn small_reads_are_kept_while_their_version_holds() {
     std::fs::write(&file, "one").unwrap();
     let mut src = FilesSource::of_folder(&root, false, false);
     src.watch = true;
+    *src.armed.get_mut() = true;
     // Just written: not kept.
     assert_eq!(text(src.read_in_place("/a.txt")), "one");
     assert!(src.read_cache.lock().unwrap().files.is_empty());
@@ -77,6 +78,7 @@ fn a_kept_file_swapped_for_a_symlink_is_read_again() {
     std::fs::write(root.join("b.txt"), "bee").unwrap();
     let mut src = FilesSource::of_folder(&root, false, false);
     src.watch = true;
+    *src.armed.get_mut() = true;
     src.settled = std::time::Duration::ZERO;
     assert_eq!(text(src.read_in_place("/a.txt")), "one");
     assert!(src.read_cache.lock().unwrap().files.contains_key("a.txt"));
@@ -247,6 +249,7 @@ fn kept_reads_are_hidden_by_a_new_ignore_rule() {
     std::fs::write(root.join("a.txt"), "one").unwrap();
     let mut src = FilesSource::of_folder(&root, false, true);
     src.watch = true;
+    *src.armed.get_mut() = true;
     src.settled = std::time::Duration::ZERO;
     assert_eq!(text(src.read_in_place("/a.txt")), "one");
     assert_eq!(text(src.read_in_place("/a.txt")), "one");
@@ -394,4 +397,85 @@ fn text(found: InPlace) -> String {
         Body::Text(t) => t,
         Body::Bytes(b) => panic!("bytes: {}", b.len()),
     }
+}
+
+/// A watched source keeps its listing only once the watches it asked for are in place
+/// (`watch_ready`): a file created while they are set up is listed by the next listing, and
+/// the listing kept afterwards is dropped by the change that follows.
+#[test]
+fn the_listing_is_kept_only_once_the_watches_are_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::write(root.join("a.txt"), "a").unwrap();
+    let mut src = FilesSource::of_folder(&root, false, false);
+    src.watch = true;
+    *src.armed.get_mut() = true;
+    let src = Arc::new(src);
+    let dirs = src.watch_dirs_blocking();
+    assert!(dirs.contains(&root));
+    assert_eq!(src.entries().len(), 1);
+    // Made before the watch on the root is in place: no event will come.
+    std::fs::write(root.join("b.txt"), "b").unwrap();
+    assert_eq!(src.entries().len(), 2, "nothing was kept");
+    assert!(src.cached().is_none());
+    crate::providers::Source::watch_ready(&*src);
+    let kept = src.entries();
+    assert!(Arc::ptr_eq(
+        &kept,
+        &src.cached().expect("kept once watched")
+    ));
+    // A walk begun before a change that drops the listing keeps nothing.
+    let epoch = src.listing_epoch.load(std::sync::atomic::Ordering::Acquire);
+    src.drop_listing();
+    assert_ne!(
+        epoch,
+        src.listing_epoch.load(std::sync::atomic::Ordering::Acquire)
+    );
+    // Setting the watches up again (a rewatch) drops it until they are in place.
+    src.entries();
+    assert!(src.cached().is_some());
+    src.watch_dirs_blocking();
+    assert!(src.cached().is_none());
+}
+
+/// Changes to hidden paths change nothing served: no `list_changed`, no rewatch, the listing
+/// kept. A removed folder the watcher knew is a folder; a removed file is a file.
+#[test]
+fn changes_to_hidden_paths_change_nothing() {
+    use crate::watch::{Change, ChangeKind};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::write(root.join(".gitignore"), "*.log\n").unwrap();
+    std::fs::create_dir(root.join("sub")).unwrap();
+    std::fs::write(root.join("sub/a.md"), "a").unwrap();
+    let mut src = FilesSource::of_folder(&root, false, true);
+    src.watch = true;
+    *src.armed.get_mut() = true;
+    let src = Arc::new(src);
+    src.watch_dirs_blocking();
+    crate::providers::Source::watch_ready(&*src);
+    src.entries();
+    let change = |rel: &str, kind| Change {
+        path: root.join(rel),
+        kind,
+    };
+    for c in [
+        change(".a.md.swp", ChangeKind::Removed),
+        change(".a.md.swp", ChangeKind::Created),
+        change("x.log", ChangeKind::Removed),
+        change(".cache", ChangeKind::Removed),
+        change("sub/.x.swp", ChangeKind::Modified),
+    ] {
+        let effect = src.apply_changes_blocking(std::slice::from_ref(&c));
+        assert_eq!(effect, Default::default(), "{c:?}");
+        assert!(src.cached().is_some(), "{c:?}: the listing is kept");
+    }
+    std::fs::remove_dir_all(root.join("sub")).unwrap();
+    let effect = src.apply_changes_blocking(&[change("sub", ChangeKind::Removed)]);
+    assert!(effect.list_changed && effect.rewatch);
+    std::fs::write(root.join("b.md"), "b").unwrap();
+    src.entries();
+    std::fs::remove_file(root.join("b.md")).unwrap();
+    let effect = src.apply_changes_blocking(&[change("b.md", ChangeKind::Removed)]);
+    assert!(effect.list_changed && !effect.rewatch);
 }
