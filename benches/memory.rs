@@ -11,8 +11,14 @@
 //!   long the ping takes, and how many tool processes are left 0.5 s later;
 //! - `same-id`: 2 000 slow `tools/call` with the same id: the most tool processes at once (3 s);
 //! - `listens`: 300 `subscriptions/listen` (2026-07-28), then a `resources/list`: its latency.
+//! - `search-line`: 8 `search_files` at once over a one-line file of 10 MiB (the default
+//!   `max_size`), and `search-line-256`: the same over a one-line file of 256 MiB in a source
+//!   with `max_size = "256MiB"`: peak RSS (issue 35: 228 MiB and 3.3 GiB);
+//! - `default-reads`: 8 reads at once of a 10 MiB binary file (default settings), and
+//!   `big-reads`: 8 reads at once of a 256 MiB one (`max_size = "256MiB"`): peak RSS (issue 35:
+//!   1.9 GiB for the latter).
 //!
-//!   cargo bench --bench memory -- [--bin PATH] [--reads N] [--stall SECONDS] [pipelined small stalled cancel same-id listens]
+//!   cargo bench --bench memory -- [--bin PATH] [--reads N] [--stall SECONDS] [pipelined small stalled cancel same-id listens search-line search-line-256 default-reads big-reads]
 //!
 //! `cargo bench` builds the release binary first and this finds it; the machine's load average is
 //! printed at the start and the end (figures move with it).
@@ -33,13 +39,17 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 const MIB: u64 = 1024 * 1024;
-const ALL: [&str; 6] = [
+const ALL: [&str; 10] = [
     "pipelined",
     "small",
     "stalled",
     "cancel",
     "same-id",
     "listens",
+    "search-line",
+    "search-line-256",
+    "default-reads",
+    "big-reads",
 ];
 
 fn main() {
@@ -79,6 +89,10 @@ fn main() {
             "cancel" => cancel(&bin, d, 260),
             "same-id" => same_id(&bin, d, 2000),
             "listens" => listens(&bin, d, 300),
+            "search-line" => search_line(&bin, d, "docs", 10 * MIB - 1024),
+            "search-line-256" => search_line(&bin, d, "big", 256 * MIB - 1024),
+            "default-reads" => big_reads(&bin, d, "docs", 10 * MIB - 1024),
+            "big-reads" => big_reads(&bin, d, "big", 256 * MIB - 1024),
             _ => unreachable!(),
         }
     }
@@ -87,6 +101,7 @@ fn main() {
 
 fn fixture(d: &Path) {
     std::fs::create_dir_all(d.join("docs")).unwrap();
+    std::fs::create_dir_all(d.join("big")).unwrap();
     // Bytes that are not UTF-8: read as a blob (base64), the heaviest answer per byte.
     let mut x: u32 = 7;
     let mut bytes = |n: u64| -> Vec<u8> {
@@ -102,6 +117,7 @@ fn fixture(d: &Path) {
     std::fs::write(
         d.join("mcp-server.toml"),
         "[files.docs]\nroot = \"docs\"\n\n\
+         [files.big]\nroot = \"big\"\nmax_size = \"256MiB\"\n\n\
          [tools.slow]\ndescription = \"sleeps\"\ncommand = [\"sleep\", \"60\"]\n",
     )
     .unwrap();
@@ -418,4 +434,71 @@ fn listens(bin: &Path, d: &Path, n: usize) {
         "{n} subscriptions/listen, then resources/list: answered in {:.3} s",
         took.as_secs_f64()
     );
+}
+
+/// Writes `docs/NAME` (or `big/NAME`) of `size` bytes with `byte`, one `needle` every MiB, no
+/// newline: made when a load needs it, removed after.
+fn make(d: &Path, source: &str, name: &str, size: u64, byte: u8) -> PathBuf {
+    let path = d.join(source).join(name);
+    let mut f = std::fs::File::create(&path).unwrap();
+    let mut chunk = vec![byte; MIB as usize];
+    chunk[MIB as usize / 2..MIB as usize / 2 + 6].copy_from_slice(b"needle");
+    let mut left = size;
+    while left > 0 {
+        let n = left.min(MIB);
+        f.write_all(&chunk[..n as usize]).unwrap();
+        left -= n;
+    }
+    path
+}
+
+/// 8 `search_files` at once over a file of `size` bytes on one line.
+fn search_line(bin: &Path, d: &Path, source: &str, size: u64) {
+    let path = make(d, source, "oneline.txt", size, b'x');
+    let mut s = Raw::start(bin, d);
+    s.initialize();
+    let n = 8;
+    let calls: Vec<u8> = (0..n)
+        .flat_map(|i| {
+            request(
+                json!(i),
+                "tools/call",
+                json!({"name": "search_files", "arguments": {"pattern": "needle", "source": source}}),
+            )
+        })
+        .collect();
+    let start = Instant::now();
+    s.write_in_background(calls);
+    s.count_lines(n);
+    println!(
+        "{n} search_files at once over a one-line file of {} MiB: answered in {:.2} s, peak RSS {:.0} MiB",
+        size.div_ceil(MIB),
+        start.elapsed().as_secs_f64(),
+        mib(s.status("VmHWM"))
+    );
+    drop(s);
+    let _ = std::fs::remove_file(path);
+}
+
+/// 8 `resources/read` at once of a binary file of `size` bytes.
+fn big_reads(bin: &Path, d: &Path, source: &str, size: u64) {
+    let path = make(d, source, "large.bin", size, 0x80);
+    let uri = format!("file://{}", std::fs::canonicalize(&path).unwrap().display());
+    let mut s = Raw::start(bin, d);
+    s.initialize();
+    let n = 8;
+    let reads: Vec<u8> = (1..=n)
+        .flat_map(|i| request(json!(i), "resources/read", json!({"uri": uri})))
+        .collect();
+    let start = Instant::now();
+    s.write_in_background(reads);
+    s.count_lines(n);
+    println!(
+        "{n} reads at once of a {} MiB file: answered in {:.2} s, peak RSS {:.0} MiB",
+        size.div_ceil(MIB),
+        start.elapsed().as_secs_f64(),
+        mib(s.status("VmHWM"))
+    );
+    drop(s);
+    let _ = std::fs::remove_file(path);
 }

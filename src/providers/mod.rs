@@ -5,6 +5,7 @@
 //! A new kind of source is one file here implementing `Source`, one line in `Registry::build`,
 //! and its manifest section; nothing else in the crate names a kind.
 
+pub(crate) mod admit;
 pub(crate) mod files;
 pub(crate) mod git;
 pub(crate) mod paths;

@@ -309,7 +309,7 @@ impl ServerHandler for Handler {
         // A cancelled read stops here: dropping it kills a command template's process group
         // (rmcp sends no answer for a cancelled request).
         let found = tokio::select! {
-            found = http::unless_session_ends(&cx, registry.read(&params.uri)) => found?.map_err(error)?,
+            found = http::unless_session_ends(&cx, admitted(&cx, transport::READ_RESERVE, registry.read(&params.uri))) => found?.map_err(error)?,
             _ = cx.ct.cancelled() => {
                 return Err(ErrorData::internal_error("the request was cancelled", None));
             }
@@ -398,8 +398,12 @@ impl ServerHandler for Handler {
             progress,
         };
         // A call of an HTTP session that ends is dropped, which kills its processes.
-        let result =
-            http::unless_session_ends(&cx, registry.call_tool(&params.name, args, call)).await?;
+        let call = admitted(
+            &cx,
+            transport::TOOL_RESERVE,
+            registry.call_tool(&params.name, args, call),
+        );
+        let result = http::unless_session_ends(&cx, call).await?;
         if let Some(mut task) = forward {
             // Once stdin has closed, rmcp sends no more notifications and a pending one would
             // wait forever: give up on it rather than on the answer.
@@ -447,7 +451,12 @@ impl ServerHandler for Handler {
         reserve(&cx, transport::READ_RESERVE).await;
         let registry = &snap.registry;
         let args = params.arguments.unwrap_or_default();
-        let rendered = http::unless_session_ends(&cx, registry.get_prompt(&params.name, &args))
+        let render = admitted(
+            &cx,
+            transport::READ_RESERVE,
+            registry.get_prompt(&params.name, &args),
+        );
+        let rendered = http::unless_session_ends(&cx, render)
             .await?
             .map_err(error)?;
         let messages = rendered
@@ -477,6 +486,33 @@ const EOF_GRACE: Duration = Duration::from_millis(650);
 async fn reserve(cx: &RequestContext<RoleServer>, bytes: usize) {
     transport::reserve(cx, bytes).await;
     http::reserve(cx, bytes).await;
+}
+
+/// Runs `fut` (the work of the request of `cx`, which reserved `held` bytes) with `reserve`
+/// asked before a source makes a large answer (`providers::admit`): a large file is read only
+/// once the budget has room for it. The request asks only for what it does not hold yet, and
+/// never for more than the whole stdio budget (a reservation that big waits until every other
+/// answer is written, and one that waited on the request's own bytes would wait forever).
+async fn admitted<F: std::future::Future>(
+    cx: &RequestContext<RoleServer>,
+    held: usize,
+    fut: F,
+) -> F::Output {
+    let cx = cx.clone();
+    let held = Arc::new(std::sync::atomic::AtomicUsize::new(held));
+    let admitter: crate::providers::admit::Admitter = Arc::new(move |bytes| {
+        let (cx, held) = (cx.clone(), held.clone());
+        Box::pin(async move {
+            use std::sync::atomic::Ordering;
+            let had = held.load(Ordering::Acquire);
+            let want = had.saturating_add(bytes).min(transport::BUDGET).max(had);
+            held.store(want, Ordering::Release);
+            if want > had {
+                reserve(&cx, want - had).await;
+            }
+        })
+    });
+    crate::providers::admit::with(admitter, fut).await
 }
 
 /// Serves `registry` on stdin/stdout until stdin closes (or SIGTERM), then returns within ~1 s.

@@ -40,6 +40,15 @@ const MAX_CONTEXT: u64 = 5;
 /// A line longer than this (in bytes) is cut, with a marker: one minified file must not fill
 /// the answer.
 const MAX_LINE: usize = 500;
+/// The most a search thread's line buffer holds (grep-searcher's `heap_limit`): the lines a
+/// match is found in, with their context. A file with a longer line is searched again in
+/// windows (`search_windows`). Without it a search held whole lines: 228 MiB for one search
+/// of a one-line 10 MiB file, 3.3 GiB with `max_size = "256MiB"` (issue 35).
+const LINE_BUFFER: usize = 1024 * 1024;
+/// The window of a file with overlong lines searched at once, and how much of its end is
+/// searched again at the start of the next (so a match shorter than that is never cut in two).
+const WINDOW: usize = 1024 * 1024;
+const OVERLAP: usize = 64 * 1024;
 /// How often a long search reports progress.
 const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 
@@ -54,6 +63,8 @@ pub(crate) struct SearchTool {
 #[derive(Debug)]
 struct Query {
     matcher: RegexMatcher,
+    /// The same pattern for `search_windows` (`^` and `$` at line ends, as line by line).
+    windows: regex::bytes::Regex,
     /// Indices into `sources`.
     sources: Vec<usize>,
     glob: Option<Glob>,
@@ -155,8 +166,9 @@ impl SearchTool {
         let max_matches = integer(args, "max_matches", DEFAULT_MAX_MATCHES, 1, MAX_MATCHES)?;
         let context = integer(args, "context", 0, 0, MAX_CONTEXT)?;
         // The regex crate's own message: grep-regex reports on the pattern it rewrote.
-        regex::RegexBuilder::new(pattern)
+        let windows = regex::bytes::RegexBuilder::new(pattern)
             .case_insensitive(case_insensitive)
+            .multi_line(true)
             .build()
             .map_err(|e| invalid_pattern(pattern, &e.to_string()))?;
         let matcher = RegexMatcherBuilder::new()
@@ -190,6 +202,7 @@ impl SearchTool {
         };
         Ok(Query {
             matcher,
+            windows,
             sources,
             glob,
             max_matches: usize::try_from(max_matches).unwrap_or(usize::MAX),
@@ -443,6 +456,7 @@ fn worker(
         .binary_detection(BinaryDetection::quit(0))
         .before_context(query.context)
         .after_context(query.context)
+        .heap_limit(Some(LINE_BUFFER))
         .build();
     // The folder of the last file opened, per source.
     let mut dirs: Vec<Option<(String, std::os::fd::OwnedFd)>> =
@@ -500,14 +514,142 @@ fn search_one(
         stop,
     };
     // The cap holds on the bytes read, whatever the file grows to meanwhile.
-    let reader = opened.file.take(cap);
-    match searcher.search_reader(&query.matcher, reader, &mut sink) {
+    let mut file = opened.file;
+    let found = searcher.search_reader(&query.matcher, (&mut file).take(cap), &mut sink);
+    match found {
         Ok(()) if !sink.binary => sink.hits,
         Ok(()) => FileHits::default(),
+        // A line (with its context) longer than `LINE_BUFFER`: the file again, in windows.
+        Err(_) if !sink.binary && !stop.is_cancelled() && rewind(&mut file) => {
+            match search_windows(file.take(cap), &query.windows, sink.limit, stop) {
+                Ok(Some(hits)) => hits,
+                Ok(None) => FileHits::default(),
+                Err(e) => {
+                    tracing::debug!("[files.{}] {rel}: search failed: {e}", source.name);
+                    FileHits::default()
+                }
+            }
+        }
         Err(e) => {
             tracing::debug!("[files.{}] {rel}: search failed: {e}", source.name);
             FileHits::default()
         }
+    }
+}
+
+/// Back to the start of `file`.
+fn rewind(file: &mut std::fs::File) -> bool {
+    use std::io::Seek as _;
+    file.seek(std::io::SeekFrom::Start(0)).is_ok()
+}
+
+/// Searches a file with lines too long to hold whole: `WINDOW` bytes at a time, each window
+/// beginning with the last `OVERLAP` bytes of the one before (a match starting there is taken
+/// from the window where it starts furthest from the end). Each match is reported with its line
+/// number and up to `MAX_LINE` bytes of its line around it; no context lines. A match that
+/// would span lines is not one (as line by line). `None`: the file is binary (a NUL byte).
+/// Holds `WINDOW + OVERLAP` bytes, whatever the lines.
+fn search_windows(
+    mut file: impl Read,
+    re: &regex::bytes::Regex,
+    limit: usize,
+    stop: &CancellationToken,
+) -> std::io::Result<Option<FileHits>> {
+    let mut hits = FileHits::default();
+    let mut buf: Vec<u8> = Vec::with_capacity(WINDOW + OVERLAP);
+    // The line number at `buf[0]`, and whether `buf[0]` starts a line.
+    let mut line = 1u64;
+    let mut at_line_start = true;
+    let mut eof = false;
+    loop {
+        while buf.len() < WINDOW + OVERLAP && !eof {
+            let have = buf.len();
+            buf.resize(WINDOW + OVERLAP, 0);
+            match file.read(&mut buf[have..]) {
+                Ok(0) => {
+                    buf.truncate(have);
+                    eof = true;
+                }
+                Ok(n) => buf.truncate(have + n),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => buf.truncate(have),
+                Err(e) => return Err(e),
+            }
+        }
+        if buf.contains(&0) {
+            return Ok(None);
+        }
+        // Matches starting from here on are left to the next window.
+        let end = if eof { buf.len() } else { buf.len() - OVERLAP };
+        let (mut counted, mut number) = (0, line);
+        for m in re.find_iter(&buf) {
+            if m.start() >= end || stop.is_cancelled() {
+                break;
+            }
+            if buf[m.range()].contains(&b'\n') {
+                continue;
+            }
+            number += count_lines(&buf[counted..m.start()]);
+            counted = m.start();
+            hits.lines.push(Line {
+                number,
+                text: excerpt(&buf, m.range(), at_line_start),
+                is_match: true,
+                after_break: false,
+            });
+            hits.matches += 1;
+            if hits.matches >= limit {
+                return Ok(Some(hits));
+            }
+        }
+        if eof || stop.is_cancelled() {
+            return Ok(Some(hits));
+        }
+        line += count_lines(&buf[..end]);
+        at_line_start = buf[end - 1] == b'\n';
+        buf.drain(..end);
+    }
+}
+
+fn count_lines(bytes: &[u8]) -> u64 {
+    bytes.iter().filter(|b| **b == b'\n').count() as u64
+}
+
+/// Up to `MAX_LINE` bytes of the line holding `m` in `buf`, from a little before the match, as
+/// text; `[…]` where the line goes on (`at_line_start`: `buf` begins a line).
+fn excerpt(buf: &[u8], m: std::ops::Range<usize>, at_line_start: bool) -> String {
+    let line_start = buf[..m.start]
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .map(|i| i + 1);
+    let line_end = buf[m.start..]
+        .iter()
+        .position(|b| *b == b'\n')
+        .map(|i| m.start + i);
+    let lead = (MAX_LINE / 5).min(m.start - line_start.unwrap_or(0));
+    let start = m.start - lead;
+    let end = line_end.unwrap_or(buf.len()).min(start + MAX_LINE);
+    let mut text = String::new();
+    if start > line_start.unwrap_or(0) || (line_start.is_none() && !at_line_start) {
+        text.push_str("[…] ");
+    }
+    // Whole characters only: a cut one is dropped, not replaced.
+    let piece = &buf[start..end];
+    let first = piece
+        .iter()
+        .position(|b| (*b as i8) >= -0x40)
+        .unwrap_or(piece.len());
+    text.push_str(&String::from_utf8_lossy(trim_cut_char(&piece[first..])));
+    if line_end.is_none_or(|e| e > end) {
+        text.push_str(" […]");
+    }
+    text
+}
+
+/// `bytes` without a UTF-8 character cut at its end.
+fn trim_cut_char(bytes: &[u8]) -> &[u8] {
+    match std::str::from_utf8(bytes) {
+        Err(e) if e.error_len().is_none() => &bytes[..e.valid_up_to()],
+        _ => bytes,
     }
 }
 
@@ -719,6 +861,10 @@ mod tests {
     }
 
     fn source(name: &str, dir: &std::path::Path) -> FilesSource {
+        source_up_to(name, dir, 1 << 20)
+    }
+
+    fn source_up_to(name: &str, dir: &std::path::Path, max_size: u64) -> FilesSource {
         let def = manifest::Files {
             name: name.into(),
             loc: Loc::default(),
@@ -728,7 +874,7 @@ mod tests {
             exclude: Vec::new(),
             gitignore: true,
             hidden: false,
-            max_size: 1 << 20,
+            max_size,
             watch: false,
             poll: None,
             description: None,
@@ -1001,5 +1147,61 @@ mod tests {
         assert!(!text.contains('é'), "{text}");
         assert_eq!(line_text(b"plain\r\n"), "plain");
         assert_eq!(line_text(b"bad \xff byte\n"), "bad \u{fffd} byte");
+    }
+
+    /// A file whose lines are longer than the line buffer holds (a minified bundle) is searched
+    /// in windows: every match is found once with its line number, even one across a window's
+    /// edge or after a character cut there, and its text is the part of the line around it (not
+    /// the line's start), at most `MAX_LINE` bytes and marked where the line goes on. The lines
+    /// of a file after a long one still count.
+    #[test]
+    fn lines_longer_than_the_buffer_are_searched_in_windows() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let mut text = String::from("short needle first\n");
+        let long_at = [10usize, WINDOW - 3, WINDOW + OVERLAP + 5, 3 * WINDOW];
+        let mut long = "é".repeat(2 * WINDOW);
+        for (k, at) in long_at.iter().enumerate() {
+            // At a character boundary at or after `at`.
+            let mut at = *at;
+            while !long.is_char_boundary(at) {
+                at += 1;
+            }
+            long.insert_str(at, &format!("needle{k}"));
+        }
+        text.push_str(&long);
+        text.push_str("\nlast needle\n");
+        std::fs::write(dir.path().join("min.js"), &text).expect("write");
+        let t = SearchTool::build(&[Arc::new(source_up_to("d", dir.path(), 16 << 20))])
+            .expect("searchable");
+        let q = t
+            .query(&args(json!({"pattern": "needle\\d?"})))
+            .expect("query");
+        let r = run(&t.sources, &q, &CancellationToken::new(), None).expect("searched");
+        let lines: Vec<u64> = found(&r).iter().map(|(_, _, l)| *l).collect();
+        assert_eq!(lines, [1, 2, 2, 2, 2, 3], "{:?}", r.structured);
+        let matches = r.structured.as_ref().expect("structured")["matches"]
+            .as_array()
+            .expect("matches")
+            .clone();
+        for (k, m) in matches[1..5].iter().enumerate() {
+            let t = m["text"].as_str().expect("text");
+            assert!(t.contains(&format!("needle{k}")), "{k}: {t}");
+            assert!(t.len() <= MAX_LINE + 16, "{k}: {} bytes", t.len());
+            assert!(t.ends_with(" […]"), "{k}: {t}");
+            assert!(!t.contains('\u{fffd}'), "{k}: no cut character: {t}");
+        }
+        assert!(
+            !matches[1]["text"]
+                .as_str()
+                .expect("text")
+                .starts_with("[…]")
+        );
+        assert!(
+            matches[2]["text"]
+                .as_str()
+                .expect("text")
+                .starts_with("[…] ")
+        );
+        assert_eq!(matches[5]["text"], "last needle");
     }
 }

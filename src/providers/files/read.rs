@@ -14,7 +14,7 @@ use rustix::fs::{AtFlags, FileType};
 use super::FilesSource;
 use crate::manifest::expand::format_size;
 use crate::providers::paths::{self, ReadError, io_reason, mime_for};
-use crate::providers::{Body, Contents, RequestError, blocking};
+use crate::providers::{Body, Contents, RequestError, admit, blocking};
 use crate::quote::{Quote, quote};
 
 /// Files at most this large are read on the runtime thread (see `read_resource`).
@@ -230,7 +230,14 @@ impl FilesSource {
     ) -> Result<Contents, RequestError> {
         match self.read_in_place(&uri) {
             InPlace::Done(read) => read,
-            InPlace::Large(opened) => blocking(move || self.read_opened(&uri, opened)).await?,
+            InPlace::Large(opened) => {
+                // Admitted before its bytes are read: large reads wait for room in the answer
+                // budget rather than all being held at once.
+                if opened.size <= self.max_size {
+                    admit::expect(admit::read_cost(opened.size)).await;
+                }
+                blocking(move || self.read_opened(&uri, opened)).await?
+            }
         }
     }
 

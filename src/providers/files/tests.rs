@@ -479,3 +479,46 @@ fn changes_to_hidden_paths_change_nothing() {
     let effect = src.apply_changes_blocking(&[change("b.md", ChangeKind::Removed)]);
     assert!(effect.list_changed && !effect.rewatch);
 }
+
+/// A read larger than `INLINE_READ` asks the request's admitter for room (`admit::expect`,
+/// about three times its size) before it reads a byte: a read held back by the admitter reads
+/// what the file holds when it is let through. A small file is read at once.
+#[tokio::test]
+async fn a_large_read_is_admitted_before_its_bytes_are_read() {
+    use crate::providers::{Source, admit};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let size = usize::try_from(super::read::INLINE_READ).unwrap() * 4;
+    std::fs::write(root.join("big.txt"), "a".repeat(size)).unwrap();
+    std::fs::write(root.join("small.txt"), "small").unwrap();
+    let src = Arc::new(FilesSource::of_folder(&root, false, false));
+    let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let admitter: admit::Admitter = {
+        let (asked, gate) = (asked.clone(), gate.clone());
+        Arc::new(move |bytes| {
+            asked.lock().unwrap().push(bytes);
+            let gate = gate.clone();
+            Box::pin(async move {
+                let _ = gate.acquire().await.unwrap();
+            })
+        })
+    };
+    let small = admit::with(admitter.clone(), src.clone().read("/small.txt".into()))
+        .await
+        .unwrap();
+    assert!(matches!(small.body, Body::Text(ref t) if t == "small"));
+    assert!(
+        asked.lock().unwrap().is_empty(),
+        "a small file waits for nothing"
+    );
+    let read = tokio::spawn(admit::with(admitter, src.clone().read("/big.txt".into())));
+    while asked.lock().unwrap().is_empty() {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(*asked.lock().unwrap(), [3 * size]);
+    std::fs::write(root.join("big.txt"), "b".repeat(size)).unwrap();
+    gate.add_permits(1);
+    let big = read.await.unwrap().unwrap();
+    assert!(matches!(big.body, Body::Text(ref t) if t.starts_with('b') && t.len() == size));
+}
