@@ -202,7 +202,7 @@ struct Served<'a> {
 impl<'a> Served<'a> {
     /// `None` when the root cannot be opened (an error already).
     fn new(def: &'a manifest::Files) -> Option<Served<'a>> {
-        let root = std::fs::canonicalize(&def.root).ok()?;
+        let root = crate::providers::platform::canonical(&def.root).ok()?;
         let glob = |g: &str| {
             globset::GlobBuilder::new(g)
                 .literal_separator(true)
@@ -336,10 +336,9 @@ fn overlaps(m: &Manifest, w: &mut Diagnostics) {
     let mut owners: Vec<(String, String)> = served
         .iter()
         .filter_map(|s| {
-            let root = s.root.to_str()?;
             Some((
                 format!("[files.{}]", s.def.name),
-                format!("file://{}", encode_path(root.trim_end_matches('/'))),
+                crate::providers::platform::file_uri(&s.root)?,
             ))
         })
         .collect();

@@ -1,18 +1,17 @@
 //! Paths and files as every file-serving source needs them: the one check that a relative path
 //! from a URI is plain, the one race-free open below a root, the one capped read, and MIME types.
+//! The platform's own calls are `platform`'s (one seam); this module is the same everywhere.
 //!
 //! # Opening below a root, race-free
 //!
 //! A check on a path followed by an open of that path is a race: between the two, a file can be
 //! swapped for a symlink to `/etc/passwd`, or a folder for a symlink to `/`. `open_beneath` never
-//! checks a path and then opens it again: it walks from a descriptor of the root, one component
-//! at a time with `O_NOFOLLOW`, resolving each symlink itself (relative targets from where it
-//! stands, absolute targets only when they point under the root), and refusing any step that
-//! would leave the root. What it returns is the descriptor it opened, checked with `fstat` to be
-//! a regular file, and the real path below the root that descriptor was reached by (for the
-//! visibility rules). The same walk runs on every Unix (no `openat2`, which refuses the
-//! absolute symlinks into the root that users make), so the code tested here is the code that
-//! runs on macOS.
+//! checks a path and then opens it again: it walks from the root's open folder (`platform::Dir`),
+//! one component at a time without following links, resolving each link itself (relative
+//! targets from where it stands, absolute targets only when they point under the root), and
+//! refusing any step that would leave the root. What it returns is the file it opened, checked
+//! on its handle to be a regular file, and the real path below the root that file was reached
+//! by (for the visibility rules; on Windows the handle's own final path, long names).
 //!
 //! Files are opened non-blocking (a FIFO swapped in never hangs a thread) and read up to a cap
 //! that is enforced on the bytes read, not on an earlier `stat` (a file can grow in between).
@@ -20,18 +19,18 @@
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::Read;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{AtFlags, FileType, Mode, OFlags};
-use rustix::io::Errno;
+use super::platform::{self, name_allowed};
+pub(crate) use super::platform::{Dir, Kind, OpenError, Version};
 
 /// How many symlinks one open may follow (Linux's own limit).
 const MAX_LINKS: usize = 40;
 
 /// A relative path from a URI (still percent-encoded): decoded and checked to be plain — no
 /// encoded `/` or `\` (one segment must stay one segment), no NUL, no `\`, not absolute, no
-/// empty, `.` or `..` segment. `None` for anything else ("not found").
+/// empty, `.` or `..` segment, and every segment a name the platform opens as itself (Windows:
+/// no device name, stream or trailing dot). `None` for anything else ("not found").
 pub(crate) fn plain_relative(encoded: &str) -> Option<String> {
     let lower = encoded.to_ascii_lowercase();
     if lower.contains("%2f") || lower.contains("%5c") || lower.contains("%00") {
@@ -47,18 +46,9 @@ pub(crate) fn is_plain_relative(rel: &str) -> bool {
         && !rel.contains('\0')
         && !rel.contains('\\')
         && !rel.starts_with('/')
-        && !rel
+        && rel
             .split('/')
-            .any(|s| s.is_empty() || s == "." || s == "..")
-}
-
-/// Why `open_beneath` did not give a file.
-#[derive(Debug)]
-pub(crate) enum OpenError {
-    /// Missing, outside the root, not a regular file, a symlink loop: all read as "not found".
-    NotFound,
-    /// Something else went wrong (permissions, IO); the message is safe to show.
-    Io(std::io::Error),
+            .all(|s| !s.is_empty() && s != "." && s != ".." && name_allowed(s))
 }
 
 /// A regular file opened below a root.
@@ -69,92 +59,27 @@ pub(crate) struct Opened {
     pub real_rel: String,
     /// Its size when it was opened (it may change: reads are capped separately).
     pub size: u64,
-    /// Its version when it was opened (`None` where not asked).
+    /// Its version when it was opened (`None` where not asked, or on Windows).
     pub version: Option<Version>,
-}
-
-/// What tells one version of a file from another: its device and inode, size, and modification
-/// and change times (a write changes the change time, which no one can set). Two `stat`s that
-/// agree on all of it saw the same bytes, unless the file changed within the times' granularity
-/// after the first (see `settled`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Version {
-    dev: u64,
-    ino: u64,
-    size: i64,
-    mtime: (i64, i64),
-    ctime: (i64, i64),
-}
-
-impl Version {
-    // The fields' integer types differ between platforms.
-    #[allow(clippy::useless_conversion, clippy::unnecessary_cast)]
-    pub(crate) fn of(st: &rustix::fs::Stat) -> Version {
-        Version {
-            dev: st.st_dev as u64,
-            ino: st.st_ino as u64,
-            size: st.st_size as i64,
-            mtime: (st.st_mtime as i64, st.st_mtime_nsec as i64),
-            ctime: (st.st_ctime as i64, st.st_ctime_nsec as i64),
-        }
-    }
-
-    /// Whether both are versions of one file (device and inode).
-    pub(crate) fn same_file(&self, other: &Version) -> bool {
-        self.dev == other.dev && self.ino == other.ino
-    }
-
-    /// The same file, modified a second later.
-    #[cfg(test)]
-    pub(crate) fn touched(&self) -> Version {
-        Version {
-            mtime: (self.mtime.0 + 1, self.mtime.1),
-            ..*self
-        }
-    }
-
-    /// Whether both its times are at least `age` before `now`: any later change gives the file
-    /// a change time after them, so a `stat` that finds this version again saw these bytes (the
-    /// "racy git" rule; a file changed twice within one tick of the clock could otherwise keep
-    /// its version).
-    pub(crate) fn settled(&self, now: std::time::SystemTime, age: std::time::Duration) -> bool {
-        let Some(limit) = now
-            .checked_sub(age)
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        else {
-            return false;
-        };
-        let limit = (
-            i64::try_from(limit.as_secs()).unwrap_or(i64::MAX),
-            i64::from(limit.subsec_nanos()),
-        );
-        self.mtime <= limit && self.ctime <= limit
-    }
 }
 
 /// Opens `rel` (a plain relative path) below the folder `root` (a canonical path), following
 /// symlinks only while they stay below it, and only if it is a regular file. See the module doc.
 pub(crate) fn open_beneath(root: &Path, rel: &str) -> Result<Opened, OpenError> {
-    open_beneath_in(open_root(root)?.as_fd(), root, rel)
+    open_beneath_in(&open_root(root)?, root, rel)
 }
 
 /// Opens the folder `root` (a canonical path) for `open_beneath_in`.
-pub(crate) fn open_root(root: &Path) -> Result<OwnedFd, OpenError> {
-    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
-    rustix::fs::open(root, flags, Mode::empty()).map_err(not_found_or)
+pub(crate) fn open_root(root: &Path) -> Result<Dir, OpenError> {
+    Dir::open(root)
 }
 
-/// `open_beneath` from `root_fd`, the folder `root` opened (`open_root`) beforehand: a caller
+/// `open_beneath` from `root_dir`, the folder `root` opened (`open_root`) beforehand: a caller
 /// that keeps it open saves two system calls per file.
-pub(crate) fn open_beneath_in(
-    root_fd: BorrowedFd<'_>,
-    root: &Path,
-    rel: &str,
-) -> Result<Opened, OpenError> {
-    let dir_flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+pub(crate) fn open_beneath_in(root_dir: &Dir, root: &Path, rel: &str) -> Result<Opened, OpenError> {
     let mut todo: VecDeque<String> = rel.split('/').map(str::to_owned).collect();
-    // The folders walked so far (the root first) and their names below the root.
-    let mut dirs: Vec<OwnedFd> = Vec::new();
+    // The folders walked so far below the root and their names.
+    let mut dirs: Vec<Dir> = Vec::new();
     let mut names: Vec<String> = Vec::new();
     let mut links = 0;
     while let Some(part) = todo.pop_front() {
@@ -169,78 +94,52 @@ pub(crate) fn open_beneath_in(
             dirs.pop();
             continue;
         }
-        if part.contains('\0') {
+        if !name_allowed(&part) {
             return Err(OpenError::NotFound);
         }
-        let here = dirs.last().map_or(root_fd, |d| d.as_fd());
-        // Look before opening, so a FIFO or a device is never even opened; the descriptor is
-        // checked again after the open (it may have been swapped in between).
-        let stat = rustix::fs::statat(here, part.as_str(), AtFlags::SYMLINK_NOFOLLOW)
-            .map_err(not_found_or)?;
+        let here = dirs.last().unwrap_or(root_dir);
+        // Look before opening, so a FIFO or a device is never even opened; the file is checked
+        // again on its handle after the open (it may have been swapped in between).
+        let stat = here.stat(&part)?;
         let last = todo.iter().all(|p| p.is_empty() || p == ".");
-        match FileType::from_raw_mode(stat.st_mode) {
-            FileType::Symlink => {
+        match stat.kind {
+            Kind::Link => {
                 links += 1;
                 if links > MAX_LINKS {
                     return Err(OpenError::NotFound);
                 }
-                let target = rustix::fs::readlinkat(here, part.as_str(), Vec::new())
-                    .map_err(not_found_or)?;
-                let target = target.to_str().map_err(|_| OpenError::NotFound)?.to_owned();
-                let rest: Vec<String> = if target.starts_with('/') {
+                let target = here.read_link(&part)?;
+                let rest: Vec<String> = if platform::is_absolute_target(&target) {
                     // An absolute target counts only if it points under the root.
-                    let root_text = root.to_str().ok_or(OpenError::NotFound)?;
-                    let below = Path::new(&target)
-                        .strip_prefix(root_text)
-                        .map_err(|_| OpenError::NotFound)?;
+                    let below = platform::below_root(&target, root).ok_or(OpenError::NotFound)?;
                     dirs.clear();
                     names.clear();
-                    below
-                        .to_str()
-                        .ok_or(OpenError::NotFound)?
-                        .split('/')
-                        .map(str::to_owned)
-                        .collect()
+                    below.split('/').map(str::to_owned).collect()
                 } else {
-                    target.split('/').map(str::to_owned).collect()
+                    platform::link_segments(&target)
                 };
                 for p in rest.into_iter().rev() {
                     todo.push_front(p);
                 }
             }
-            FileType::Directory if !last => {
-                let fd = rustix::fs::openat(
-                    here,
-                    part.as_str(),
-                    dir_flags | OFlags::NOFOLLOW,
-                    Mode::empty(),
-                )
-                .map_err(not_found_or)?;
-                dirs.push(fd);
+            Kind::Dir if !last => {
+                dirs.push(here.open_dir(&part)?);
                 names.push(part);
             }
-            FileType::RegularFile if last => {
-                let fd = rustix::fs::openat(
-                    here,
-                    part.as_str(),
-                    OFlags::RDONLY
-                        | OFlags::NOFOLLOW
-                        | OFlags::NONBLOCK
-                        | OFlags::CLOEXEC
-                        | OFlags::NOCTTY,
-                    Mode::empty(),
-                )
-                .map_err(not_found_or)?;
-                let stat = rustix::fs::fstat(&fd).map_err(not_found_or)?;
-                if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
-                    return Err(OpenError::NotFound);
-                }
+            Kind::File if last => {
+                let (file, stat) = here.open_file(&part)?;
                 names.push(part);
+                // Where the platform must ask the handle (Windows), its own final path.
+                let real_rel = match platform::real_rel_of(&file, root) {
+                    Some(Some(real)) => real,
+                    Some(None) => names.join("/"),
+                    None => return Err(OpenError::NotFound),
+                };
                 return Ok(Opened {
-                    file: File::from(fd),
-                    real_rel: names.join("/"),
-                    size: u64::try_from(stat.st_size).unwrap_or(0),
-                    version: Some(Version::of(&stat)),
+                    file,
+                    real_rel,
+                    size: stat.size,
+                    version: stat.version,
                 });
             }
             _ => return Err(OpenError::NotFound),
@@ -252,46 +151,37 @@ pub(crate) fn open_beneath_in(
 /// Opens the folder `rel_dir` (a plain relative path) below `root` for `open_in`, following no
 /// symlink at all (`NotFound` for one: the caller falls back to `open_beneath`). A search opens
 /// many files of one folder: this walk is made once per folder instead of once per file.
-pub(crate) fn open_dir_beneath(root: &Path, rel_dir: &str) -> Result<OwnedFd, OpenError> {
-    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
-    let mut fd = rustix::fs::open(root, flags, Mode::empty()).map_err(not_found_or)?;
+pub(crate) fn open_dir_beneath(root: &Path, rel_dir: &str) -> Result<Dir, OpenError> {
+    let mut dir = Dir::open(root)?;
     for part in rel_dir.split('/').filter(|p| !p.is_empty()) {
         if part == "." || part == ".." || part.contains('\0') {
             return Err(OpenError::NotFound);
         }
-        fd = rustix::fs::openat(&fd, part, flags, Mode::empty()).map_err(not_found_or)?;
+        dir = dir.open_dir(part)?;
     }
-    Ok(fd)
+    Ok(dir)
 }
 
 /// Opens the regular file `name` (one path segment) in the folder `dir` (from
-/// `open_dir_beneath`), never following a symlink, with `open_beneath`'s flags and checks.
-pub(crate) fn open_in(dir: &OwnedFd, name: &str) -> Result<(File, u64), OpenError> {
+/// `open_dir_beneath`), never following a symlink, with `open_beneath`'s checks. On Windows the
+/// handle's final path must be `rel` (below `root`) itself, else `NotFound` (the caller falls
+/// back to `open_beneath`, which judges the real path).
+pub(crate) fn open_in(
+    dir: &Dir,
+    root: &Path,
+    rel: &str,
+    name: &str,
+) -> Result<(File, u64), OpenError> {
     if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\0']) {
         return Err(OpenError::NotFound);
     }
-    let fd = rustix::fs::openat(
-        dir,
-        name,
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
-        Mode::empty(),
-    )
-    .map_err(not_found_or)?;
-    let stat = rustix::fs::fstat(&fd).map_err(not_found_or)?;
-    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
-        return Err(OpenError::NotFound);
+    let (file, stat) = dir.open_file(name)?;
+    match platform::real_rel_of(&file, root) {
+        Some(None) => {}
+        Some(Some(real)) if real == rel => {}
+        _ => return Err(OpenError::NotFound),
     }
-    Ok((File::from(fd), u64::try_from(stat.st_size).unwrap_or(0)))
-}
-
-/// Missing things, loops and type mismatches are "not found"; the rest is an IO error.
-fn not_found_or(e: Errno) -> OpenError {
-    match e {
-        Errno::NOENT | Errno::NOTDIR | Errno::LOOP | Errno::NAMETOOLONG | Errno::XDEV => {
-            OpenError::NotFound
-        }
-        e => OpenError::Io(std::io::Error::from(e)),
-    }
+    Ok((file, stat.size))
 }
 
 /// A read that stopped at its cap.
@@ -356,18 +246,8 @@ pub(crate) fn read_capped(file: &mut File, cap: u64, hint: u64) -> Result<Vec<u8
 /// Opens a file given by its own path (a manifest, a single-file source) only if it is a regular
 /// file, without blocking on a FIFO, and reads at most `cap` bytes of it.
 pub(crate) fn read_regular(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
-    let fd = rustix::fs::open(
-        path,
-        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
-        Mode::empty(),
-    )
-    .map_err(|e| ReadError::Io(e.into()))?;
-    let stat = rustix::fs::fstat(&fd).map_err(|e| ReadError::Io(e.into()))?;
-    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
-        return Err(ReadError::Io(std::io::Error::other("not a regular file")));
-    }
-    let mut file = File::from(fd);
-    read_capped(&mut file, cap, u64::try_from(stat.st_size).unwrap_or(0))
+    let (mut file, size) = platform::open_regular(path).map_err(ReadError::Io)?;
+    read_capped(&mut file, cap, size)
 }
 
 /// MIME type from the extension; for unknown extensions, text/plain when `is_text()` says so.
@@ -427,26 +307,16 @@ pub(crate) fn looks_like_text(bytes: &[u8], full: bool) -> bool {
 /// Whether the first 8 KiB of the file at `path` are text (see `looks_like_text`). Opened
 /// non-blocking and only if regular.
 pub(crate) fn sniff_is_text(path: &Path) -> bool {
-    sniff_is_text_at(rustix::fs::CWD, path)
+    platform::open_regular(path).is_ok_and(|(file, _)| sniff(file))
 }
 
-/// `sniff_is_text` of `path` relative to the folder `dir` (a bare name: no walk from the root).
-pub(crate) fn sniff_is_text_at<P: rustix::path::Arg>(dir: impl AsFd, path: P) -> bool {
-    let Ok(fd) = rustix::fs::openat(
-        dir,
-        path,
-        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOFOLLOW | OFlags::NOCTTY,
-        Mode::empty(),
-    ) else {
-        return false;
-    };
-    if !rustix::fs::fstat(&fd)
-        .is_ok_and(|s| FileType::from_raw_mode(s.st_mode) == FileType::RegularFile)
-    {
-        return false;
-    }
+/// `sniff_is_text` of the file `name` in the folder `dir` (a bare name: no walk from the root).
+pub(crate) fn sniff_is_text_at(dir: &Dir, name: &str) -> bool {
+    dir.open_file(name).is_ok_and(|(file, _)| sniff(file))
+}
+
+fn sniff(mut file: File) -> bool {
     let mut buf = [0u8; 8192];
-    let mut file = File::from(fd);
     let Ok(n) = file.read(&mut buf) else {
         return false;
     };
@@ -462,15 +332,29 @@ pub(crate) fn io_reason(e: &std::io::Error) -> String {
     }
 }
 
-/// The canonical form of `path` if it can be resolved, else the path itself.
+/// The canonical form of `path` if it can be resolved (`platform::canonical`), else the path
+/// itself.
 pub(crate) fn canonical_or_same(path: &Path) -> PathBuf {
-    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+    platform::canonical(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(unix)]
     use std::os::unix::fs::symlink;
+    #[cfg(windows)]
+    fn symlink(target: impl AsRef<Path>, link: impl AsRef<Path>) -> std::io::Result<()> {
+        let (target, link) = (target.as_ref(), link.as_ref());
+        let dir = link
+            .parent()
+            .map_or(target.to_path_buf(), |p| p.join(target));
+        if dir.is_dir() {
+            std::os::windows::fs::symlink_dir(target, link)
+        } else {
+            std::os::windows::fs::symlink_file(target, link)
+        }
+    }
 
     /// A version is settled once both its times are `age` old; a change time after the
     /// modification time counts (a write that set the modification time back).
@@ -545,8 +429,10 @@ mod tests {
         }
     }
 
+    #[cfg(unix)]
     #[test]
     fn fifos_are_not_found_and_never_block() {
+        use rustix::fs::{FileType, Mode};
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
         rustix::fs::mknodat(

@@ -67,7 +67,7 @@ impl Roots {
             let roots = roots
                 .into_iter()
                 .map(|root| {
-                    let found = std::fs::canonicalize(&root)
+                    let found = super::platform::canonical(&root)
                         .map(|c| {
                             let is_dir = c.is_dir();
                             (c, is_dir)
@@ -892,7 +892,7 @@ fn list_folder(
     } else if !is_plain_relative(dir) {
         None
     } else {
-        std::fs::canonicalize(root.join(dir))
+        super::platform::canonical(&root.join(dir))
             .ok()
             .filter(|f| f.starts_with(root))
     };
@@ -911,7 +911,7 @@ fn list_folder(
                 return None;
             }
             let value = name.strip_prefix(before)?.strip_suffix(after)?;
-            let real = std::fs::canonicalize(e.path()).ok()?;
+            let real = super::platform::canonical(&e.path()).ok()?;
             let rel = if dir.is_empty() {
                 name.clone()
             } else {

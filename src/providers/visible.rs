@@ -266,6 +266,11 @@ impl Visibility {
         self.name_shown(name) && (self.hidden || !meta.is_some_and(platform::marked_hidden))
     }
 
+    /// Whether names the platform marks hidden are shown (`hidden = true`).
+    pub(crate) fn shows_marked(&self) -> bool {
+        self.hidden
+    }
+
     /// Whether `include` / `exclude` select the file at `rel`.
     pub(crate) fn selects(&self, rel: &str) -> bool {
         match &self.select {

@@ -459,7 +459,7 @@ fn worker(
         .heap_limit(Some(LINE_BUFFER))
         .build();
     // The folder of the last file opened, per source.
-    let mut dirs: Vec<Option<(String, std::os::fd::OwnedFd)>> =
+    let mut dirs: Vec<Option<(String, crate::providers::paths::Dir)>> =
         (0..sources.len()).map(|_| None).collect();
     loop {
         if stop.is_cancelled() || shared.full.load(Ordering::Relaxed) {
@@ -493,7 +493,7 @@ fn worker(
 fn search_one(
     searcher: &mut Searcher,
     source: &FilesSource,
-    dir: &mut Option<(String, std::os::fd::OwnedFd)>,
+    dir: &mut Option<(String, crate::providers::paths::Dir)>,
     rel: &str,
     query: &Query,
     stop: &CancellationToken,

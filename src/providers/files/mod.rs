@@ -23,9 +23,8 @@ mod list;
 mod read;
 mod walk;
 
+use std::borrow::Cow;
 use std::collections::HashSet;
-use std::fs;
-use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex};
@@ -36,11 +35,11 @@ pub(crate) use self::list::PathList;
 use self::list::Walked;
 use self::read::ReadCache;
 use super::paths::{self, OpenError, io_reason};
+use super::platform;
 use super::visible::Visibility;
 use super::{
     BoxFut, ChangeEffect, Completion, CompletionRequest, Contents, PageOf, RequestError,
-    ResourceInfo, Source, TemplateInfo, encode_path, encode_path_into, on_blocking, on_blocking_or,
-    ready,
+    ResourceInfo, Source, TemplateInfo, encode_path_into, on_blocking, on_blocking_or, ready,
 };
 use crate::manifest::{self, Diagnostics};
 use crate::watch::{Change, ChangeKind};
@@ -76,7 +75,7 @@ pub(crate) struct FilesSource {
     folders_seen: Mutex<HashSet<PathBuf>>,
     /// The root folder, opened once while the source is watched (every read starts from it);
     /// dropped when the watcher sees the root come or go.
-    root_dir: Mutex<Option<Arc<OwnedFd>>>,
+    root_dir: Mutex<Option<Arc<paths::Dir>>>,
     /// The pages after the last one served, walked ahead on a thread of their own (unwatched
     /// sources; see `list.rs`).
     ahead: Ahead<Walked>,
@@ -106,7 +105,7 @@ struct Entry {
 impl FilesSource {
     /// Builds the source from its checked entry; the root must exist.
     pub(crate) fn build(def: &manifest::Files, diags: &mut Diagnostics) -> Option<FilesSource> {
-        let root = match fs::canonicalize(&def.root) {
+        let root = match platform::canonical(&def.root) {
             Ok(r) => r,
             Err(e) => {
                 diags.push(
@@ -122,7 +121,7 @@ impl FilesSource {
             }
         };
         let root_is_file = root.is_file();
-        let Some(root_str) = root.to_str() else {
+        let Some(root_uri) = platform::file_uri(&root) else {
             diags.push(
                 def.root_loc,
                 format!(
@@ -133,7 +132,6 @@ impl FilesSource {
             );
             return None;
         };
-        let root_uri = format!("file://{}", encode_path(root_str.trim_end_matches('/')));
         let globs = |list: &[(String, manifest::Loc)]| -> Vec<String> {
             list.iter().map(|(g, _)| g.clone()).collect()
         };
@@ -204,7 +202,7 @@ impl FilesSource {
     /// (also when swapped in while we look), hidden or ignored files, folders, FIFOs and devices.
     /// Blocking.
     pub(super) fn open(&self, uri: &str) -> Option<paths::Opened> {
-        let rest = uri.strip_prefix(&self.root_uri)?;
+        let rest = self.after_root(uri)?;
         if self.root_is_file {
             if !rest.is_empty() {
                 return None;
@@ -255,7 +253,7 @@ impl FilesSource {
                 dir
             }
         };
-        paths::open_beneath_in(dir.as_fd(), &self.root, rel)
+        paths::open_beneath_in(&dir, &self.root, rel)
     }
 
     pub(super) fn uri_of(&self, rel: &str) -> String {
@@ -299,9 +297,21 @@ impl FilesSource {
         }
     }
 
+    /// What follows the root in `uri`, if it begins with it: a client's URI as the platform
+    /// writes it (`platform::normalize_uri`: on Windows `file:///c:/…` and `file:///C%3A/…`
+    /// name the root `file:///C:/…`).
+    pub(super) fn after_root<'u>(&self, uri: &'u str) -> Option<Cow<'u, str>> {
+        match platform::normalize_uri(uri) {
+            Cow::Borrowed(u) => u.strip_prefix(self.root_uri.as_str()).map(Cow::Borrowed),
+            Cow::Owned(u) => u
+                .strip_prefix(self.root_uri.as_str())
+                .map(|r| Cow::Owned(r.to_owned())),
+        }
+    }
+
     /// The file a URI of this source names, if it can name one (no IO).
     pub(super) fn target(&self, uri: &str) -> Option<PathBuf> {
-        let rest = uri.strip_prefix(&self.root_uri)?;
+        let rest = self.after_root(uri)?;
         if self.root_is_file {
             return rest.is_empty().then(|| self.root.clone());
         }
@@ -313,7 +323,7 @@ impl FilesSource {
 
 impl Source for FilesSource {
     fn owns(&self, uri: &str) -> bool {
-        uri.strip_prefix(&self.root_uri)
+        self.after_root(uri)
             .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
     }
 

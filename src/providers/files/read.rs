@@ -3,13 +3,10 @@
 //! path opened, the capped read, and the small reads a watched source keeps (`ReadCache`).
 
 use std::collections::{HashMap, VecDeque};
-use std::os::fd::AsFd;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::SystemTime;
-
-use rustix::fs::{AtFlags, FileType};
 
 use super::FilesSource;
 use crate::manifest::expand::format_size;
@@ -92,7 +89,7 @@ impl FilesSource {
     pub(crate) fn open_served_in(
         &self,
         rel: &str,
-        dir: &mut Option<(String, std::os::fd::OwnedFd)>,
+        dir: &mut Option<(String, paths::Dir)>,
     ) -> Option<paths::Opened> {
         if self.root_is_file || !paths::is_plain_relative(rel) {
             return self.open_served(rel);
@@ -106,7 +103,7 @@ impl FilesSource {
         let Some((_, fd)) = dir.as_ref() else {
             return self.open_served(rel);
         };
-        match paths::open_in(fd, name) {
+        match paths::open_in(fd, &self.root, rel, name) {
             Ok((file, size)) => Some(paths::Opened {
                 file,
                 real_rel: rel.to_owned(),
@@ -117,8 +114,6 @@ impl FilesSource {
         }
     }
 
-    /// Opens the file of one resource (blocking, but only a few system calls on a local file
-    /// system: see `read`).
     /// A small file of a watched source read in place lately, if a `stat` of its path finds
     /// the version it was read at: one system call instead of the five of a read (`fstatat`,
     /// `openat`, `fstat`, `read`, `close`). The path must still pass every rule; a symlink at
@@ -137,10 +132,8 @@ impl FilesSource {
             return None;
         }
         let root = self.root_dir.lock().ok()?.clone()?;
-        let st = rustix::fs::statat(root.as_fd(), rel, AtFlags::SYMLINK_NOFOLLOW).ok()?;
-        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile
-            || paths::Version::of(&st) != want
-        {
+        let st = root.stat_path(rel)?;
+        if st.kind != paths::Kind::File || st.version != Some(want) {
             return None;
         }
         let mut cache = self.read_cache.lock().ok()?;
@@ -153,7 +146,7 @@ impl FilesSource {
         })
     }
 
-    /// Keeps what `read_now` read of the file at `rel` at `version`, if it has stood unchanged
+    /// Keeps what `read_in_place` read of the file at `rel` at `version`, if it has stood unchanged
     /// for `settled`.
     pub(super) fn keep_read(
         &self,
@@ -250,7 +243,7 @@ impl FilesSource {
     pub(super) fn read_in_place(&self, uri: &str) -> InPlace {
         // The path below the root of a watched folder's file: what its reads are kept by.
         let kept_by = (self.watch && !self.root_is_file)
-            .then(|| paths::plain_relative(uri.strip_prefix(&self.root_uri)?.strip_prefix('/')?))
+            .then(|| paths::plain_relative(self.after_root(uri)?.strip_prefix('/')?))
             .flatten();
         if let Some(rel) = &kept_by
             && let Some(hit) = self.read_cached(uri, rel)

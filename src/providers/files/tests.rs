@@ -146,7 +146,7 @@ fn a_folder_larger_than_a_page_is_read_once_while_unchanged() {
             }
         }
     };
-    let version = || crate::providers::paths::Version::of(&rustix::fs::stat(&root).unwrap());
+    let version = || crate::providers::platform::version_at(&root).expect("a version");
     let kept = |src: &Arc<FilesSource>| src.folders.lock().unwrap().get(&version());
     // Just changed: not kept.
     let src = Arc::new(FilesSource::of_folder(&root, false, false));
@@ -273,8 +273,7 @@ fn kept_reads_are_hidden_by_a_new_ignore_rule() {
 #[test]
 fn kept_reads_are_bounded() {
     let mut cache = super::read::ReadCache::default();
-    let st = rustix::fs::stat("/").unwrap();
-    let version = crate::providers::paths::Version::of(&st);
+    let version = crate::providers::platform::version_at("/").expect("a version");
     // Four fit exactly: each path ("fN") counts twice.
     let chunk = super::read::READ_CACHE_BYTES / 4 - 4;
     for i in 0..6 {

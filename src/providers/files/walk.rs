@@ -1,29 +1,25 @@
 //! The sorted walk of a files source's visible files (`Walk`): folders opened from their
-//! parent's descriptor without following symlinks, kinds from the folder itself, ignore rules
+//! parent (`platform::Dir`) without following links, kinds from the folder itself, ignore rules
 //! carried down as `visible::Frames`, a walk of everything split over two threads.
 
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+use std::time::SystemTime;
 
 use super::folders::Names;
 use super::list::PathList;
 use super::{Entry, FilesSource};
-use crate::providers::paths;
+use crate::providers::paths::{self, Dir, Kind};
 use crate::providers::visible::Frames;
 
 /// A sorted walk of the visible files. Each folder's names are sorted as if a folder's name
 /// ended in `/`, which makes the walk's output sorted by relative path (`a-b`, `a.txt`, `a/x`),
 /// so a walk can resume after a path: folders that sort wholly before it are not read.
 ///
-/// Every folder is opened relative to its parent's descriptor without following a symlink (one
-/// swapped in for a folder while we walk is not entered), and read once: the kind of each name
-/// comes from the folder itself (`d_type`; a `stat` only where the file system does not say),
-/// so only files that pass every rule are statted, by their bare name in their folder's
-/// descriptor. (Statting a long run of files on two threads bought nothing measurable on two
+/// Every folder is opened relative to its parent without following a link (one swapped in for
+/// a folder while we walk is not entered), and read once: the kind of each name comes from the
+/// folder itself (`d_type`; a `stat` only where the file system does not say), so only files
+/// that pass every rule are statted, by their bare name in their folder. (Statting a long run of files on two threads bought nothing measurable on two
 /// shared cores: waking the second one costs what it saves.)
 pub(super) struct Walk<'a> {
     pub(super) src: &'a FilesSource,
@@ -51,40 +47,31 @@ fn two_cores() -> bool {
     *TWO.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2))
 }
 
-/// The name of a folder's entry and whether it is a folder, if a walk looks at it at all: not
-/// `.`/`..`, UTF-8 (other names cannot be written in a URI we could read back), not hidden
-/// (unless `hidden`), not `.git`, and a folder or a regular file by the entry's type (a `stat`
-/// only where the file system does not say). Symlinks are never listed: one inside the root is
-/// listed at its target, one leading outside is not served at all. Nor are FIFOs, sockets and
-/// devices.
-fn walked<'e>(
+/// Whether a walk looks at a folder's entry at all, and whether it is a folder: not hidden
+/// (unless `hidden`: dot names, the platform's hidden mark), not `.git`, and a folder or a
+/// regular file by the entry's kind (a `stat` only where the folder does not say). Links are
+/// never listed: one inside the root is listed at its target, one leading outside is not served
+/// at all. Nor are FIFOs, sockets and devices.
+fn walked(
     src: &FilesSource,
-    dir: BorrowedFd<'_>,
-    item: &'e rustix::fs::DirEntry,
-) -> Option<(&'e str, bool)> {
-    let raw = item.file_name().to_bytes();
-    if raw == b"." || raw == b".." {
-        return None;
-    }
-    let name = std::str::from_utf8(raw).ok()?;
-    let is_dir = match item.file_type() {
-        FileType::Directory => true,
-        FileType::RegularFile => false,
-        FileType::Unknown => {
-            match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)
-                .map(|st| FileType::from_raw_mode(st.st_mode))
-            {
-                Ok(FileType::Directory) => true,
-                Ok(FileType::RegularFile) => false,
-                _ => return None,
-            }
-        }
+    dir: &Dir,
+    name: &str,
+    kind: Option<Kind>,
+    marked: bool,
+) -> Option<bool> {
+    let kind = match kind {
+        Some(k) => k,
+        None => dir.stat(name).ok()?.kind,
+    };
+    let is_dir = match kind {
+        Kind::Dir => true,
+        Kind::File => false,
         _ => return None,
     };
-    if !src.vis.name_shown(name) {
+    if !src.vis.name_shown(name) || (marked && !src.vis.shows_marked()) {
         return None;
     }
-    Some((name, is_dir))
+    Some(is_dir)
 }
 
 /// `rel_dir/name` (`name` in the root), with room for `spare` more bytes.
@@ -124,15 +111,15 @@ struct FileMeta {
 
 impl Walk<'_> {
     pub(super) fn run(&mut self, after: Option<&str>) {
-        // The root is canonical: no symlink to follow.
-        if let Ok(fd) = rustix::fs::open(&self.src.root, DIR_FLAGS, Mode::empty()) {
-            self.dir(fd, "", after);
+        // The root is canonical: no link to follow.
+        if let Ok(dir) = Dir::open(&self.src.root) {
+            self.dir(dir, "", after);
         }
     }
 
     /// Walks the folder `fd` (`rel_dir` below the root), skipping what sorts at or before
     /// `after` (a path relative to it). False once `limit` files are found.
-    fn dir(&mut self, fd: OwnedFd, rel_dir: &str, after: Option<&str>) -> bool {
+    fn dir(&mut self, fd: Dir, rel_dir: &str, after: Option<&str>) -> bool {
         let src = self.src;
         // Where a name starts in a path below the root.
         let name_at = if rel_dir.is_empty() {
@@ -142,17 +129,17 @@ impl Walk<'_> {
         };
         // A walk of everything has no limit.
         let page = (self.limit < usize::MAX).then_some(self.limit);
-        let Some(names) = src.sorted_names(fd.as_fd(), page) else {
+        let Some(names) = src.sorted_names(&fd, page) else {
             return true;
         };
         let pushed = self.push_rules(rel_dir);
         let any_rules = self.frames.any();
         let going_on = if self.split && after.is_none() && names.dirs() >= 2 {
             self.split = false;
-            self.items_on_two(fd.as_fd(), &names, rel_dir, name_at, any_rules)
+            self.items_on_two(&fd, &names, rel_dir, name_at, any_rules)
         } else {
             let items = keys(&names, names.resume_at(after)..names.len(), rel_dir);
-            self.items(fd.as_fd(), items, name_at, after, any_rules)
+            self.items(&fd, items, name_at, after, any_rules)
         };
         if pushed {
             self.frames.pop();
@@ -166,7 +153,7 @@ impl Walk<'_> {
     /// be started.
     fn items_on_two(
         &mut self,
-        dir: BorrowedFd<'_>,
+        dir: &Dir,
         names: &Names,
         rel_dir: &str,
         name_at: usize,
@@ -237,7 +224,7 @@ impl Walk<'_> {
     /// Whether the folder `fd` (`rel_dir` below the root, after everything listed so far)
     /// holds a visible file, in any order: names are checked as they are read, the first
     /// visible regular file ends the scan.
-    fn holds_visible(&mut self, fd: OwnedFd, rel_dir: &str) -> bool {
+    fn holds_visible(&mut self, fd: Dir, rel_dir: &str) -> bool {
         let pushed = self.push_rules(rel_dir);
         let any_rules = self.frames.any();
         let found = self.scan(fd, rel_dir, any_rules);
@@ -247,35 +234,32 @@ impl Walk<'_> {
         found
     }
 
-    fn scan(&mut self, fd: OwnedFd, rel_dir: &str, any_rules: bool) -> bool {
+    fn scan(&mut self, fd: Dir, rel_dir: &str, any_rules: bool) -> bool {
         let src = self.src;
         let mut dirs = Vec::new();
-        {
-            let Ok(mut read) = rustix::fs::Dir::read_from(&fd) else {
-                return false;
+        let mut found = false;
+        fd.for_each(|name, kind, marked| {
+            let Some(is_dir) = walked(src, &fd, name, kind, marked) else {
+                return true;
             };
-            while let Some(Ok(item)) = read.read() {
-                let Some((name, is_dir)) = walked(src, fd.as_fd(), &item) else {
-                    continue;
-                };
-                let rel = join(rel_dir, name, 0);
-                if any_rules && self.ignored(&src.root.join(&rel), is_dir) {
-                    continue;
-                }
-                if is_dir {
-                    dirs.push(rel);
-                } else if src.vis.selects(&rel)
-                    && rustix::fs::statat(&fd, name, AtFlags::SYMLINK_NOFOLLOW).is_ok_and(|st| {
-                        FileType::from_raw_mode(st.st_mode) == FileType::RegularFile
-                    })
-                {
-                    return true;
-                }
+            let rel = join(rel_dir, name, 0);
+            if any_rules && self.ignored(&src.root.join(&rel), is_dir) {
+                return true;
             }
+            if is_dir {
+                dirs.push(rel);
+            } else if src.vis.selects(&rel) && fd.stat(name).is_ok_and(|st| st.kind == Kind::File) {
+                found = true;
+                return false;
+            }
+            true
+        });
+        if found {
+            return true;
         }
         let name_at = rel_dir.len() + usize::from(!rel_dir.is_empty());
         for rel in dirs {
-            let Ok(sub) = rustix::fs::openat(&fd, &rel[name_at..], DIR_FLAGS, Mode::empty()) else {
+            let Ok(sub) = fd.open_dir(&rel[name_at..]) else {
                 continue;
             };
             if self.holds_visible(sub, &rel) {
@@ -290,7 +274,7 @@ impl Walk<'_> {
     /// page still needs is statted then, so that a page in a large folder goes no further).
     fn items(
         &mut self,
-        dir: BorrowedFd<'_>,
+        dir: &Dir,
         items: impl Iterator<Item = (String, bool)>,
         name_at: usize,
         after: Option<&str>,
@@ -310,7 +294,7 @@ impl Walk<'_> {
                 let name = &rel[name_at..];
                 // `after`, if it points inside this folder, relative to it.
                 let inner = after.and_then(|a| a.strip_prefix(name)?.strip_prefix('/'));
-                let Ok(fd) = rustix::fs::openat(dir, name, DIR_FLAGS, Mode::empty()) else {
+                let Ok(fd) = dir.open_dir(name) else {
                     continue;
                 };
                 if self.probe && inner.is_none() && self.found().saturating_add(1) == self.limit {
@@ -351,7 +335,7 @@ impl Walk<'_> {
 
     /// Stats the files of `run` (paths below the root of files in `dir`) and adds those still
     /// regular files, in order, until `limit` files are found. False once they are.
-    fn flush(&mut self, dir: BorrowedFd<'_>, run: &mut Vec<String>, name_at: usize) -> bool {
+    fn flush(&mut self, dir: &Dir, run: &mut Vec<String>, name_at: usize) -> bool {
         let mut rest = std::mem::take(run);
         while !rest.is_empty() {
             let need = self.limit.saturating_sub(self.found());
@@ -391,16 +375,16 @@ impl Walk<'_> {
 
 /// The size, modification time and MIME type of each file of `dir` (by its name: `rel` from
 /// byte `name_at` on), or `None` if it is gone or no longer a regular file. Not followed
-/// through a symlink. The MIME type is looked up once per extension; only files whose
-/// extension names none are read (sniffed).
-fn stat_each(dir: BorrowedFd<'_>, rels: &[String], name_at: usize) -> Vec<Option<FileMeta>> {
+/// through a link. The MIME type is looked up once per extension; only files whose extension
+/// names none are read (sniffed).
+fn stat_each(dir: &Dir, rels: &[String], name_at: usize) -> Vec<Option<FileMeta>> {
     // (extension, its MIME type if it names one): folders hold few kinds of files.
     let mut mimes: Vec<(&str, Option<&'static str>)> = Vec::new();
     rels.iter()
         .map(|rel| {
             let name = rel.get(name_at..)?;
-            let st = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
-            if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+            let st = dir.stat(name).ok()?;
+            if st.kind != Kind::File {
                 return None;
             }
             let ext = Path::new(name).extension().and_then(|e| e.to_str());
@@ -420,36 +404,13 @@ fn stat_each(dir: BorrowedFd<'_>, rels: &[String], name_at: usize) -> Vec<Option
             let mime = known
                 .unwrap_or_else(|| paths::mime_static(None, || paths::sniff_is_text_at(dir, name)));
             Some(FileMeta {
-                size: u64::try_from(st.st_size).unwrap_or(0),
-                modified: modified(&st),
+                size: st.size,
+                modified: st.modified,
                 mime,
             })
         })
         .collect()
 }
-
-/// A `stat`'s modification time, as `std::fs::Metadata::modified` gives it.
-// The fields' integer types differ between platforms.
-#[allow(clippy::useless_conversion)]
-fn modified(st: &rustix::fs::Stat) -> Option<SystemTime> {
-    let secs = i64::try_from(st.st_mtime).ok()?;
-    let nanos = u32::try_from(st.st_mtime_nsec)
-        .ok()
-        .filter(|n| *n < 1_000_000_000)?;
-    if secs >= 0 {
-        UNIX_EPOCH.checked_add(Duration::new(secs.unsigned_abs(), nanos))
-    } else {
-        UNIX_EPOCH
-            .checked_sub(Duration::from_secs(secs.unsigned_abs()))?
-            .checked_add(Duration::from_nanos(u64::from(nanos)))
-    }
-}
-
-/// How folders are opened by the walk: never through a symlink.
-const DIR_FLAGS: OFlags = OFlags::RDONLY
-    .union(OFlags::DIRECTORY)
-    .union(OFlags::CLOEXEC)
-    .union(OFlags::NOFOLLOW);
 
 impl FilesSource {
     /// The names of the folder `fd` a walk looks at (`walked`), sorted. A walk of a page
@@ -457,14 +418,8 @@ impl FilesSource {
     /// `folders.rs`), else reads them, and keeps them if the folder holds more than a page and
     /// its version has settled. A walk of everything (`None`) reads each folder once anyway:
     /// it neither looks up nor keeps (no `fstat` per folder). `None` if it cannot be read.
-    pub(super) fn sorted_names(
-        &self,
-        fd: BorrowedFd<'_>,
-        keep_over: Option<usize>,
-    ) -> Option<Arc<Names>> {
-        let version = keep_over
-            .and_then(|_| rustix::fs::fstat(fd).ok())
-            .map(|st| paths::Version::of(&st));
+    pub(super) fn sorted_names(&self, fd: &Dir, keep_over: Option<usize>) -> Option<Arc<Names>> {
+        let version = keep_over.and_then(|_| fd.version());
         let kept = || self.folders.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(v) = &version
             && let Some(names) = kept().get(v)
@@ -472,11 +427,14 @@ impl FilesSource {
             return Some(names);
         }
         let mut names = Names::default();
-        let mut read = rustix::fs::Dir::read_from(fd).ok()?;
-        while let Some(Ok(item)) = read.read() {
-            if let Some((name, is_dir)) = walked(self, fd, &item) {
+        let read = fd.for_each(|name, kind, marked| {
+            if let Some(is_dir) = walked(self, fd, name, kind, marked) {
                 names.push(name, is_dir);
             }
+            true
+        });
+        if !read {
+            return None;
         }
         names.finish();
         let names = Arc::new(names);

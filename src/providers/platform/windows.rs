@@ -1,0 +1,449 @@
+//! The Windows side of the file seam: handles opened with `FILE_FLAG_OPEN_REPARSE_POINT`, so
+//! the system follows no symlink, junction or mount point; a link met on the way is resolved by
+//! the caller's walk (like a Unix symlink), only while it stays below the root.
+//!
+//! Windows has no `openat`, so a child is opened by its path. Two things make that race-free:
+//! a folder in use is held open without `FILE_SHARE_DELETE` (nothing below it can be renamed
+//! or removed, nor the folder itself, until it is closed), and every file opened is checked by
+//! its handle's final path (`GetFinalPathNameByHandleW`), which must be below the root's: the
+//! bytes read are those of a file below the root, whatever was swapped where. The final path
+//! has the long names, so the caller judges visibility on the names the file really has (an
+//! 8.3 short name aliasing a hidden file is that hidden file).
+
+use std::borrow::Cow;
+use std::fs::{File, Metadata, OpenOptions};
+use std::io::{Error, ErrorKind};
+use std::os::windows::ffi::OsStringExt as _;
+use std::os::windows::fs::{MetadataExt as _, OpenOptionsExt as _};
+use std::os::windows::io::AsRawHandle as _;
+use std::path::{Component, Path, PathBuf, Prefix};
+
+use windows_sys::Win32::Storage::FileSystem::{
+    FILE_ATTRIBUTE_HIDDEN, FILE_ATTRIBUTE_REPARSE_POINT, FILE_FLAG_BACKUP_SEMANTICS,
+    FILE_FLAG_OPEN_REPARSE_POINT, FILE_NAME_NORMALIZED, FILE_SHARE_DELETE, FILE_SHARE_READ,
+    FILE_SHARE_WRITE, GetFinalPathNameByHandleW, VOLUME_NAME_DOS,
+};
+
+use super::{Kind, OpenError, Stat, Version};
+
+/// An open folder: its handle (held without `FILE_SHARE_DELETE`) and the path it was opened by.
+#[derive(Debug)]
+pub(crate) struct Dir {
+    _handle: File,
+    path: PathBuf,
+}
+
+/// Opens `path` itself, never what a reparse point at its end points to.
+fn open_here(path: &Path, folder: bool) -> std::io::Result<File> {
+    let mut flags = FILE_FLAG_OPEN_REPARSE_POINT;
+    let mut share = FILE_SHARE_READ | FILE_SHARE_WRITE;
+    if folder {
+        flags |= FILE_FLAG_BACKUP_SEMANTICS;
+    } else {
+        // A file being read may be replaced or removed meanwhile (an editor's save): the
+        // handle keeps reading what it opened.
+        share |= FILE_SHARE_DELETE;
+    }
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(flags)
+        .share_mode(share)
+        .open(path)
+}
+
+fn is_reparse(meta: &Metadata) -> bool {
+    meta.file_attributes() & FILE_ATTRIBUTE_REPARSE_POINT != 0
+}
+
+impl Dir {
+    /// Opens the folder at `path` (canonical: a reparse point at its end is refused).
+    pub(crate) fn open(path: &Path) -> Result<Dir, OpenError> {
+        let handle = open_here(path, true).map_err(not_found_or)?;
+        let meta = handle.metadata().map_err(not_found_or)?;
+        if !meta.is_dir() || is_reparse(&meta) {
+            return Err(OpenError::NotFound);
+        }
+        Ok(Dir {
+            _handle: handle,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Opens the child folder `name`, not through a link.
+    pub(crate) fn open_dir(&self, name: &str) -> Result<Dir, OpenError> {
+        if !name_allowed(name) {
+            return Err(OpenError::NotFound);
+        }
+        Dir::open(&self.path.join(name))
+    }
+
+    /// The child `name`, not followed.
+    pub(crate) fn stat(&self, name: &str) -> Result<Stat, OpenError> {
+        if !name_allowed(name) {
+            return Err(OpenError::NotFound);
+        }
+        let meta = std::fs::symlink_metadata(self.path.join(name)).map_err(not_found_or)?;
+        Ok(stat_of(&meta))
+    }
+
+    /// No version to check a kept read against on Windows.
+    pub(crate) fn stat_path(&self, _rel: &str) -> Option<Stat> {
+        None
+    }
+
+    /// The target of the link `name`, as written (a symlink's, a junction's).
+    pub(crate) fn read_link(&self, name: &str) -> Result<String, OpenError> {
+        if !name_allowed(name) {
+            return Err(OpenError::NotFound);
+        }
+        let target = std::fs::read_link(self.path.join(name)).map_err(not_found_or)?;
+        target
+            .into_os_string()
+            .into_string()
+            .map_err(|_| OpenError::NotFound)
+    }
+
+    /// Opens the regular file `name`, not through a link, checked on the handle: a regular
+    /// file (a device or a pipe has no file information; a reparse point is a link).
+    pub(crate) fn open_file(&self, name: &str) -> Result<(File, Stat), OpenError> {
+        if !name_allowed(name) {
+            return Err(OpenError::NotFound);
+        }
+        let file = open_here(&self.path.join(name), false).map_err(not_found_or)?;
+        let meta = file.metadata().map_err(|_| OpenError::NotFound)?;
+        let stat = stat_of(&meta);
+        if stat.kind != Kind::File {
+            return Err(OpenError::NotFound);
+        }
+        Ok((file, stat))
+    }
+
+    /// No version on Windows (the kept folder listings stay empty).
+    pub(crate) fn version(&self) -> Option<Version> {
+        None
+    }
+
+    /// Each name of the folder (UTF-8 only, and only names Windows opens as themselves) with
+    /// its kind (from the folder's own listing: no call per name) and its hidden attribute,
+    /// until `each` says stop (false). False if the folder cannot be read.
+    pub(crate) fn for_each(&self, mut each: impl FnMut(&str, Option<Kind>, bool) -> bool) -> bool {
+        let Ok(read) = std::fs::read_dir(&self.path) else {
+            return false;
+        };
+        for item in read.flatten() {
+            let Ok(name) = item.file_name().into_string() else {
+                continue;
+            };
+            if !name_allowed(&name) {
+                continue;
+            }
+            // On Windows both come from the listing itself.
+            let (kind, hidden) = match item.metadata() {
+                Ok(meta) => (Some(stat_of(&meta).kind), marked_hidden(&meta)),
+                Err(_) => (None, false),
+            };
+            if !each(&name, kind, hidden) {
+                break;
+            }
+        }
+        true
+    }
+}
+
+fn stat_of(meta: &Metadata) -> Stat {
+    let t = meta.file_type();
+    let kind = if t.is_symlink() {
+        Kind::Link
+    } else if t.is_dir() {
+        Kind::Dir
+    } else if t.is_file() {
+        Kind::File
+    } else {
+        Kind::Other
+    };
+    Stat {
+        kind,
+        size: meta.len(),
+        modified: meta.modified().ok(),
+        version: None,
+    }
+}
+
+/// Missing things and names that cannot be are "not found"; the rest is an IO error.
+fn not_found_or(e: Error) -> OpenError {
+    // ERROR_INVALID_NAME, ERROR_DIRECTORY, ERROR_BAD_PATHNAME, ERROR_CANT_ACCESS_FILE (a reparse
+    // point the system cannot open), ERROR_NOT_A_REPARSE_POINT.
+    const NAME_ERRORS: [i32; 5] = [123, 267, 161, 1920, 4390];
+    match e.kind() {
+        ErrorKind::NotFound | ErrorKind::NotADirectory => OpenError::NotFound,
+        _ if e.raw_os_error().is_some_and(|c| NAME_ERRORS.contains(&c)) => OpenError::NotFound,
+        _ => OpenError::Io(e),
+    }
+}
+
+/// Device names Windows opens as devices in any folder, with any extension.
+const DEVICES: [&str; 7] = ["CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$", "CLOCK$"];
+
+#[cfg(test)]
+pub(super) fn version_at(_path: &Path) -> Option<Version> {
+    None
+}
+
+pub(super) fn name_allowed(name: &str) -> bool {
+    if name.is_empty()
+        || name.ends_with(['.', ' '])
+        || name
+            .chars()
+            .any(|c| c < ' ' || matches!(c, '<' | '>' | ':' | '"' | '|' | '?' | '*' | '\\'))
+    {
+        return false;
+    }
+    // The part before the first dot, trailing spaces dropped, names the device.
+    let stem = name.split('.').next().unwrap_or(name).trim_end_matches(' ');
+    let upper = stem.to_ascii_uppercase();
+    let numbered = |prefix: &str| {
+        upper.strip_prefix(prefix).is_some_and(|n| {
+            matches!(
+                n,
+                "0" | "1" | "2" | "3" | "4" | "5" | "6" | "7" | "8" | "9" | "¹" | "²" | "³"
+            )
+        })
+    };
+    !(DEVICES.contains(&upper.as_str()) || numbered("COM") || numbered("LPT"))
+}
+
+/// The final path of `file`'s handle, as a path (long names, no `\\?\`).
+fn final_path(file: &File) -> Option<PathBuf> {
+    let handle = file.as_raw_handle();
+    let mut buf: Vec<u16> = vec![0; 512];
+    loop {
+        let len = u32::try_from(buf.len()).ok()?;
+        // SAFETY: `handle` is an open handle owned by `file` for this call; `buf` is a
+        // writable buffer of `len` UTF-16 units, and the call writes at most that many (it
+        // returns the size needed instead when it does not fit).
+        let got = unsafe {
+            GetFinalPathNameByHandleW(
+                handle as _,
+                buf.as_mut_ptr(),
+                len,
+                FILE_NAME_NORMALIZED | VOLUME_NAME_DOS,
+            )
+        };
+        let got = usize::try_from(got).ok()?;
+        if got == 0 {
+            return None;
+        }
+        if got < buf.len() {
+            buf.truncate(got);
+            let path = PathBuf::from(std::ffi::OsString::from_wide(&buf));
+            return Some(plain_path(&path));
+        }
+        buf.resize(got + 1, 0);
+    }
+}
+
+/// `path` below `root`, both plain: compared component by component, ignoring case (as the
+/// file system does), `/`-separated in the case `path` has.
+fn rel_below(path: &Path, root: &Path) -> Option<String> {
+    let mut p = path.components();
+    for r in root.components() {
+        let c = p.next()?;
+        if !c
+            .as_os_str()
+            .to_string_lossy()
+            .eq_ignore_ascii_case(&r.as_os_str().to_string_lossy())
+        {
+            return None;
+        }
+    }
+    let rest: Vec<&str> = p
+        .map(|c| match c {
+            Component::Normal(n) => n.to_str(),
+            _ => None,
+        })
+        .collect::<Option<_>>()?;
+    Some(rest.join("/"))
+}
+
+pub(super) fn real_rel_of(file: &File, root: &Path) -> Option<Option<String>> {
+    let real = final_path(file)?;
+    let rel = rel_below(&real, root)?;
+    (!rel.is_empty()).then_some(Some(rel))
+}
+
+pub(super) fn below_root(target: &str, root: &Path) -> Option<String> {
+    rel_below(&plain_path(Path::new(target)), root)
+}
+
+/// `path` without the verbatim prefix: `\\?\C:\x` → `C:\x`, `\\?\UNC\srv\share\x` →
+/// `\\srv\share\x`; the drive letter upper case.
+pub(super) fn plain_path(path: &Path) -> PathBuf {
+    let text = path.to_string_lossy();
+    let plain: String = if let Some(rest) = text.strip_prefix(r"\\?\UNC\") {
+        format!(r"\\{rest}")
+    } else if let Some(rest) = text.strip_prefix(r"\\?\") {
+        rest.to_owned()
+    } else {
+        text.into_owned()
+    };
+    let mut plain = plain;
+    if plain.as_bytes().get(1) == Some(&b':') && plain.as_bytes()[0].is_ascii_alphabetic() {
+        plain[..1].make_ascii_uppercase();
+    }
+    PathBuf::from(plain)
+}
+
+/// RFC 8089: `file:///C:/dir/file`, or `file://server/share/dir/file` for a UNC path.
+pub(super) fn file_uri(path: &Path) -> Option<String> {
+    let plain = plain_path(path);
+    let text = plain.to_str()?.replace('\\', "/");
+    let text = text.trim_end_matches('/');
+    match plain.components().next() {
+        Some(Component::Prefix(p)) if matches!(p.kind(), Prefix::UNC(..)) => {
+            Some(format!("file:{}", crate::providers::encode_path(text)))
+        }
+        _ => Some(format!("file:///{}", crate::providers::encode_path(text))),
+    }
+}
+
+pub(super) fn normalize_uri(uri: &str) -> Cow<'_, str> {
+    let Some(rest) = uri.strip_prefix("file:///") else {
+        return Cow::Borrowed(uri);
+    };
+    let b = rest.as_bytes();
+    if b.first().is_none_or(|c| !c.is_ascii_alphabetic()) {
+        return Cow::Borrowed(uri);
+    }
+    let after = if rest[1..].starts_with(':') {
+        &rest[2..]
+    } else if rest
+        .get(1..4)
+        .is_some_and(|s| s.eq_ignore_ascii_case("%3A"))
+    {
+        &rest[4..]
+    } else {
+        return Cow::Borrowed(uri);
+    };
+    if !(after.is_empty() || after.starts_with('/')) {
+        return Cow::Borrowed(uri);
+    }
+    let drive = (b[0] as char).to_ascii_uppercase();
+    let normal = format!("file:///{drive}:{after}");
+    if normal == uri {
+        Cow::Borrowed(uri)
+    } else {
+        Cow::Owned(normal)
+    }
+}
+
+pub(super) fn open_regular(path: &Path) -> std::io::Result<(File, u64)> {
+    // A device name (`NUL`, `CON`) in its own folder is refused before anything opens it.
+    if path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| !name_allowed(n))
+    {
+        return Err(Error::new(ErrorKind::InvalidInput, "not a regular file"));
+    }
+    let file = OpenOptions::new()
+        .read(true)
+        .share_mode(FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(Error::new(ErrorKind::InvalidInput, "not a regular file"));
+    }
+    Ok((file, meta.len()))
+}
+
+pub(super) fn marked_hidden(meta: &Metadata) -> bool {
+    meta.file_attributes() & FILE_ATTRIBUTE_HIDDEN != 0
+}
+
+pub(super) fn same_file(file: &File, path: &Path) -> bool {
+    let (Ok(copy), Ok(other)) = (file.try_clone(), same_file::Handle::from_path(path)) else {
+        return false;
+    };
+    same_file::Handle::from_file(copy).is_ok_and(|h| h == other)
+}
+
+pub(super) fn same_path(a: &Path, b: &Path) -> bool {
+    same_file::is_same_file(a, b).unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_windows_would_alias_are_refused() {
+        for bad in [
+            "CON",
+            "con",
+            "Con.txt",
+            "NUL",
+            "nul.tar.gz",
+            "AUX",
+            "PRN",
+            "COM1",
+            "com9.log",
+            "LPT1",
+            "lpt3.txt",
+            "COM¹",
+            "CONIN$",
+            "conout$",
+            "CLOCK$",
+            "a.txt:secret",
+            "a.txt::$DATA",
+            "a.",
+            "a ",
+            "a.txt.",
+            "CON ",
+            "a<b",
+            "a|b",
+            "a\"b",
+            "a?",
+            "a*",
+            "a\u{1}b",
+            "",
+        ] {
+            assert!(!name_allowed(bad), "{bad:?}");
+        }
+        for good in [
+            "a.txt",
+            "CONFIG",
+            "console.log",
+            "COM10",
+            "LPT",
+            "nul_",
+            ".env",
+            "a b",
+        ] {
+            assert!(name_allowed(good), "{good:?}");
+        }
+    }
+
+    #[test]
+    fn uris_follow_rfc_8089() {
+        assert_eq!(
+            file_uri(Path::new(r"\\?\c:\Users\me\My Docs")).as_deref(),
+            Some("file:///C:/Users/me/My%20Docs")
+        );
+        assert_eq!(
+            file_uri(Path::new(r"\\?\UNC\srv\share\d")).as_deref(),
+            Some("file://srv/share/d")
+        );
+        assert_eq!(normalize_uri("file:///c:/a/b"), "file:///C:/a/b");
+        assert_eq!(normalize_uri("file:///C%3A/a"), "file:///C:/a");
+        assert_eq!(normalize_uri("file:///C:"), "file:///C:");
+        assert_eq!(normalize_uri("file:///cx/a"), "file:///cx/a");
+        assert_eq!(
+            rel_below(Path::new(r"C:\Root\Sub\a.txt"), Path::new(r"c:\root")).as_deref(),
+            Some("Sub/a.txt")
+        );
+        assert_eq!(
+            rel_below(Path::new(r"C:\Rooted\a"), Path::new(r"C:\Root")),
+            None
+        );
+    }
+}
