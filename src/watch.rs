@@ -703,4 +703,50 @@ mod tests {
         // The threads end and the channel closes (maybe after a last batch).
         while rx.recv().await.is_some() {}
     }
+
+    /// Waits for a batch holding `kind` for `path` (other changes may come first).
+    async fn seen(
+        rx: &mut UnboundedReceiver<Vec<Change>>,
+        path: &std::path::Path,
+        kind: ChangeKind,
+    ) {
+        let wait = async {
+            while let Some(batch) = rx.recv().await {
+                if batch.iter().any(|c| c.path == path && c.kind == kind) {
+                    return;
+                }
+            }
+            panic!("the watcher stopped before {kind:?} {}", path.display());
+        };
+        tokio::time::timeout(Duration::from_secs(20), wait)
+            .await
+            .unwrap_or_else(|_| panic!("no {kind:?} for {} in 20 s", path.display()));
+    }
+
+    /// On every platform (inotify, FSEvents, ReadDirectoryChangesW, and polling): a file made,
+    /// renamed and removed in a watched folder, and one made in a polled folder, are reported.
+    #[tokio::test]
+    async fn creates_renames_and_removes_are_reported_watched_or_polled() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = crate::providers::platform::canonical(dir.path()).unwrap();
+        let polled = root.join("polled");
+        let watched = root.join("watched");
+        std::fs::create_dir(&polled).unwrap();
+        std::fs::create_dir(&watched).unwrap();
+        let (w, mut rx) = Watcher::start(Duration::from_millis(20)).unwrap();
+        w.set_dirs(
+            vec![watched.clone()],
+            vec![(polled.clone(), Duration::from_millis(50))],
+        );
+        assert_eq!(w.watched(), 2);
+        std::fs::write(watched.join("b"), "b").unwrap();
+        seen(&mut rx, &watched.join("b"), ChangeKind::Created).await;
+        std::fs::rename(watched.join("b"), watched.join("c")).unwrap();
+        seen(&mut rx, &watched.join("c"), ChangeKind::Created).await;
+        std::fs::remove_file(watched.join("c")).unwrap();
+        seen(&mut rx, &watched.join("c"), ChangeKind::Removed).await;
+        std::fs::write(polled.join("p"), "p").unwrap();
+        seen(&mut rx, &polled.join("p"), ChangeKind::Created).await;
+        drop(w);
+    }
 }

@@ -581,7 +581,7 @@ mod tests {
     #[test]
     fn ignore_files_combine_as_ripgrep_combines_them() {
         let dir = tempfile::tempdir().expect("tmp");
-        let root = dir.path().canonicalize().expect("canonical");
+        let root = crate::providers::platform::canonical(dir.path()).expect("canonical");
         std::fs::create_dir(root.join(".git")).expect(".git");
         write(&root, ".git/info/exclude", "*.tmp\nexcluded/\n");
         write(&root, ".gitignore", "*.log\n!important.log\nbuild/\n");
@@ -629,7 +629,7 @@ mod tests {
     #[test]
     fn a_nested_repository_has_its_own_git_rules() {
         let dir = tempfile::tempdir().expect("tmp");
-        let root = dir.path().canonicalize().expect("canonical");
+        let root = crate::providers::platform::canonical(dir.path()).expect("canonical");
         std::fs::create_dir(root.join(".git")).expect(".git");
         write(&root, ".gitignore", "*.log\n");
         write(&root, ".ignore", "*.bak\n");
@@ -666,7 +666,7 @@ mod tests {
     #[test]
     fn folders_above_the_root_count_up_to_the_repository_top() {
         let dir = tempfile::tempdir().expect("tmp");
-        let base = dir.path().canonicalize().expect("canonical");
+        let base = crate::providers::platform::canonical(dir.path()).expect("canonical");
         write(&base, ".gitignore", "*.md\n");
         write(&base, "repo/docs/a.md", "");
         write(&base, "repo/docs/b.txt", "");

@@ -63,9 +63,16 @@ impl Dir {
         if !meta.is_dir() || is_reparse(&meta) {
             return Err(OpenError::NotFound);
         }
+        // The folder opened is the one at `path` by its own names: not another reached through
+        // something the system followed (Wine's view of a Unix symlink), nor by a short name
+        // (`GIT~1` for `.git`).
+        let path = plain_path(path);
+        if final_path(&handle).is_none_or(|real| rel_below(&real, &path).as_deref() != Some("")) {
+            return Err(OpenError::NotFound);
+        }
         Ok(Dir {
             _handle: handle,
-            path: path.to_path_buf(),
+            path,
         })
     }
 
@@ -242,9 +249,10 @@ fn final_path(file: &File) -> Option<PathBuf> {
     }
 }
 
-/// `path` below `root`, both plain: compared component by component, ignoring case (as the
-/// file system does), `/`-separated in the case `path` has.
+/// `path` below `root` (`""` for the root itself), both plain: compared component by
+/// component, ignoring case (as the file system does), `/`-separated in the case `path` has.
 fn rel_below(path: &Path, root: &Path) -> Option<String> {
+    let root = plain_path(root);
     let mut p = path.components();
     for r in root.components() {
         let c = p.next()?;
@@ -374,6 +382,17 @@ pub(super) fn same_path(a: &Path, b: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::providers::paths::{self, open_beneath};
+
+    fn root() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().expect("tmp");
+        let root = super::super::canonical(dir.path()).expect("canonical");
+        (dir, root)
+    }
+
+    fn found(root: &Path, rel: &str) -> Option<String> {
+        open_beneath(root, rel).ok().map(|o| o.real_rel)
+    }
 
     #[test]
     fn names_windows_would_alias_are_refused() {
@@ -445,5 +464,140 @@ mod tests {
             rel_below(Path::new(r"C:\Rooted\a"), Path::new(r"C:\Root")),
             None
         );
+    }
+
+    /// Devices, streams and names with trailing dots or spaces are not found, never opened;
+    /// the file itself by another case is found as what it is.
+    #[test]
+    fn devices_streams_and_aliases_are_not_found() {
+        let (_dir, root) = root();
+        std::fs::write(root.join("a.txt"), "a").expect("write");
+        for bad in [
+            "CON",
+            "nul",
+            "nul.txt",
+            "COM1",
+            "aux.md",
+            "a.txt:secret",
+            "a.txt::$DATA",
+            "a.txt.",
+            "a.txt ",
+            "A.TXT.",
+        ] {
+            assert!(found(&root, bad).is_none(), "{bad:?}");
+            assert!(!paths::is_plain_relative(bad), "{bad:?}");
+        }
+        assert_eq!(found(&root, "A.TXT").as_deref(), Some("a.txt"));
+        assert!(paths::read_regular(Path::new("NUL"), 10).is_err());
+    }
+
+    /// A short (8.3) name opens the file under its long name, which is what visibility judges:
+    /// `SECRET~1.TXT` for `.secret-file.txt` is that hidden file.
+    #[test]
+    fn short_names_are_judged_by_their_long_name() {
+        let (_dir, root) = root();
+        std::fs::create_dir(root.join(".hidden-folder")).expect("mkdir");
+        std::fs::write(root.join(".hidden-folder/inside.txt"), "x").expect("write");
+        std::fs::write(root.join(".secret-file.txt"), "s").expect("write");
+        for long in [".secret-file.txt", ".hidden-folder/inside.txt"] {
+            let Some(short) = short_rel(&root, long) else {
+                eprintln!("no short name for {long} (8.3 names off): not shown here");
+                continue;
+            };
+            assert_eq!(found(&root, &short).as_deref(), Some(long), "{short}");
+            let vis = crate::providers::visible::Visibility::new(&root, false, false);
+            let opened = open_beneath(&root, &short).expect("opened");
+            assert!(!vis.shows(&short, &opened.real_rel), "{short} shows {long}");
+        }
+    }
+
+    /// `rel`'s short form below `root`, if it differs.
+    fn short_rel(root: &Path, rel: &str) -> Option<String> {
+        use std::os::windows::ffi::OsStrExt as _;
+        let wide: Vec<u16> = root
+            .join(rel)
+            .as_os_str()
+            .encode_wide()
+            .chain([0])
+            .collect();
+        let mut buf = vec![0u16; 1024];
+        // SAFETY: `wide` is NUL-terminated; `buf` holds `buf.len()` writable units.
+        let n = unsafe {
+            windows_sys::Win32::Storage::FileSystem::GetShortPathNameW(
+                wide.as_ptr(),
+                buf.as_mut_ptr(),
+                u32::try_from(buf.len()).ok()?,
+            )
+        };
+        let short = String::from_utf16(&buf[..usize::try_from(n).ok()?]).ok()?;
+        let short = rel_below(Path::new(&short), root)?;
+        (short != rel).then_some(short)
+    }
+
+    /// The hidden attribute hides a file as a dot does; `hidden = true` shows it.
+    #[test]
+    fn the_hidden_attribute_counts_as_hidden() {
+        let (_dir, root) = root();
+        std::fs::write(root.join("plain.txt"), "p").expect("write");
+        std::fs::write(root.join("marked.txt"), "m").expect("write");
+        let attrib = std::process::Command::new("attrib")
+            .arg("+h")
+            .arg(root.join("marked.txt"))
+            .status();
+        let meta = std::fs::symlink_metadata(root.join("marked.txt")).expect("meta");
+        if !attrib.is_ok_and(|s| s.success()) || !marked_hidden(&meta) {
+            eprintln!("attrib +h did not mark the file: not shown here");
+            return;
+        }
+        let dir = Dir::open(&root).expect("root");
+        let mut seen = Vec::new();
+        dir.for_each(|name, _, hidden| {
+            seen.push((name.to_owned(), hidden));
+            true
+        });
+        seen.sort();
+        assert_eq!(
+            seen,
+            [("marked.txt".into(), true), ("plain.txt".into(), false)]
+        );
+        let vis = crate::providers::visible::Visibility::new(&root, false, false);
+        assert!(vis.visible("plain.txt") && !vis.visible("marked.txt"));
+        let shown = crate::providers::visible::Visibility::new(&root, true, false);
+        assert!(shown.visible("marked.txt"));
+    }
+
+    /// Symlinks and junctions that leave the root are not found; one inside is read at its
+    /// target. (Wine 8 creates no Windows links: there the links are not made, and it says so.)
+    #[test]
+    fn links_and_junctions_leaving_the_root_are_not_found() {
+        let (_dir, root) = root();
+        let (_out, outside) = self::root();
+        std::fs::write(outside.join("secret.txt"), "s").expect("write");
+        std::fs::create_dir(root.join("sub")).expect("mkdir");
+        std::fs::write(root.join("sub/in.txt"), "i").expect("write");
+        let made = |link: &str| std::fs::symlink_metadata(root.join(link)).is_ok();
+        let _ =
+            std::os::windows::fs::symlink_file(outside.join("secret.txt"), root.join("out.txt"));
+        let _ = std::os::windows::fs::symlink_dir(&outside, root.join("outdir"));
+        let _ = std::os::windows::fs::symlink_file(r"sub\in.txt", root.join("in-link.txt"));
+        let _ = std::process::Command::new("cmd")
+            .args(["/c", "mklink", "/J"])
+            .arg(root.join("junction"))
+            .arg(&outside)
+            .output();
+        for (link, rel) in [
+            ("out.txt", "out.txt"),
+            ("outdir", "outdir/secret.txt"),
+            ("junction", "junction/secret.txt"),
+        ] {
+            if made(link) {
+                assert!(found(&root, rel).is_none(), "{rel}");
+            } else {
+                eprintln!("{link} was not made here (Wine): not shown");
+            }
+        }
+        if made("in-link.txt") {
+            assert_eq!(found(&root, "in-link.txt").as_deref(), Some("sub/in.txt"));
+        }
     }
 }
