@@ -296,7 +296,7 @@ pub(crate) fn target(
         // opencode (opencode.ai/docs/mcp-servers, /docs/config): `mcp` entries
         // `{"type": "local", "command": [...]}` in opencode.json(c) at the project root or in
         // ~/.config/opencode/ (xdg-basedir: the same path on macOS and under %USERPROFILE% on
-        // Windows); JSONC. An existing opencode.jsonc is the one edited.
+        // Windows); JSONC. An opencode.jsonc is edited when there is no opencode.json.
         Client::Opencode if user => at(
             jsonc_or_json(&d.xdg_config()?.join("opencode"), "opencode"),
             json("mcp", Shape::Opencode, true),
@@ -310,13 +310,16 @@ pub(crate) fn target(
     })
 }
 
-/// `dir/stem.jsonc` when it exists, else `dir/stem.json`.
+/// `dir/stem.json` when it exists, else `dir/stem.jsonc` when that exists (opencode makes one
+/// in its own folder on first start), else `dir/stem.json`.
 fn jsonc_or_json(dir: &Path, stem: &str) -> PathBuf {
+    let json = dir.join(format!("{stem}.json"));
     let jsonc = dir.join(format!("{stem}.jsonc"));
-    if std::fs::symlink_metadata(&jsonc).is_ok() {
+    let exists = |p: &Path| std::fs::symlink_metadata(p).is_ok();
+    if !exists(&json) && exists(&jsonc) {
         jsonc
     } else {
-        dir.join(format!("{stem}.json"))
+        json
     }
 }
 

@@ -248,6 +248,15 @@ pub(crate) fn snippet(layout: Layout, name: &str, entry: &Entry) -> String {
     fresh(layout, name, entry, false)
 }
 
+/// Whether the file already has the servers key (an unparsable file: yes, nothing is done).
+pub(crate) fn has_key(text: &str, path: &Path, layout: Layout) -> bool {
+    match parse(text, path, layout.jsonc) {
+        Ok(Some(p)) => p.object.get(layout.key).is_some(),
+        Ok(None) => false,
+        Err(_) => true,
+    }
+}
+
 /// Adds or updates `name`; the new text (the same text when nothing changes).
 pub(crate) fn set(
     text: &str,
@@ -326,6 +335,7 @@ pub(crate) fn remove(
     layout: Layout,
     name: &str,
     own: &Path,
+    drop_empty_key: bool,
 ) -> Result<Option<Removed>, String> {
     let Some(parsed) = parse(text, path, layout.jsonc)? else {
         return Ok(None);
@@ -348,11 +358,20 @@ pub(crate) fn remove(
         return Err(not_ours(path, name, command));
     }
     existing.remove();
+    // The servers key goes too when register added it and it is empty now: the file reads as
+    // it did before.
+    if drop_empty_key && servers.properties().is_empty() {
+        if let Some(prop) = parsed.object.get(layout.key) {
+            prop.remove();
+        }
+    }
     let rest = parsed.root.to_serde_value().unwrap_or(Value::Null);
+    // Clients stamp files they read with metadata (Qwen Code `"$version"`, opencode
+    // `"$schema"`): such keys are no setting of the user's.
     let empty = match rest.as_object() {
-        Some(o) => o
-            .iter()
-            .all(|(k, v)| k == layout.key && v.as_object().is_some_and(Map::is_empty)),
+        Some(o) => o.iter().all(|(k, v)| {
+            k.starts_with('$') || (k == layout.key && v.as_object().is_some_and(Map::is_empty))
+        }),
         None => false,
     };
     Ok(Some(Removed {
@@ -412,15 +431,17 @@ mod tests {
         let (o, again, _) = set(&new, p, PLAIN, "acme", &entry(), opts()).unwrap();
         assert_eq!((o, again), (Outcome::Unchanged, new.clone()));
         assert!(set(&new, p, PLAIN, "other", &entry(), opts()).is_err());
-        assert!(remove(&new, p, PLAIN, "other", own()).is_err());
-        let removed = remove(&new, p, PLAIN, "acme", own()).unwrap().unwrap();
+        assert!(remove(&new, p, PLAIN, "other", own(), false).is_err());
+        let removed = remove(&new, p, PLAIN, "acme", own(), false)
+            .unwrap()
+            .unwrap();
         assert!(!removed.empty);
         assert_eq!(
             serde_json::from_str::<Value>(&removed.text).unwrap(),
             serde_json::from_str::<Value>(text).unwrap()
         );
         assert!(
-            remove(&removed.text, p, PLAIN, "acme", own())
+            remove(&removed.text, p, PLAIN, "acme", own(), false)
                 .unwrap()
                 .is_none()
         );
@@ -439,8 +460,11 @@ mod tests {
             serde_json::from_str::<Value>(fresh).unwrap()["servers"]["acme"]["type"],
             "stdio"
         );
-        let removed = remove(fresh, p, VSCODE, "acme", own()).unwrap().unwrap();
+        let removed = remove(fresh, p, VSCODE, "acme", own(), true)
+            .unwrap()
+            .unwrap();
         assert!(removed.empty, "{}", removed.text);
+        assert_eq!(removed.text.trim(), "{}");
     }
 
     #[test]
@@ -470,7 +494,9 @@ mod tests {
         assert_eq!(o, Outcome::Updated);
         assert!(updated.contains("/* ours */"), "{updated}");
         assert!(updated.contains("\"K\": \"v\""), "{updated}");
-        let removed = remove(&updated, p, VSCODE, "acme", own()).unwrap().unwrap();
+        let removed = remove(&updated, p, VSCODE, "acme", own(), false)
+            .unwrap()
+            .unwrap();
         assert_eq!(removed.text, text);
         assert!(!removed.empty);
     }
@@ -507,7 +533,9 @@ mod tests {
                     "{new:?}"
                 );
             }
-            let removed = remove(&new, p, PLAIN, "acme", own()).unwrap().unwrap();
+            let removed = remove(&new, p, PLAIN, "acme", own(), false)
+                .unwrap()
+                .unwrap();
             assert_eq!(removed.text, text);
         }
     }
@@ -532,7 +560,31 @@ mod tests {
         let off = text.replace("\"enabled\": true", "\"enabled\": false");
         let (o, _, _) = set(&off, p, oc, "acme", &e, opts()).unwrap();
         assert_eq!(o, Outcome::Unchanged);
-        assert!(remove(&text, p, oc, "acme", own()).unwrap().unwrap().empty);
+        assert!(
+            remove(&text, p, oc, "acme", own(), false)
+                .unwrap()
+                .unwrap()
+                .empty
+        );
+        // Metadata a client stamps on the file is no setting: still empty.
+        let stamped = text.replacen(
+            '{',
+            "{\"$schema\": \"https://opencode.ai/config.json\", \"$version\": 4,",
+            1,
+        );
+        assert!(
+            remove(&stamped, p, oc, "acme", own(), false)
+                .unwrap()
+                .unwrap()
+                .empty
+        );
+        let more = text.replacen('{', "{\"theme\": \"dark\",", 1);
+        assert!(
+            !remove(&more, p, oc, "acme", own(), false)
+                .unwrap()
+                .unwrap()
+                .empty
+        );
         let cp = Layout {
             key: "mcpServers",
             shape: Shape::CopilotLocal,

@@ -208,6 +208,12 @@ fn resolve(arg: &str, project: &Path) -> PathBuf {
     }
 }
 
+/// How the state names "register added the servers key to this file" (`FILE#KEY`).
+fn key_marker(target: &Target) -> PathBuf {
+    let key = layout(target.format).map_or("mcp_servers", |l| l.key);
+    PathBuf::from(format!("{}#{key}", target.path.display()))
+}
+
 fn layout(format: Format) -> Option<Layout> {
     match format {
         Format::Json { key, shape, jsonc } => Some(Layout { key, shape, jsonc }),
@@ -235,6 +241,7 @@ pub(crate) fn register(
     let locked = lock(&target.path, true)?
         .ok_or_else(|| format!("{}: cannot create the file", target.path.display()))?;
     let text = utf8_text(&locked, &target.path)?;
+    let key_missing = layout(target.format).is_some_and(|l| !json::has_key(&text, &target.path, l));
     let (outcome, new_text, note) = match layout(target.format) {
         Some(l) => json::set(&text, &target.path, l, name, entry, opts)?,
         None => set_codex(&text, &target.path, name, entry, opts)?,
@@ -254,6 +261,11 @@ pub(crate) fn register(
         !entry.env.is_empty(),
         backup_dir.as_deref(),
     )?;
+    if let Some(s) = state.filter(|_| key_missing && !locked.created()) {
+        if let Err(e) = s.remember(&[key_marker(target)]) {
+            notes.push(format!("could not record the key register added ({e})"));
+        }
+    }
     if let Some(s) = state.filter(|_| locked.created()) {
         let mut made = locked.created_dirs.clone();
         made.push(locked.target.clone());
@@ -286,8 +298,10 @@ pub(crate) fn unregister(
         return Ok(None);
     };
     let text = utf8_text(&locked, &target.path)?;
+    let marker = key_marker(target);
+    let drop_key = state.is_some_and(|s| s.created(&marker));
     let removed = match layout(target.format) {
-        Some(l) => json::remove(&text, &target.path, l, name, own)?,
+        Some(l) => json::remove(&text, &target.path, l, name, own, drop_key)?,
         None => remove_codex(&text, &target.path, name, own)?,
     };
     let Some(removed) = removed else {
