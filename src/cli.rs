@@ -820,7 +820,7 @@ pub async fn init(dir: Option<PathBuf>, force: bool) -> i32 {
     let _ = writeln!(out, "Next:  mcp-manifest check {shown}");
     let _ = writeln!(
         out,
-        "Then:  mcp-manifest register claude-desktop {shown}   (or claude-code, cursor, vscode, windsurf, codex, gemini)"
+        "Then:  mcp-manifest register claude-desktop {shown}   (or claude-code, cursor, vscode, windsurf, codex, gemini, copilot, qwen, opencode)"
     );
     OK
 }

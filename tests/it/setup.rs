@@ -236,11 +236,60 @@ fn init_in_an_empty_folder_and_its_examples_check() {
         .map(|l| l.strip_prefix("# ").or(l.strip_prefix('#')).unwrap_or(l))
         .collect::<Vec<_>>()
         .join("\n");
-    f.write("notes/a.md", "a\n");
     f.write("mcp-server.toml", format!("{head}\n{uncommented}\n"));
     let summary = checks(&f);
     assert!(summary.contains("prompts    1"), "{summary}");
     assert!(summary.contains("1 from the manifest"), "{summary}");
+    // And each runs, in this folder as init left it (nothing added by hand).
+    let root = f.root();
+    let out = ok(&run(
+        &root,
+        &root,
+        &["call", "grep", "pattern=no such text anywhere"],
+    ));
+    assert!(!out.contains("error"), "{out}");
+    let out = ok(&run(
+        &root,
+        &root,
+        &["call", "grep", "pattern=^\\[server\\]"],
+    ));
+    assert!(out.contains("mcp-server.toml:"), "{out}");
+    // (The manifest itself is never served; the schema init wrote beside it is.)
+    let out = ok(&run(&root, &root, &["read", "text:///mcp-server.schema.json"]));
+    assert!(out.contains("\"$schema\""), "{out}");
+    let out = ok(&run(&root, &root, &["prompt", "review", "path=src/a.rs"]));
+    assert!(out.contains("Review src/a.rs"), "{out}");
+    let out = ok(&run(&root, &root, &["list"]));
+    assert!(out.contains("docs"), "{out}");
+}
+
+#[test]
+fn init_serves_build_manifests_and_offers_the_test_runner() {
+    let f = Fixture::new();
+    f.write(
+        "Cargo.toml",
+        "[package]\nname = \"t\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    );
+    f.write("src/lib.rs", "#[test]\nfn passes() {}\n");
+    f.write("README.md", "# T\n");
+    let out = ok(&run(&f.root(), &f.root(), &["init", "."]));
+    let text = std::fs::read_to_string(f.path("mcp-server.toml")).expect("manifest");
+    assert!(text.contains("\"Cargo.toml\""), "{text}");
+    let listing = list_json(&f);
+    assert!(
+        uris(&listing).iter().any(|u| u.ends_with("/Cargo.toml")),
+        "{listing}"
+    );
+    let has_cargo = std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("cargo").is_file()));
+    assert_eq!(text.contains("[tools.test]"), has_cargo, "{out}\n{text}");
+    if has_cargo {
+        assert!(out.contains("test tool        cargo test"), "{out}");
+        assert!(
+            text.contains("command = [\"cargo\", \"test\", \"--quiet\"]"),
+            "{text}"
+        );
+    }
 }
 
 #[test]
