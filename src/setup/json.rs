@@ -360,10 +360,11 @@ pub(crate) fn remove(
     existing.remove();
     // The servers key goes too when register added it and it is empty now: the file reads as
     // it did before.
-    if drop_empty_key && servers.properties().is_empty() {
-        if let Some(prop) = parsed.object.get(layout.key) {
-            prop.remove();
-        }
+    if drop_empty_key
+        && servers.properties().is_empty()
+        && let Some(prop) = parsed.object.get(layout.key)
+    {
+        prop.remove();
     }
     let rest = parsed.root.to_serde_value().unwrap_or(Value::Null);
     // Clients stamp files they read with metadata (Qwen Code `"$version"`, opencode

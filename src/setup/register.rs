@@ -261,10 +261,10 @@ pub(crate) fn register(
         !entry.env.is_empty(),
         backup_dir.as_deref(),
     )?;
-    if let Some(s) = state.filter(|_| key_missing && !locked.created()) {
-        if let Err(e) = s.remember(&[key_marker(target)]) {
-            notes.push(format!("could not record the key register added ({e})"));
-        }
+    if let Some(s) = state.filter(|_| key_missing && !locked.created())
+        && let Err(e) = s.remember(&[key_marker(target)])
+    {
+        notes.push(format!("could not record the key register added ({e})"));
     }
     if let Some(s) = state.filter(|_| locked.created()) {
         let mut made = locked.created_dirs.clone();

@@ -255,7 +255,11 @@ fn init_in_an_empty_folder_and_its_examples_check() {
     ));
     assert!(out.contains("mcp-server.toml:"), "{out}");
     // (The manifest itself is never served; the schema init wrote beside it is.)
-    let out = ok(&run(&root, &root, &["read", "text:///mcp-server.schema.json"]));
+    let out = ok(&run(
+        &root,
+        &root,
+        &["read", "text:///mcp-server.schema.json"],
+    ));
     assert!(out.contains("\"$schema\""), "{out}");
     let out = ok(&run(&root, &root, &["prompt", "review", "path=src/a.rs"]));
     assert!(out.contains("Review src/a.rs"), "{out}");
