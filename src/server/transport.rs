@@ -440,11 +440,16 @@ impl Session {
             batch,
             Batch {
                 pending,
+                filling: true,
                 ..Batch::default()
             },
         );
         for (p, cost) in parsed {
             st.apply(p, Some(batch), cost, &self.writable);
+        }
+        // Every member is in: the batch may go out (now, if none of them waits for rmcp).
+        if let Some(b) = st.batches.get_mut(&batch) {
+            b.filling = false;
         }
         st.batch_progress(batch, &self.writable);
         drop(st);
@@ -504,6 +509,9 @@ struct Batch {
     answers: Vec<u8>,
     /// Whether one of its requests was handed to rmcp (it counts among the open batches).
     opened: bool,
+    /// Its members are still being sorted (`Session::take_line`): an answer written by us
+    /// (`[1,2,3]` is three errors) does not end it yet.
+    filling: bool,
 }
 
 /// One line for stdout: `bytes`, or (with `shared`) `bytes`, then the shared result, then
@@ -967,7 +975,7 @@ impl State {
     /// A batch whose requests are all done goes out as one line (nothing if all were
     /// notifications).
     fn batch_progress(&mut self, batch: u64, writable: &Condvar) {
-        if self.batches.get(&batch).is_none_or(|b| b.pending > 0) {
+        if self.batches.get(&batch).is_none_or(|b| b.pending > 0 || b.filling) {
             return;
         }
         let Some(b) = self.batches.remove(&batch) else {

@@ -279,6 +279,17 @@ pub fn message(text: &[u8], in_batch: bool, next_id: &mut dyn FnMut() -> u64) ->
                 &format!("Parse error: {e}"),
             ));
         }
+        // Valid JSON that is not an object (`[1,2,3]` is three of these): no id to echo.
+        Err(_) if text.first() != Some(&b'{') => {
+            let what = match text.first() {
+                Some(b'"') => "a string",
+                Some(b't' | b'f') => "a boolean",
+                Some(b'n') => "null",
+                _ => "a number",
+            };
+            let message = format!("Invalid Request: a message is a JSON object, not {what}");
+            return Parsed::Reply(error_line(&ClientId::null(), -32600, &message));
+        }
         Err(e) => {
             let id = id_from_prefix(text).unwrap_or_else(ClientId::null);
             return Parsed::Reply(error_line(&id, -32600, &format!("Invalid Request: {e}")));
