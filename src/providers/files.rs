@@ -64,11 +64,6 @@ pub(crate) struct FilesSource {
     root_dir: Mutex<Option<Arc<OwnedFd>>>,
     /// Folders above the root whose ignore files apply (up to the enclosing git work tree).
     parents: Vec<PathBuf>,
-    /// The last URIs `read_now` found too large to read in place, newest last: it declines them
-    /// again without opening the file (the read it leaves to the blocking pool opens it anyway,
-    /// and a reader thread busy opening large files reaches a `ping` behind them later). A
-    /// file that shrank is read by that path all the same, which forgets it here.
-    large: Mutex<VecDeque<String>>,
     /// The pages after the last one served, walked ahead on a thread of their own (unwatched
     /// sources; see `page_blocking`).
     ahead: Ahead<Walked>,
@@ -131,9 +126,6 @@ impl ReadCache {
         }
     }
 }
-
-/// How many URIs `FilesSource::large` keeps.
-const LARGE_KEPT: usize = 16;
 
 #[derive(Debug, Default)]
 struct DirRules {
@@ -295,7 +287,6 @@ impl FilesSource {
             ignores: Mutex::new(HashMap::new()),
             listing: Mutex::new(None),
             root_dir: Mutex::new(None),
-            large: Mutex::new(VecDeque::new()),
             ahead: Ahead::default(),
             folders: Mutex::default(),
             read_cache: Mutex::new(ReadCache::default()),
@@ -341,7 +332,6 @@ impl FilesSource {
             ignores: Mutex::new(HashMap::new()),
             listing: Mutex::new(None),
             root_dir: Mutex::new(None),
-            large: Mutex::new(VecDeque::new()),
             ahead: Ahead::default(),
             folders: Mutex::default(),
             read_cache: Mutex::new(ReadCache::default()),
@@ -397,6 +387,19 @@ impl FilesSource {
         };
         self.read_ahead(&walked, limit);
         self.page_from(walked)
+    }
+
+    /// A page that needs no walk: from a watched source's cached listing (once listed, until a
+    /// change drops it), or walked ahead and ready. Never waits.
+    fn page_at_hand(
+        self: &Arc<Self>,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Option<PageOf<ResourceInfo>> {
+        match self.cached() {
+            Some(all) => Some(self.page_of(&all, after, limit)),
+            None => self.page_ahead_now(after?, limit),
+        }
     }
 
     /// `page_blocking` when the page was walked ahead and is ready (never waits).
@@ -913,7 +916,7 @@ impl FilesSource {
         })
     }
 
-    /// Keeps what `read_now` read of the file at `rel` at `version`, if it has stood unchanged
+    /// Keeps what `read_in_place` read of the file at `rel` at `version`, if it has stood unchanged
     /// for `settled`.
     fn keep_read(&self, rel: String, version: paths::Version, checked: u64, read: &Contents) {
         if !version.settled(SystemTime::now(), self.settled) {
@@ -930,6 +933,47 @@ impl FilesSource {
                 },
             );
         }
+    }
+
+    /// The read of a file of at most [`INLINE_READ`] bytes, done on the calling thread:
+    /// `open_beneath`, `fstat` and one `read` of a local file cost a few microseconds, less than
+    /// the blocking pool's two thread hand-offs (and wake-ups); a watched source's file read
+    /// lately costs one `fstatat` (`read_cached`). Buys `read/100B-text` pipelined ~3× and its
+    /// sequential p50 ~20 µs (BENCHMARKS.md, issue 14's second and fifth passes), no figure a
+    /// person feels. A larger file comes back opened, for the blocking pool to read. (A file
+    /// system that hangs would hang the calling thread; so would SQLite's `stat` of its
+    /// database, done in place for the same reason.)
+    fn read_in_place(&self, uri: &str) -> Result<Result<Contents, paths::Opened>, RequestError> {
+        // The path below the root of a watched folder's file: what its reads are kept by.
+        let kept_by = (self.watch && !self.root_is_file)
+            .then(|| paths::plain_relative(uri.strip_prefix(&self.root_uri)?.strip_prefix('/')?))
+            .flatten();
+        if let Some(rel) = &kept_by
+            && let Some(hit) = self.read_cached(uri, rel)
+        {
+            return Ok(Ok(hit));
+        }
+        // Read before the rules are checked (see `read_cached`).
+        let changes = self.changes_seen.load(Ordering::Acquire);
+        let opened = match &kept_by {
+            // What `open_for_read` does, without finding the path again.
+            Some(rel) => self
+                .open_rel(rel)
+                .ok_or_else(|| RequestError::NotFound(uri.to_owned()))?,
+            None => self.open_for_read(uri)?,
+        };
+        if opened.size > INLINE_READ {
+            return Ok(Err(opened));
+        }
+        // Kept only if opened by its own path (no symlink followed).
+        let keep = kept_by
+            .filter(|rel| *rel == opened.real_rel)
+            .zip(opened.version);
+        let read = self.read_opened(uri, opened)?;
+        if let Some((rel, version)) = keep {
+            self.keep_read(rel, version, changes, &read);
+        }
+        Ok(Ok(read))
     }
 
     fn open_for_read(&self, uri: &str) -> Result<paths::Opened, RequestError> {
@@ -1132,24 +1176,17 @@ impl Source for FilesSource {
         on_blocking(move || Ok(self.list_blocking()))
     }
 
+    /// A page at hand is served in place, without the blocking pool's two thread hand-offs;
+    /// any other is made there. Buys `list/1` pipelined ~25 000 → ~800 000/s and `list/10k`
+    /// ~25 % (BENCHMARKS.md, issue 14's fifth pass), no figure a person feels.
     fn list_page(
         self: Arc<Self>,
         after: Option<String>,
         limit: usize,
     ) -> BoxFut<Result<PageOf<ResourceInfo>, RequestError>> {
-        on_blocking(move || Ok(self.page_blocking(after.as_deref(), limit)))
-    }
-
-    /// A watched source pages its cached listing at once (once listed, until a change drops it);
-    /// an unwatched one serves a page walked ahead, if it is ready.
-    fn list_page_now(
-        self: Arc<Self>,
-        after: Option<&str>,
-        limit: usize,
-    ) -> Option<Result<PageOf<ResourceInfo>, RequestError>> {
-        match self.cached() {
-            Some(all) => Some(Ok(self.page_of(&all, after, limit))),
-            None => self.page_ahead_now(after?, limit).map(Ok),
+        match self.page_at_hand(after.as_deref(), limit) {
+            Some(page) => ready(Ok(page)),
+            None => on_blocking(move || Ok(self.page_blocking(after.as_deref(), limit))),
         }
     }
 
@@ -1169,73 +1206,14 @@ impl Source for FilesSource {
         }]
     }
 
-    /// A small file is opened and read in place: `open_beneath`, `fstat` and one `read` of a
-    /// local file cost a few microseconds, less than the two thread hand-offs (and the
-    /// wake-ups) of the blocking pool. Anything larger than [`INLINE_READ`] is read there.
-    /// (A file system that hangs would hang the runtime thread; so would SQLite's `stat` of
-    /// its database, done in place for the same reason.)
+    /// A small file is read in place (`read_in_place`); a larger one on the blocking pool.
     fn read(self: Arc<Self>, uri: String) -> BoxFut<Result<Contents, RequestError>> {
         Box::pin(async move {
-            let opened = self.open_for_read(&uri)?;
-            if opened.size <= INLINE_READ {
-                if let Ok(mut large) = self.large.lock()
-                    && let Some(at) = large.iter().position(|u| *u == uri)
-                {
-                    large.remove(at);
-                }
-                return self.read_opened(&uri, opened);
+            match self.read_in_place(&uri)? {
+                Ok(read) => Ok(read),
+                Err(opened) => blocking(move || self.read_opened(&uri, opened)).await?,
             }
-            blocking(move || self.read_opened(&uri, opened)).await?
         })
-    }
-
-    /// What `read` does in place: a file of at most [`INLINE_READ`] bytes (or an error found on
-    /// the way to it).
-    fn read_now(&self, uri: &str) -> Option<Result<Contents, RequestError>> {
-        if self.large.lock().is_ok_and(|l| l.iter().any(|u| u == uri)) {
-            return None;
-        }
-        // The path below the root of a watched folder's file: what its reads are kept by.
-        let kept_by = (self.watch && !self.root_is_file)
-            .then(|| paths::plain_relative(uri.strip_prefix(&self.root_uri)?.strip_prefix('/')?))
-            .flatten();
-        if let Some(rel) = &kept_by
-            && let Some(hit) = self.read_cached(uri, rel)
-        {
-            return Some(Ok(hit));
-        }
-        // Read before the rules are checked (see `read_cached`).
-        let changes = self.changes_seen.load(Ordering::Acquire);
-        let opened = match &kept_by {
-            // What `open_for_read` does, without finding the path again.
-            Some(rel) => self
-                .open_rel(rel)
-                .ok_or_else(|| RequestError::NotFound(uri.to_owned())),
-            None => self.open_for_read(uri),
-        };
-        match opened {
-            Ok(opened) if opened.size > INLINE_READ => {
-                if let Ok(mut large) = self.large.lock() {
-                    if large.len() == LARGE_KEPT {
-                        large.pop_front();
-                    }
-                    large.push_back(uri.to_owned());
-                }
-                None
-            }
-            Ok(opened) => {
-                // Kept only if opened by its own path (no symlink followed).
-                let keep = kept_by
-                    .filter(|rel| *rel == opened.real_rel)
-                    .zip(opened.version);
-                let read = self.read_opened(uri, opened);
-                if let (Ok(contents), Some((rel, version))) = (&read, keep) {
-                    self.keep_read(rel, version, changes, contents);
-                }
-                Some(read)
-            }
-            Err(e) => Some(Err(e)),
-        }
     }
 
     fn serves(self: Arc<Self>, uri: String) -> BoxFut<bool> {
@@ -1782,34 +1760,34 @@ mod tests {
         let mut src = FilesSource::hiding_rules(&root, false, false);
         src.watch = true;
         // Just written: not kept.
-        assert_eq!(text(src.read_now("/a.txt")), "one");
+        assert_eq!(text(read_now(&src, "/a.txt")), "one");
         assert!(src.read_cache.lock().unwrap().files.is_empty());
         src.settled = std::time::Duration::ZERO;
-        assert_eq!(text(src.read_now("/a.txt")), "one");
+        assert_eq!(text(read_now(&src, "/a.txt")), "one");
         // Kept: what is kept is what a read answers (seen by changing it behind the source's back).
         let keep_as = |src: &FilesSource, s: &str| {
             let mut cache = src.read_cache.lock().unwrap();
             cache.files.get_mut("a.txt").unwrap().body = super::Body::Text(s.to_owned());
         };
         keep_as(&src, "own");
-        assert_eq!(text(src.read_now("/a.txt")), "own");
+        assert_eq!(text(read_now(&src, "/a.txt")), "own");
         // Another size: read again.
         std::fs::write(&file, "two!").unwrap();
-        assert_eq!(text(src.read_now("/a.txt")), "two!");
+        assert_eq!(text(read_now(&src, "/a.txt")), "two!");
         // The same size, another time: read again.
         keep_as(&src, "kep!");
         std::fs::write(&file, "2wo!").unwrap();
         let f = std::fs::File::options().write(true).open(&file).unwrap();
         f.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000))
             .unwrap();
-        assert_eq!(text(src.read_now("/a.txt")), "2wo!");
+        assert_eq!(text(read_now(&src, "/a.txt")), "2wo!");
         // Gone: not found, whatever was kept.
         std::fs::remove_file(&file).unwrap();
-        assert!(matches!(src.read_now("/a.txt"), Some(Err(_))));
+        assert!(matches!(read_now(&src, "/a.txt"), Some(Err(_))));
         // A file reached through a symlink is never kept.
         std::fs::write(root.join("b.txt"), "bee").unwrap();
         std::os::unix::fs::symlink("b.txt", root.join("l.txt")).unwrap();
-        assert_eq!(text(src.read_now("/l.txt")), "bee");
+        assert_eq!(text(read_now(&src, "/l.txt")), "bee");
         assert!(!src.read_cache.lock().unwrap().files.contains_key("l.txt"));
         // A kept file's folder swapped for a symlink that leaves the root: not found (its
         // `stat` finds another file; the read that follows refuses the way out).
@@ -1817,11 +1795,11 @@ mod tests {
         std::fs::write(outside.path().join("x.txt"), "secret").unwrap();
         std::fs::create_dir(root.join("d")).unwrap();
         std::fs::write(root.join("d/x.txt"), "inside").unwrap();
-        assert_eq!(text(src.read_now("/d/x.txt")), "inside");
+        assert_eq!(text(read_now(&src, "/d/x.txt")), "inside");
         assert!(src.read_cache.lock().unwrap().files.contains_key("d/x.txt"));
         std::fs::rename(root.join("d"), root.join("d.old")).unwrap();
         std::os::unix::fs::symlink(outside.path(), root.join("d")).unwrap();
-        assert!(matches!(src.read_now("/d/x.txt"), Some(Err(_))));
+        assert!(matches!(read_now(&src, "/d/x.txt"), Some(Err(_))));
     }
 
     /// A kept file replaced by a symlink (to another file inside the root) is read through the
@@ -1835,11 +1813,11 @@ mod tests {
         let mut src = FilesSource::hiding_rules(&root, false, false);
         src.watch = true;
         src.settled = std::time::Duration::ZERO;
-        assert_eq!(text(src.read_now("/a.txt")), "one");
+        assert_eq!(text(read_now(&src, "/a.txt")), "one");
         assert!(src.read_cache.lock().unwrap().files.contains_key("a.txt"));
         std::fs::remove_file(root.join("a.txt")).unwrap();
         std::os::unix::fs::symlink("b.txt", root.join("a.txt")).unwrap();
-        assert_eq!(text(src.read_now("/a.txt")), "bee");
+        assert_eq!(text(read_now(&src, "/a.txt")), "bee");
     }
 
     /// A client paging to the end gets every file once, in order, whatever the page size
@@ -1863,10 +1841,7 @@ mod tests {
             loop {
                 // Every other page by the reader's path when it is ready, as a client gets it.
                 let page = match after.as_deref().filter(|_| got.len() % 2 == 1) {
-                    Some(a) => src
-                        .clone()
-                        .list_page_now(Some(a), limit)
-                        .and_then(Result::ok),
+                    Some(a) => src.page_at_hand(Some(a), limit),
                     None => None,
                 }
                 .unwrap_or_else(|| src.page_blocking(after.as_deref(), limit));
@@ -2008,22 +1983,22 @@ mod tests {
         let mut src = FilesSource::hiding_rules(&root, false, true);
         src.watch = true;
         src.settled = std::time::Duration::ZERO;
-        assert_eq!(text(src.read_now("/a.txt")), "one");
-        assert_eq!(text(src.read_now("/a.txt")), "one");
+        assert_eq!(text(read_now(&src, "/a.txt")), "one");
+        assert_eq!(text(read_now(&src, "/a.txt")), "one");
         assert!(src.read_cache.lock().unwrap().files.contains_key("a.txt"));
         std::fs::write(root.join(".gitignore"), "a.txt\n").unwrap();
         src.apply_changes_blocking(&[crate::watch::Change {
             path: root.join(".gitignore"),
             kind: crate::watch::ChangeKind::Created,
         }]);
-        assert!(matches!(src.read_now("/a.txt"), Some(Err(_))));
+        assert!(matches!(read_now(&src, "/a.txt"), Some(Err(_))));
         // Shown again: read (and kept) again.
         std::fs::write(root.join(".gitignore"), "b.txt\n").unwrap();
         src.apply_changes_blocking(&[crate::watch::Change {
             path: root.join(".gitignore"),
             kind: crate::watch::ChangeKind::Modified,
         }]);
-        assert_eq!(text(src.read_now("/a.txt")), "one");
+        assert_eq!(text(read_now(&src, "/a.txt")), "one");
     }
 
     /// The kept reads are bounded in bytes and files, the oldest dropped first.
@@ -2123,11 +2098,7 @@ mod tests {
         assert_eq!(src.ahead.ready(), ["b/", "c/"], "two pages ahead");
         // Walked before `b/f0` went: served as walked, by the reader's path.
         std::fs::remove_file(root.join("b/f0")).unwrap();
-        let second = src
-            .clone()
-            .list_page_now(Some(&next), 3)
-            .expect("ready")
-            .unwrap();
+        let second = src.page_at_hand(Some(&next), 3).expect("ready");
         assert_eq!(names(&second), ["b/f0", "b/f1", "b/f2"]);
         // The fourth page is walked ahead at once; the third, asked for too late, is walked
         // again (without the file removed since).
@@ -2136,22 +2107,30 @@ mod tests {
         assert_eq!(src.ahead.ready(), ["c/", "d/"]);
         src.ahead.age(super::ahead::FRESH * 2);
         std::fs::remove_file(root.join("c/f0")).unwrap();
-        assert!(src.clone().list_page_now(Some(&next), 3).is_none());
+        assert!(src.page_at_hand(Some(&next), 3).is_none());
         let third = src.page_blocking(Some(&next), 3);
         assert_eq!(names(&third), ["c/f1", "c/f2", "d/f0"]);
         // The page walked ahead after `d/` does not follow this one: walked again after
         // `d/f0`, and it is the last.
         src.ahead.wait_idle();
         assert_eq!(src.ahead.ready(), ["d/f0"]);
-        let fourth = src
-            .clone()
-            .list_page_now(third.next.as_deref(), 3)
-            .expect("ready")
-            .unwrap();
+        let fourth = src.page_at_hand(third.next.as_deref(), 3).expect("ready");
         assert_eq!(names(&fourth), ["d/f1", "d/f2"]);
         assert!(fourth.next.is_none());
         src.ahead.wait_idle();
         assert!(src.ahead.ready().is_empty());
+    }
+
+    /// What `read` answers in place (`None`: the file is left to the blocking pool).
+    fn read_now(
+        src: &FilesSource,
+        uri: &str,
+    ) -> Option<Result<crate::providers::Contents, crate::providers::RequestError>> {
+        match src.read_in_place(uri) {
+            Ok(Ok(read)) => Some(Ok(read)),
+            Ok(Err(_)) => None,
+            Err(e) => Some(Err(e)),
+        }
     }
 
     fn text(
@@ -2163,40 +2142,19 @@ mod tests {
         }
     }
 
-    /// The reader's shortcut declines a file it found too large without opening it again, until
-    /// a read on the blocking path finds it small: declining is always safe (that path checks
-    /// everything), and a large file is opened once per read, not twice.
+    /// A file larger than [`INLINE_READ`] is left to the blocking pool, which reads it whole;
+    /// one at the limit is read in place.
     #[tokio::test]
-    async fn a_file_found_too_large_is_declined_until_read_small() {
+    async fn large_files_are_read_on_the_pool_and_small_ones_in_place() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
-        let big = root.join("big.txt");
-        let size = usize::try_from(INLINE_READ).unwrap() + 1;
-        std::fs::write(&big, "x".repeat(size)).unwrap();
-        std::fs::write(root.join("small.txt"), "small").unwrap();
+        let size = usize::try_from(INLINE_READ).unwrap();
+        std::fs::write(root.join("big.txt"), "x".repeat(size + 1)).unwrap();
+        std::fs::write(root.join("edge.txt"), "y".repeat(size)).unwrap();
         let src = Arc::new(FilesSource::hiding_rules(&root, false, false));
-        assert!(
-            src.read_now("/big.txt").is_none(),
-            "a large file is left to the pool"
-        );
-        assert_eq!(text(src.read_now("/small.txt")), "small");
-        // Now small: still declined (nothing was opened to see it), and the pool reads it.
-        std::fs::write(&big, "now small").unwrap();
-        assert!(
-            src.read_now("/big.txt").is_none(),
-            "known large, declined at once"
-        );
+        assert!(read_now(&src, "/big.txt").is_none(), "left to the pool");
+        assert_eq!(text(read_now(&src, "/edge.txt")).len(), size);
         let read = src.clone().read("/big.txt".into()).await.unwrap();
-        assert!(matches!(read.body, Body::Text(ref t) if t == "now small"));
-        // That read forgot it: answered in place again.
-        assert_eq!(text(src.read_now("/big.txt")), "now small");
-        // Only the last few are kept.
-        for i in 0..=super::LARGE_KEPT {
-            let name = format!("big{i}.txt");
-            std::fs::write(root.join(&name), "x".repeat(size)).unwrap();
-            assert!(src.read_now(&format!("/{name}")).is_none());
-        }
-        assert_eq!(src.large.lock().unwrap().len(), super::LARGE_KEPT);
-        assert!(!src.large.lock().unwrap().iter().any(|u| u == "/big0.txt"));
+        assert!(matches!(read.body, Body::Text(ref t) if t.len() == size + 1));
     }
 }
