@@ -15,7 +15,7 @@
 //!   output queue; what rmcp may take next (`State::pick`).
 //! - `adapter.rs`: [`LineTransport`], what rmcp drives: `receive` takes from the scheduler,
 //!   `send` puts the client's id back on each answer and queues it.
-//! - `writer.rs`: [`Output`], the writer thread, the only one that writes stdout.
+//! - `writer.rs`: [`Output`], the writer thread, which writes stdout.
 //! - `size.rs`: how large an answer is before it is serialized (and where it is serialized).
 //! - `direct.rs`: the one shortcut past rmcp (the reader answers a bare `ping`, small reads and
 //!   cached list pages itself), with the figures it buys.
@@ -60,8 +60,9 @@
 //!   [`MAX_OPEN_BATCHES`] batches under way.
 //!
 //! Answers are serialized by the send future (a large one on the blocking pool), so every byte
-//! waiting for stdout is counted exactly. The thread that routes requests never writes stdout,
-//! so a client that does not read never blocks it, on any platform.
+//! waiting for stdout is counted exactly. The thread that routes requests never writes stdout
+//! (the writer thread does, and the reader its own answers while the writer sleeps), so a
+//! client that does not read never blocks it, on any platform.
 //!
 //! # Session start
 //!

@@ -247,6 +247,7 @@ pub(super) async fn deliver(
             let mut st = session.lock();
             st.enqueue(Out {
                 bytes,
+                shared: None,
                 release: None,
             });
             st.wake_writer(&session.writable);
@@ -257,6 +258,7 @@ pub(super) async fn deliver(
             let mut st = session.lock();
             st.enqueue(Out {
                 bytes,
+                shared: None,
                 release: None,
             });
             st.wake_writer(&session.writable);

@@ -13,8 +13,8 @@
 //! Only the last is something a client may feel (a liveness check never waits behind work);
 //! the rest is kept because the suite's figures must stay within 1.5× (issue 30). Only in a
 //! session that started with `initialize` before 2026-07-28 (whose answers rmcp shapes
-//! differently), only once its answer is queued, and only when no work waits for rmcp, so
-//! this path never overtakes queued work; its answers count in the output queue like any
+//! differently), only once its answer is queued, and only while the budget has room (so it
+//! never passes a request waiting for bytes); its answers count in the output queue like any
 //! other. The test `reads_and_listings_answered_on_the_reader_are_what_rmcp_answers`
 //! (tests/it/protocol.rs) compares every kind of answer with rmcp's.
 
@@ -101,22 +101,26 @@ pub(super) fn answer(session: &Arc<Session>, text: &[u8]) -> bool {
     {
         Poll::Ready(reply) => {
             log(&method, &job.subject, start, &reply);
-            let mut bytes = match reply {
-                Ok(Reply::Json(json)) => parse::result_line(&req.id, &json).into_bytes(),
-                other => serialize_answer(&message(internal, other), &req.id),
+            let out = match reply {
+                Ok(Reply::Json(page)) => Out {
+                    bytes: parse::result_head(&req.id).into_bytes(),
+                    shared: Some(page),
+                    release: None,
+                },
+                other => {
+                    let mut bytes = serialize_answer(&message(internal, other), &req.id);
+                    bytes.push(b'\n');
+                    Out {
+                        bytes,
+                        shared: None,
+                        release: None,
+                    }
+                }
             };
-            bytes.push(b'\n');
             let mut st = session.lock();
             // Its answer is bounded and counts in the output queue: its slot is free now.
             st.release(internal);
-            hold(
-                session,
-                &mut st,
-                Out {
-                    bytes,
-                    release: None,
-                },
-            );
+            hold(session, &mut st, out);
         }
         Poll::Pending => {
             let stop = CancellationToken::new();
@@ -213,12 +217,12 @@ fn hold(session: &Session, st: &mut State, out: Out) {
 
 impl State {
     /// Takes a work slot and `need` bytes of the budget for a request the reader runs, if it
-    /// may start now: nothing waits for rmcp (so it overtakes no queued work), and a slot, the
-    /// output queue and the budget have room. `false`: it goes to rmcp like any request.
+    /// may start now: a slot, the output queue and the budget have room, and no reservation
+    /// waits (so what runs here holds at most `BUDGET / need` slots, and never passes a request
+    /// of rmcp's waiting for bytes). `false`: it goes to rmcp like any request.
     fn start_direct(&mut self, internal: u64, id: &ClientId, need: usize) -> bool {
         let need = need.min(BUDGET);
         let admitted = !self.closed
-            && self.work.is_empty()
             && self.work_used < MAX_WORK
             && self.out_bytes < OUTPUT_CAP
             && self.waiters.is_empty()

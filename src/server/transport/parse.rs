@@ -197,12 +197,18 @@ pub fn ping_answer(req: &Direct) -> Option<String> {
 
 /// A result line (without its newline): `result` is JSON.
 pub fn result_line(id: &ClientId, result: &str) -> String {
-    let mut line = String::with_capacity(id.raw.len() + result.len() + 40);
+    let mut line = result_head(id);
+    line.push_str(result);
+    line.push('}');
+    line
+}
+
+/// A result line up to its result (which then goes after it, and a `}`).
+pub fn result_head(id: &ClientId) -> String {
+    let mut line = String::with_capacity(id.raw.len() + 40);
     line.push_str(r#"{"jsonrpc":"2.0","id":"#);
     line.push_str(&id.raw);
     line.push_str(r#","result":"#);
-    line.push_str(result);
-    line.push('}');
     line
 }
 

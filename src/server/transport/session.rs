@@ -9,11 +9,14 @@ use rmcp::service::{RequestContext, RoleServer};
 
 use super::direct::Hook;
 use super::state::{RecState, State, Waiter};
+use super::writer::{Sink, write_held};
 use super::{BUDGET, INPUT_CAP, OUTPUT_CAP};
 
 /// The state shared by the reader thread, rmcp's loop, send futures and the writer thread.
 pub(super) struct Session {
     pub state: Mutex<State>,
+    /// stdout (see `writer::Sink`).
+    pub sink: Mutex<Sink>,
     /// Wakes `receive`: something to hand over, a slot freed, the end of input.
     pub ready: tokio::sync::Notify,
     /// Wakes the reader thread: room in the input or output queue.
@@ -32,9 +35,10 @@ pub(super) struct Session {
 }
 
 impl Session {
-    pub fn new() -> Session {
+    pub fn new(sink: Mutex<Sink>) -> Session {
         Session {
             state: Mutex::new(State::new()),
+            sink,
             ready: tokio::sync::Notify::new(),
             room: Condvar::new(),
             writable: Condvar::new(),
@@ -61,15 +65,17 @@ impl Session {
         self.out_room.notify_waiters();
     }
 
-    /// Wakes the writer for the answers the reader queued without waking it (`State::held`);
-    /// whether there were any.
+    /// Sends what the reader queued without waking the writer (`State::held`): writes it here
+    /// when the writer sleeps (`writer::write_held`), else wakes it. Whether there was any.
     pub fn flush_held(&self) -> bool {
         let mut st = self.lock();
         if !st.held {
             return false;
         }
         st.held = false;
-        st.wake_writer(&self.writable);
+        if let Err(st) = write_held(self, st) {
+            st.wake_writer(&self.writable);
+        }
         true
     }
 

@@ -9,7 +9,7 @@
 //! granted in order; a batch goes out as one line once its last member is done.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::Condvar;
+use std::sync::{Arc, Condvar};
 
 use rmcp::model::{ClientRequest, JsonRpcMessage};
 use rmcp::service::{RoleServer, RxJsonRpcMessage};
@@ -80,12 +80,20 @@ pub(super) struct Batch {
     pub filling: bool,
 }
 
-/// One line for stdout (with its newline).
+/// One line for stdout: `bytes` (with its newline), or with `shared`: `bytes`, the shared
+/// result, then [`SHARED_TAIL`].
 pub(super) struct Out {
     pub bytes: Vec<u8>,
+    /// A result kept once for every answer that gives it (a `tools/list` page, `direct.rs`):
+    /// a thousand pipelined listings hold one copy. Buys the peak RSS of 1 000 pipelined
+    /// `tools/list` of a 202-tool manifest: 28–30 → 20 MiB (BENCHMARKS.md, issue 30).
+    pub shared: Option<Arc<str>>,
     /// The request whose answer this is: released once written.
     pub release: Option<u64>,
 }
+
+/// What ends a line whose result is shared: the envelope's `}` and the newline.
+pub(super) const SHARED_TAIL: &[u8] = b"}\n";
 
 impl Out {
     /// `text` as a line of its own (the newline added), released by nothing.
@@ -94,13 +102,27 @@ impl Out {
         bytes.push(b'\n');
         Out {
             bytes,
+            shared: None,
             release: None,
         }
     }
 
-    /// The bytes the line holds (and counts in the output queue).
+    /// The bytes the line holds (and counts in the output queue: a shared result whole).
     pub fn len(&self) -> usize {
         self.bytes.len()
+            + self
+                .shared
+                .as_ref()
+                .map_or(0, |r| r.len() + SHARED_TAIL.len())
+    }
+
+    pub fn write_to(&self, w: &mut impl std::io::Write) -> std::io::Result<()> {
+        w.write_all(&self.bytes)?;
+        if let Some(result) = &self.shared {
+            w.write_all(result.as_bytes())?;
+            w.write_all(SHARED_TAIL)?;
+        }
+        Ok(())
     }
 }
 
@@ -253,6 +275,7 @@ impl State {
         bytes.push(b'\n');
         self.enqueue(Out {
             bytes,
+            shared: None,
             release: None,
         });
         self.wake_writer(writable);
@@ -354,6 +377,7 @@ impl State {
                     bytes.push(b'\n');
                     self.enqueue(Out {
                         bytes,
+                        shared: None,
                         release: None,
                     });
                     return None;
@@ -551,6 +575,7 @@ impl State {
         bytes.extend_from_slice(b"]\n");
         self.enqueue(Out {
             bytes,
+            shared: None,
             release: None,
         });
         self.wake_writer(writable);
@@ -576,6 +601,7 @@ impl State {
                 bytes.push(b'\n');
                 self.enqueue(Out {
                     bytes,
+                    shared: None,
                     release: Some(internal),
                 });
                 self.grant();

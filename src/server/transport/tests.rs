@@ -368,6 +368,71 @@ async fn the_reader_answers_what_the_hook_takes_and_everything_else_reaches_rmcp
     drop(h.output);
 }
 
+/// A result the hook shares (`Reply::Json`, a `tools/list` page) goes out whole in every answer
+/// that gives it, each with its own id, and every byte of them counts in the output queue until
+/// written; the queue holds the page once.
+#[tokio::test]
+async fn a_shared_result_is_written_whole_for_each_request_that_gets_it() {
+    let page: Arc<str> = Arc::from(format!(
+        r#"{{"tools":[{}]}}"#,
+        "\"x\",".repeat(20_000) + "1"
+    ));
+    let given = page.clone();
+    let hook: Hook = Box::new(move |method, params| {
+        (method == "tools/list" && params.is_none()).then(|| Job {
+            reserve: LIST_RESERVE,
+            subject: String::new(),
+            answer: Box::pin(std::future::ready(Ok(Reply::Json(given.clone())))),
+        })
+    });
+    let mut h = Harness::started_with(Some(hook), ProtocolVersion::V_2025_11_25).await;
+    let n = 200;
+    let mut burst = String::new();
+    for i in 0..n {
+        burst.push_str(&format!(
+            r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/list"}}"#
+        ));
+        burst.push('\n');
+    }
+    h.gate.set(false);
+    h.write(burst.trim_end());
+    // Held while the client does not read: each answer counts whole, the page is there once
+    // per answer as a reference.
+    h.until(|st| st.out_bytes >= 10 * page.len());
+    assert!(Arc::strong_count(&page) > 10);
+    h.gate.set(true);
+    let answers = || -> Vec<String> {
+        h.gate
+            .lines()
+            .into_iter()
+            .filter(|l| l.contains(r#""tools""#))
+            .collect()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while answers().len() < n {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} answers",
+            answers().len()
+        );
+        std::thread::yield_now();
+    }
+    let mut ids = std::collections::BTreeSet::new();
+    for l in answers() {
+        let rest = l
+            .strip_prefix(r#"{"jsonrpc":"2.0","id":"#)
+            .expect("a result line");
+        let (id, result) = rest.split_once(',').expect("an id");
+        assert!(result == format!(r#""result":{page}}}"#), "answer {id}");
+        ids.insert(id.parse::<usize>().expect("a number"));
+    }
+    assert_eq!(ids, (0..n).collect(), "each request answered once");
+    h.until(|st| st.out_bytes == 0);
+    // Let go once written: the hook's and this test's are left.
+    assert_eq!(Arc::strong_count(&page), 2);
+    drop(h.output);
+}
+
 /// A read the reader starts and cannot finish at once is finished on the runtime: it holds a
 /// work slot and its reservation until its answer is written, never reaches rmcp, and is
 /// answered with the client's id.
@@ -431,10 +496,10 @@ async fn a_read_the_reader_started_is_cancelled_and_never_answered() {
     );
 }
 
-/// The reader starts nothing while work waits for rmcp (it would overtake it) or the budget
-/// is spent: such a read goes to rmcp's queue like any request, behind what waits.
+/// The reader starts nothing while every work slot is taken or the budget is spent: such a
+/// read goes to rmcp's queue like any request, behind what waits.
 #[tokio::test]
-async fn the_reader_starts_nothing_while_work_waits() {
+async fn the_reader_starts_nothing_without_a_slot_and_room_in_the_budget() {
     let slow = Slow::default();
     let mut h = Harness::started_with(Some(slow.hook()), ProtocolVersion::V_2025_11_25).await;
     let call = r#"{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"t"}}"#;
