@@ -482,7 +482,7 @@ pub(crate) async fn serve_stdio(registry: Registry) -> anyhow::Result<()> {
         registry,
         (std::io::stdin(), Watch::stdin()),
         std::io::stdout(),
-        terminate_signal(),
+        transport::terminated(),
     )
     .await
 }
@@ -584,18 +584,3 @@ async fn terminate_or_interrupt() {
     let _ = tokio::signal::ctrl_c().await;
 }
 
-#[cfg(unix)]
-async fn terminate_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    match signal(SignalKind::terminate()) {
-        Ok(mut s) => {
-            s.recv().await;
-        }
-        Err(_) => std::future::pending().await,
-    }
-}
-
-#[cfg(not(unix))]
-async fn terminate_signal() {
-    std::future::pending().await
-}

@@ -20,7 +20,8 @@
 //! - `direct.rs`: the one shortcut past rmcp (the reader answers a bare `ping`, small reads and
 //!   cached list pages itself), with the figures it buys.
 //! - `session.rs`: what the threads share (the state's lock, their wake-ups) and [`reserve`].
-//! - `sys.rs`: the one platform seam (the reader's watch of its input).
+//! - `sys.rs`: the one platform seam (the reader's watch of its input; how a stdio server is
+//!   told to stop).
 //!
 //! # Ids
 //!
@@ -85,7 +86,7 @@ mod writer;
 pub use adapter::LineTransport;
 pub use direct::hook;
 pub use session::reserve;
-pub use sys::Watch;
+pub use sys::{Watch, terminated};
 pub use writer::Output;
 
 pub(super) const MIB: usize = 1024 * 1024;

@@ -3,9 +3,13 @@
 //! that does not read blocks only the writer thread, memory is bounded by the queues' caps, and
 //! the end of the input ends the session.
 //!
-//! What differs is only the reader's short watch of its input after it answered (`Watch`,
-//! used by `reader::Spin`): `poll(2)` with a zero timeout on Unix (Linux, macOS); on Windows no
-//! watch (the reader goes straight back to `ReadFile`), as a watch buys only microseconds.
+//! What differs:
+//! - the reader's short watch of its input after it answered (`Watch`, used by
+//!   `reader::Spin`): `poll(2)` with a zero timeout on Unix (Linux, macOS); on Windows no watch
+//!   (the reader goes straight back to `ReadFile`), as a watch buys only microseconds;
+//! - how a stdio server is told to stop besides the end of its input (`terminated`): SIGTERM
+//!   on Unix; on Windows the console's Ctrl+C, Ctrl+Break and close events (a server killed
+//!   with `TerminateProcess` gets no event: its tools' processes go with their Job Object).
 
 /// The input, watched without blocking: whether a line (or the end) is waiting.
 pub struct Watch {
@@ -66,5 +70,35 @@ impl Watch {
         {
             true
         }
+    }
+}
+
+/// Completes when the process is asked to stop (see the module docs); never where it cannot be.
+pub async fn terminated() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    }
+    #[cfg(windows)]
+    {
+        use tokio::signal::windows::{ctrl_break, ctrl_c, ctrl_close};
+        let (Ok(mut c), Ok(mut b), Ok(mut close)) = (ctrl_c(), ctrl_break(), ctrl_close()) else {
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            _ = c.recv() => {}
+            _ = b.recv() => {}
+            _ = close.recv() => {}
+        }
+    }
+    #[cfg(not(any(unix, windows)))]
+    {
+        std::future::pending().await
     }
 }
