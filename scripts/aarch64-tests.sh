@@ -8,8 +8,6 @@
 # the tests they run emulated):
 # - it refuses `clone(CLONE_VM)` for a process that is not a thread (EINVAL), so the trial clone
 #   in src/process/launch.rs must pick the forked supervisor (a test checks that it does);
-# - it has no `pwritev2` (ENOSYS), so the routing thread's `RWF_NOWAIT` writes
-#   (Session::write_now) turn off and answers go through the writer (a test checks that too);
 # - it runs `clone(CLONE_VM | CLONE_VFORK)` as a plain fork, so an `execve` failure written by
 #   the child into shared memory never reaches the supervisor, which reports exit 127 instead
 #   of the missing program: the two tests of those messages are skipped here (they run natively).

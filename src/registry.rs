@@ -19,7 +19,7 @@ use crate::providers::spec::TemplateSpec;
 use crate::providers::sqlite::SqliteSource;
 use crate::providers::template::{Roots, TemplateSource};
 use crate::providers::{
-    Body, ChangeEffect, Completion, CompletionRequest, Contents, Database, MAX_URI_BYTES, PageOf,
+    Body, ChangeEffect, Completion, CompletionRequest, Contents, Database, MAX_URI_BYTES,
     RequestError, ResourceInfo, Source, TemplateInfo, check_uri_length, check_uri_length_at,
 };
 use crate::quote::{Quote, quote};
@@ -355,46 +355,6 @@ impl Registry {
         &self,
         cursor: Option<&str>,
     ) -> Result<ResourcePage, RequestError> {
-        let page = |s: &Arc<dyn Source>, after: Option<String>, limit: usize| {
-            let listed = s.clone().list_page(after, limit);
-            async move { Some(listed.await) }
-        };
-        let serves = |s: &Arc<dyn Source>, uri: &str| {
-            let served = s.clone().serves(uri.to_owned());
-            async move { Some(served.await) }
-        };
-        self.list_resources_page_via(cursor, page, serves)
-            .await
-            .unwrap_or_else(|| Err(RequestError::Internal("no page".into())))
-    }
-
-    /// `list_resources_page` when every source involved has the page at hand
-    /// (`Source::list_page_now`): a watched files source's cached listing. `None` when one
-    /// would have to wait.
-    pub fn list_resources_page_now(
-        &self,
-        cursor: Option<&str>,
-    ) -> Option<Result<ResourcePage, RequestError>> {
-        let page = |s: &Arc<dyn Source>, after: Option<String>, limit: usize| {
-            std::future::ready(s.clone().list_page_now(after.as_deref(), limit))
-        };
-        at_once(self.list_resources_page_via(cursor, page, |_, _| std::future::ready(None)))
-    }
-
-    /// The paging of `list_resources_page`, asking each source for its page through `page` and
-    /// whether it serves a URI through `serves`; `None` as soon as one of them gives `None`.
-    async fn list_resources_page_via<P, PF, S, SF>(
-        &self,
-        cursor: Option<&str>,
-        page: P,
-        serves: S,
-    ) -> Option<Result<ResourcePage, RequestError>>
-    where
-        P: Fn(&Arc<dyn Source>, Option<String>, usize) -> PF,
-        PF: Future<Output = Option<Result<PageOf<ResourceInfo>, RequestError>>>,
-        S: Fn(&Arc<dyn Source>, &str) -> SF,
-        SF: Future<Output = Option<bool>>,
-    {
         let page_size = self.page_size().max(1);
         let invalid = |c: &str| {
             RequestError::InvalidParams(format!("invalid cursor {}", quote(c, Quote::Code)))
@@ -403,7 +363,7 @@ impl Registry {
             None => (0, None),
             Some(c) => match decode_resource_cursor(c).filter(|(i, _)| *i < self.sources.len()) {
                 Some(start) => start,
-                None => return Some(Err(invalid(c))),
+                None => return Err(invalid(c)),
             },
         };
         let mut out = Vec::new();
@@ -411,46 +371,38 @@ impl Registry {
             let source = &self.sources[index];
             if out.len() == page_size {
                 // Full: is there anything after? Ask for one item.
-                let probe = match page(source, None, 1).await? {
-                    Ok(p) => p,
-                    Err(e) => return Some(Err(e)),
-                };
+                let probe = source.clone().list_page(None, 1).await?;
                 if !probe.items.is_empty() {
-                    return Some(Ok((out, Some(encode_resource_cursor(index, None)))));
+                    return Ok((out, Some(encode_resource_cursor(index, None))));
                 }
                 index += 1;
                 continue;
             }
-            let found = match page(source, after.take(), page_size - out.len()).await? {
+            let found = match source
+                .clone()
+                .list_page(after.take(), page_size - out.len())
+                .await
+            {
                 Ok(p) => p,
                 Err(RequestError::InvalidParams(_)) => {
-                    return Some(Err(invalid(cursor.unwrap_or_default())));
+                    return Err(invalid(cursor.unwrap_or_default()));
                 }
-                Err(e) => return Some(Err(e)),
+                Err(e) => return Err(e),
             };
-            out.extend(self.not_listed_before(index, found.items, &serves).await?);
+            out.extend(self.not_listed_before(index, found.items).await);
             if let Some(key) = found.next {
-                return Some(Ok((out, Some(encode_resource_cursor(index, Some(&key))))));
+                return Ok((out, Some(encode_resource_cursor(index, Some(&key)))));
             }
             index += 1;
         }
-        Some(Ok((out, None)))
+        Ok((out, None))
     }
 
     /// `items` of source `index` without those an earlier source lists too (overlapping roots:
     /// a URI is listed once, by the first source). Only sources that list what they serve are
     /// asked (not templates), and only for URIs they own, so sources that do not overlap cost a
     /// prefix check per item.
-    async fn not_listed_before<S, SF>(
-        &self,
-        index: usize,
-        items: Vec<ResourceInfo>,
-        serves: &S,
-    ) -> Option<Vec<ResourceInfo>>
-    where
-        S: Fn(&Arc<dyn Source>, &str) -> SF,
-        SF: Future<Output = Option<bool>>,
-    {
+    async fn not_listed_before(&self, index: usize, items: Vec<ResourceInfo>) -> Vec<ResourceInfo> {
         let earlier: Vec<&Arc<dyn Source>> = self.sources[..index]
             .iter()
             .filter(|s| !s.tried_last())
@@ -459,7 +411,7 @@ impl Registry {
         for r in items {
             let mut listed = false;
             for s in earlier.iter().filter(|s| s.owns(&r.uri)) {
-                if serves(s, &r.uri).await? {
+                if Arc::clone(s).serves(r.uri.clone()).await {
                     listed = true;
                     break;
                 }
@@ -468,7 +420,7 @@ impl Registry {
                 out.push(r);
             }
         }
-        Some(out)
+        out
     }
 
     pub fn templates(&self) -> Vec<TemplateInfo> {
@@ -478,32 +430,6 @@ impl Registry {
     /// Reads one resource. Sources that own the URI are tried in manifest order, fixed URIs
     /// before user templates (which come last); the first answer that is not "not found" wins.
     pub async fn read(&self, uri: &str) -> Result<Vec<Contents>, RequestError> {
-        let read = |s: &Arc<dyn Source>| {
-            let found = s.clone().read(uri.to_owned());
-            async move { Some(found.await) }
-        };
-        self.read_via(uri, read)
-            .await
-            .unwrap_or_else(|| Err(RequestError::NotFound(uri.to_owned())))
-    }
-
-    /// `read` when every source asked answers at once (`Source::read_now`: a small local
-    /// file); `None` when one would have to wait.
-    pub fn read_now(&self, uri: &str) -> Option<Result<Vec<Contents>, RequestError>> {
-        at_once(self.read_via(uri, |s| std::future::ready(s.read_now(uri))))
-    }
-
-    /// The order and rule of `read`, each source read through `read`; `None` as soon as one
-    /// gives `None`.
-    async fn read_via<R, RF>(
-        &self,
-        uri: &str,
-        read: R,
-    ) -> Option<Result<Vec<Contents>, RequestError>>
-    where
-        R: Fn(&Arc<dyn Source>) -> RF,
-        RF: Future<Output = Option<Result<Contents, RequestError>>>,
-    {
         // Before any source: a template matches a URI in time proportional to its length, so
         // no source sees a URI longer than it takes (`Source::max_uri_bytes`); one no source
         // takes is refused for its length.
@@ -514,9 +440,7 @@ impl Registry {
             .map(|s| s.max_uri_bytes())
             .max()
             .unwrap_or(MAX_URI_BYTES);
-        if let Err(e) = check_uri_length_at(uri, longest) {
-            return Some(Err(e));
-        }
+        check_uri_length_at(uri, longest)?;
         let mut refused = None;
         // A source that does not take URIs this long (a template, after a SQL source that did
         // not know the URI): "not found" if another was asked, else the length.
@@ -530,16 +454,16 @@ impl Registry {
                 continue;
             }
             asked = true;
-            match read(source).await? {
-                Ok(c) => return Some(Ok(vec![c])),
+            match source.clone().read(uri.to_owned()).await {
+                Ok(c) => return Ok(vec![c]),
                 Err(RequestError::NotFound(_)) => {}
                 Err(e) => refused = Some(e),
             }
         }
-        Some(Err(refused.unwrap_or_else(|| match too_long {
+        Err(refused.unwrap_or_else(|| match too_long {
             Some(e) if !asked => e,
             _ => RequestError::NotFound(uri.to_owned()),
-        })))
+        }))
     }
 
     /// Completes a variable of a resource template (`ref/resource`).
@@ -1014,16 +938,6 @@ fn decode_resource_cursor(cursor: &str) -> Option<(usize, Option<String>)> {
     match rest.split_once(':') {
         Some((i, key)) => Some((i.parse().ok()?, Some(key.to_owned()))),
         None => Some((rest.parse().ok()?, None)),
-    }
-}
-
-/// The value of `fut` if it completes without waiting (every step of a `*_now` answer is
-/// ready); `None` if it would wait, or gives `None`.
-fn at_once<T>(fut: impl Future<Output = Option<T>>) -> Option<T> {
-    let fut = std::pin::pin!(fut);
-    match fut.poll(&mut std::task::Context::from_waker(std::task::Waker::noop())) {
-        std::task::Poll::Ready(value) => value,
-        std::task::Poll::Pending => None,
     }
 }
 

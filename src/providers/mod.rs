@@ -79,27 +79,12 @@ pub(crate) trait Source: Send + Sync + std::fmt::Debug + 'static {
         })
     }
 
-    /// `list_page` when the page is at hand (a cached listing), for a caller that must not wait
-    /// (the transport's reader thread answers such requests itself); `None`: use `list_page`.
-    fn list_page_now(
-        self: Arc<Self>,
-        _after: Option<&str>,
-        _limit: usize,
-    ) -> Option<Result<PageOf<ResourceInfo>, RequestError>> {
-        None
-    }
-
     /// The URI templates (no IO).
     fn templates(&self) -> Vec<TemplateInfo>;
 
-    /// Reads one URI this source owns.
+    /// Reads one URI this source owns. A read that takes a few system calls may finish when
+    /// first polled (a small local file); the caller awaits it either way.
     fn read(self: Arc<Self>, uri: String) -> BoxFut<Result<Contents, RequestError>>;
-
-    /// `read` when it takes no more than a few system calls (a small local file), for a caller
-    /// that must not wait; `None`: use `read`.
-    fn read_now(&self, _uri: &str) -> Option<Result<Contents, RequestError>> {
-        None
-    }
 
     /// Whether `uri` names something this source would read (for subscriptions: a hidden file,
     /// a table that does not exist, a URI of no source are not found). Reads nothing large and

@@ -84,66 +84,6 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
     (year, month, day)
 }
 
-/// The JSON of a `resources/list` result (a session before 2026-07-28: no `resultType`), as
-/// rmcp writes it from [`resource`]s, written straight from the page: the reader thread answers
-/// pages of a cached listing or walked ahead, a thousand resources each, and rmcp's types cost
-/// an allocation or two per field on the way.
-pub(super) fn list_page_json(items: &[ResourceInfo], next: Option<&str>) -> String {
-    use std::io::Write as _;
-    fn string(out: &mut Vec<u8>, s: &str) {
-        // Writing to a `Vec` cannot fail.
-        let _ = serde_json::to_writer(&mut *out, s);
-    }
-    let guess = items.iter().fold(64, |n, r| {
-        n + 96
-            + r.uri.len()
-            + r.name.len()
-            + r.title.as_ref().map_or(0, String::len)
-            + r.description.as_ref().map_or(0, String::len)
-            + r.mime_type.as_ref().map_or(0, String::len)
-    });
-    let mut out = Vec::with_capacity(guess + next.map_or(0, str::len));
-    out.push(b'{');
-    if let Some(next) = next {
-        out.extend_from_slice(b"\"nextCursor\":");
-        string(&mut out, next);
-        out.push(b',');
-    }
-    out.extend_from_slice(b"\"resources\":[");
-    for (i, r) in items.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(b"{\"uri\":");
-        string(&mut out, &r.uri);
-        out.extend_from_slice(b",\"name\":");
-        string(&mut out, &r.name);
-        for (key, value) in [
-            (&b",\"title\":"[..], &r.title),
-            (b",\"description\":", &r.description),
-            (b",\"mimeType\":", &r.mime_type),
-        ] {
-            if let Some(v) = value {
-                out.extend_from_slice(key);
-                string(&mut out, v);
-            }
-        }
-        if let Some(size) = r.size {
-            out.extend_from_slice(b",\"size\":");
-            let _ = write!(out, "{size}");
-        }
-        if let Some(t) = r.last_modified {
-            out.extend_from_slice(b",\"annotations\":{\"lastModified\":\"");
-            out.extend_from_slice(rfc3339(t).as_bytes());
-            out.extend_from_slice(b"\"}");
-        }
-        out.push(b'}');
-    }
-    out.extend_from_slice(b"]}");
-    // Only `str`s and ASCII were written.
-    String::from_utf8(out).unwrap_or_default()
-}
-
 /// One listed resource, its strings moved (a page holds a thousand).
 pub(super) fn resource(r: ResourceInfo) -> Resource {
     let mut raw = Resource::new(r.uri, r.name);
@@ -281,53 +221,7 @@ mod tests {
 
     use proptest::prelude::*;
 
-    use super::{list_page_json, resource, rfc3339};
-    use crate::providers::ResourceInfo;
-
-    /// The page the reader writes is the page rmcp writes: strings that need escaping, every
-    /// optional field there or not, times before 1970 and after 9999.
-    #[test]
-    fn a_page_written_directly_is_what_rmcp_writes() {
-        let mut items = Vec::new();
-        for (i, name) in [
-            "plain.txt",
-            "quote \" back\\slash\ttab\nline\u{1}\u{7f}",
-            "ünïcødé/😀.md",
-            "",
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            let mut r = ResourceInfo::new(format!("file:///r/{}", i), name);
-            if i % 2 == 0 {
-                r.title = Some(format!("title \"{i}\""));
-                r.description = Some("desc\u{2028}".into());
-                r.size = Some(u64::MAX - i as u64);
-            }
-            if i != 3 {
-                r.mime_type = Some("text/plain".into());
-            }
-            r.last_modified = match i {
-                0 => Some(UNIX_EPOCH + Duration::from_secs(1_798_761_599)),
-                1 => Some(UNIX_EPOCH - Duration::from_secs(86_401)),
-                2 => Some(UNIX_EPOCH + Duration::from_secs(253_402_300_800 + 5)),
-                _ => None,
-            };
-            items.push(r);
-        }
-        for next in [None, Some("cmVzOjA6YQ"), Some("\"odd\"")] {
-            for page in [&items[..], &items[..0]] {
-                let mut want = rmcp::model::ListResourcesResult::with_all_items(
-                    page.iter().cloned().map(resource).collect(),
-                );
-                want.next_cursor = next.map(str::to_owned);
-                want.result_type = None;
-                let got: serde_json::Value =
-                    serde_json::from_str(&list_page_json(page, next)).expect("JSON");
-                assert_eq!(got, serde_json::to_value(&want).unwrap(), "{next:?}");
-            }
-        }
-    }
+    use super::rfc3339;
 
     fn chrono_rfc3339(t: SystemTime) -> String {
         chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)

@@ -42,12 +42,9 @@ use crate::quote::{Quote, quote};
 use crate::registry::{PromptContent, Registry, paginate};
 use crate::scopeguard;
 use crate::tools::CallContext;
-use convert::{
-    completion, contents, error, forward_progress, list_page_json, prompt, resource, role,
-    tool_result,
-};
+use convert::{completion, contents, error, forward_progress, prompt, resource, role, tool_result};
 use shared::{Session, Shared, Snapshot};
-use transport::{LineTransport, Output, Quick};
+use transport::{LineTransport, Output, Watch};
 
 /// The `ServerHandler` of one session: the state every session shares (the manifest snapshot,
 /// swapped on an edit; the watcher) and this session's own.
@@ -517,80 +514,13 @@ async fn admitted<F: std::future::Future>(
 
 /// Serves `registry` on stdin/stdout until stdin closes (or SIGTERM), then returns within ~1 s.
 pub(crate) async fn serve_stdio(registry: Registry) -> anyhow::Result<()> {
-    // rmcp's thread may write a short answer to stdout itself (`Output::write_directly`), and
-    // the reader watches stdin a moment after answering (`Output::spin_on_input`).
     serve_on(
         registry,
-        (std::io::stdin(), Some(libc::STDIN_FILENO)),
-        (std::io::stdout(), Some(libc::STDOUT_FILENO)),
-        terminate_signal(),
+        (std::io::stdin(), Watch::stdin()),
+        std::io::stdout(),
+        transport::terminated(),
     )
     .await
-}
-
-/// What the transport answers on its reader thread (`transport::Shortcut`), exactly as the
-/// handlers above would: `resources/read` of a small local file, a `resources/list` page
-/// from a cached listing and a `tools/list` page (serialized once per manifest), when the
-/// params are plain (no `_meta`). Everything else, errors
-/// included, goes through rmcp.
-fn shortcut(shared: Arc<Shared>) -> transport::Shortcut {
-    #[derive(serde::Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Read {
-        uri: String,
-    }
-    #[derive(serde::Deserialize, Default)]
-    #[serde(deny_unknown_fields)]
-    struct List {
-        #[serde(default)]
-        cursor: Option<String>,
-    }
-    Box::new(move |method, params| {
-        let start = std::time::Instant::now();
-        let snap = shared.snapshot();
-        let (result, subject) = match method {
-            "resources/read" => {
-                let p: Read = serde_json::from_str(params?.get()).ok()?;
-                let found = snap.registry.read_now(&p.uri)?.ok()?;
-                let mut result = ReadResourceResult::new(found.into_iter().map(contents).collect());
-                // As rmcp answers a session before 2026-07-28 (the only kind with a shortcut).
-                result.result_type = None;
-                (Quick::Owned(serde_json::to_string(&result).ok()?), p.uri)
-            }
-            "resources/list" => {
-                let p: List = match params {
-                    Some(p) => serde_json::from_str(p.get()).ok()?,
-                    None => List::default(),
-                };
-                let registry = &snap.registry;
-                let (items, next) = registry
-                    .list_resources_page_now(p.cursor.as_deref())?
-                    .ok()?;
-                (
-                    Quick::Owned(list_page_json(&items, next.as_deref())),
-                    String::new(),
-                )
-            }
-            "tools/list" => {
-                let p: List = match params {
-                    Some(p) => serde_json::from_str(p.get()).ok()?,
-                    None => List::default(),
-                };
-                // No tools: rmcp answers "method not found".
-                snap.info.capabilities.tools.as_ref()?;
-                (
-                    Quick::Shared(snap.tool_page(p.cursor.as_deref())?),
-                    String::new(),
-                )
-            }
-            _ => return None,
-        };
-        tracing::info!(
-            "{method} {subject} {:.1} ms ok",
-            start.elapsed().as_secs_f64() * 1000.0
-        );
-        Some(result)
-    })
 }
 
 /// Serves one session on any byte streams until the input ends or `shutdown` completes; then
@@ -605,14 +535,14 @@ where
     R: Read + Send + 'static,
     W: Write + Send + 'static,
 {
-    serve_on(registry, (input, None), (output, None), shutdown).await
+    serve_on(registry, (input, None), output, shutdown).await
 }
 
-/// `serve`, with the file descriptors `input` reads from and `output` writes to when there are.
+/// `serve`, with a watch of the input when there is one (`transport::Watch`).
 async fn serve_on<R, W>(
     registry: Registry,
-    (input, input_fd): (R, Option<std::os::fd::RawFd>),
-    (output, output_fd): (W, Option<std::os::fd::RawFd>),
+    (input, watch): (R, Option<Watch>),
+    output: W,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()>
 where
@@ -624,15 +554,12 @@ where
     let _children = scopeguard(move || children.kill_all());
     let eof = CancellationToken::new();
     let output = Output::start(output);
-    if let Some(fd) = output_fd {
-        output.write_directly(fd);
-    }
-    if let Some(fd) = input_fd {
-        output.spin_on_input(fd);
-    }
     let shared = Shared::new(registry);
-    output.shortcut(shortcut(shared.clone()));
-    let transport = LineTransport::new(input, &output, eof.clone());
+    output.direct(
+        transport::hook(shared.clone()),
+        tokio::runtime::Handle::current(),
+    );
+    let transport = LineTransport::new(input, watch, &output, eof.clone());
     let handler = Gate(Handler {
         session: shared.open_session(eof.clone()),
         shared: shared.clone(),
@@ -693,18 +620,3 @@ async fn terminate_or_interrupt() {
     let _ = tokio::signal::ctrl_c().await;
 }
 
-#[cfg(unix)]
-async fn terminate_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    match signal(SignalKind::terminate()) {
-        Ok(mut s) => {
-            s.recv().await;
-        }
-        Err(_) => std::future::pending().await,
-    }
-}
-
-#[cfg(not(unix))]
-async fn terminate_signal() {
-    std::future::pending().await
-}

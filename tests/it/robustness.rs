@@ -184,6 +184,35 @@ fn a_batch_is_answered_by_one_array_line() {
     nothing_else(&mut s);
 }
 
+/// Each member that is not a message gets its own error (JSON-RPC 2.0's own example: `[1,2,3]`
+/// is answered by three), in one array line, and the session goes on.
+#[test]
+fn a_batch_of_non_messages_gets_an_error_for_each() {
+    let f = fixture();
+    let mut s = f.serve();
+    s.initialize("2025-03-26");
+    s.send(&json!([1, 2, 3]));
+    let answers = s.wait_for(Value::is_array);
+    let answers = answers.as_array().expect("array");
+    assert_eq!(answers.len(), 3, "{answers:?}");
+    for a in answers {
+        assert_eq!(a["error"]["code"], -32600, "{a}");
+        assert!(a["id"].is_null(), "{a}");
+    }
+    s.send(&json!([
+        "x",
+        true,
+        null,
+        request(json!("p"), "ping", json!({}))
+    ]));
+    let answers = s.wait_for(Value::is_array);
+    let answers = answers.as_array().expect("array");
+    assert_eq!(answers.len(), 4, "{answers:?}");
+    assert_eq!(answers.iter().filter(|a| a["id"] == "p").count(), 1);
+    assert_eq!(s.ok("ping", json!({})), json!({}));
+    nothing_else(&mut s);
+}
+
 #[test]
 fn nested_batches_and_initialize_in_a_batch_are_refused() {
     let f = fixture();
@@ -432,8 +461,7 @@ fn small_reads_answered_by_the_reader_are_bounded_too() {
         "peak RSS {} MiB while the client does not read",
         peak / MIB as u64
     );
-    // Once the client reads, every read is answered, and the ping (which may overtake reads
-    // the second reader thread holds).
+    // Once the client reads, every read is answered, and the ping.
     let mut reads = 0;
     let mut ping = false;
     s.until(|l| {

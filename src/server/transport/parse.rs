@@ -197,7 +197,7 @@ pub fn ping_answer(req: &Direct) -> Option<String> {
 
 /// A result line (without its newline): `result` is JSON.
 pub fn result_line(id: &ClientId, result: &str) -> String {
-    let mut line = result_head_with(id, result.len() + 1);
+    let mut line = result_head(id);
     line.push_str(result);
     line.push('}');
     line
@@ -205,11 +205,7 @@ pub fn result_line(id: &ClientId, result: &str) -> String {
 
 /// A result line up to its result (which then goes after it, and a `}`).
 pub fn result_head(id: &ClientId) -> String {
-    result_head_with(id, 0)
-}
-
-fn result_head_with(id: &ClientId, more: usize) -> String {
-    let mut line = String::with_capacity(id.raw.len() + 40 + more);
+    let mut line = String::with_capacity(id.raw.len() + 40);
     line.push_str(r#"{"jsonrpc":"2.0","id":"#);
     line.push_str(&id.raw);
     line.push_str(r#","result":"#);
@@ -278,6 +274,17 @@ pub fn message(text: &[u8], in_batch: bool, next_id: &mut dyn FnMut() -> u64) ->
                 -32700,
                 &format!("Parse error: {e}"),
             ));
+        }
+        // Valid JSON that is not an object (`[1,2,3]` is three of these): no id to echo.
+        Err(_) if text.first() != Some(&b'{') => {
+            let what = match text.first() {
+                Some(b'"') => "a string",
+                Some(b't' | b'f') => "a boolean",
+                Some(b'n') => "null",
+                _ => "a number",
+            };
+            let message = format!("Invalid Request: a message is a JSON object, not {what}");
+            return Parsed::Reply(error_line(&ClientId::null(), -32600, &message));
         }
         Err(e) => {
             let id = id_from_prefix(text).unwrap_or_else(ClientId::null);
