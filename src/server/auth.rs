@@ -18,8 +18,9 @@ use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation, decode, decode_header};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use subtle::ConstantTimeEq;
+use subtle::{ConditionallySelectable, ConstantTimeEq};
 
+use super::http::Principal;
 use crate::manifest::{HttpAuth, Jwks, OAuth};
 use crate::providers::blocking;
 
@@ -102,22 +103,27 @@ impl Auth {
         }
     }
 
-    /// Checks a request's `Authorization` header.
-    pub async fn check(&self, headers: &HeaderMap) -> Result<(), Denied> {
+    /// Checks a request's `Authorization` header: who sent it (the principal its sessions
+    /// belong to).
+    pub async fn check(&self, headers: &HeaderMap) -> Result<Principal, Denied> {
         if matches!(self, Auth::None) {
-            return Ok(());
+            return Ok(Principal::default());
         }
         let token = bearer(headers)?;
         match self {
-            Auth::None => Ok(()),
+            Auth::None => Ok(Principal::default()),
             Auth::Token(tokens) => {
-                // Every token is compared, in constant time, whatever matched before.
+                // Every token is compared, in constant time, whatever matched before; which one
+                // matched is chosen in constant time too.
                 let mut ok = subtle::Choice::from(0);
-                for t in tokens {
-                    ok |= t.as_slice().ct_eq(token.as_bytes());
+                let mut which = 0u32;
+                for (i, t) in tokens.iter().enumerate() {
+                    let same = t.as_slice().ct_eq(token.as_bytes());
+                    which = u32::conditional_select(&which, &(i as u32), same);
+                    ok |= same;
                 }
                 if bool::from(ok) {
-                    Ok(())
+                    Ok(Principal(Some(format!("token {}", which + 1))))
                 } else {
                     Err(Denied::Invalid("the token is not accepted".into()))
                 }
@@ -230,6 +236,11 @@ struct Claims {
     /// Scopes as some issuers write them (Azure AD, Okta).
     #[serde(default)]
     scp: Option<Value>,
+    /// Whom the token is about (RFC 9068: the user, or the client for its own access).
+    #[serde(default)]
+    sub: Option<String>,
+    #[serde(default)]
+    client_id: Option<String>,
 }
 
 impl Claims {
@@ -254,7 +265,7 @@ impl Verifier {
         }
     }
 
-    async fn verify(&self, token: &str) -> Result<(), Denied> {
+    async fn verify(&self, token: &str) -> Result<Principal, Denied> {
         let head =
             decode_header(token).map_err(|_| Denied::Invalid("the token is not a JWT".into()))?;
         if !ACCEPTED.contains(&head.alg) {
@@ -291,7 +302,19 @@ impl Verifier {
                         .scopes
                         .iter()
                         .any(|need| !have.contains(&need.as_str()));
-                    return if missing { Err(Denied::Scope) } else { Ok(()) };
+                    if missing {
+                        return Err(Denied::Scope);
+                    }
+                    // The issuer was checked; the subject (or the client) within it.
+                    let who = data
+                        .claims
+                        .sub
+                        .or(data.claims.client_id)
+                        .unwrap_or_default();
+                    return Ok(Principal(Some(format!(
+                        "oauth {} {}",
+                        self.config.issuer, who
+                    ))));
                 }
                 Err(e) => last = Some(e),
             }

@@ -128,7 +128,7 @@ impl Budget {
         if granted { need } else { 0 }
     }
 
-    fn give(&self, bytes: usize) {
+    pub(super) fn give(&self, bytes: usize) {
         if bytes == 0 {
             return;
         }
@@ -137,7 +137,7 @@ impl Budget {
         Budget::grant(&mut st, self.cap);
     }
 
-    fn add(&self, bytes: usize) {
+    pub(super) fn add(&self, bytes: usize) {
         lock(&self.st).used += bytes;
     }
 
@@ -190,7 +190,7 @@ enum Held {
 }
 
 impl Answer {
-    pub(super) fn new(budget: &Arc<Budget>) -> Answer {
+    pub(super) fn new(budget: &Arc<Budget>, _client: Option<std::net::IpAddr>) -> Answer {
         Answer(Arc::new(Share {
             budget: budget.clone(),
             held: Mutex::new(Held::Bytes(0)),
@@ -256,10 +256,10 @@ mod tests {
     #[tokio::test]
     async fn reservations_wait_in_order_and_settle_to_the_answer() {
         let b = Budget::new(100);
-        let first = Answer::new(&b);
+        let first = Answer::new(&b, None);
         first.reserve(60).await;
-        let second = Answer::new(&b);
-        let third = Answer::new(&b);
+        let second = Answer::new(&b, None);
+        let third = Answer::new(&b, None);
         let mut s = Box::pin(second.reserve(60));
         assert!(pending(s.as_mut()), "60 + 60 > 100");
         // A small one behind it waits too (in order), though it would fit.
@@ -273,7 +273,7 @@ mod tests {
         // An answer may weigh more than it reserved: it is counted, not held back.
         second.settle(200);
         assert_eq!(b.used(), 240);
-        let fourth = Answer::new(&b);
+        let fourth = Answer::new(&b, None);
         let mut f = Box::pin(fourth.reserve(1));
         assert!(pending(f.as_mut()));
         for a in [&first, &second, &third] {
@@ -288,13 +288,13 @@ mod tests {
     #[tokio::test]
     async fn a_reservation_given_up_while_waiting_leaves_no_trace() {
         let b = Budget::new(100);
-        let first = Answer::new(&b);
+        let first = Answer::new(&b, None);
         first.reserve(100).await;
-        let second = Answer::new(&b);
+        let second = Answer::new(&b, None);
         let mut s = Box::pin(second.reserve(50));
         assert!(pending(s.as_mut()));
         drop(s);
-        let third = Answer::new(&b);
+        let third = Answer::new(&b, None);
         let mut t = Box::pin(third.reserve(50));
         assert!(pending(t.as_mut()));
         first.done();
@@ -309,7 +309,7 @@ mod tests {
     #[tokio::test]
     async fn more_than_the_budget_is_granted_when_nothing_is_held() {
         let b = Budget::new(100);
-        let a = Answer::new(&b);
+        let a = Answer::new(&b, None);
         a.reserve(1_000).await;
         assert_eq!(b.used(), 100, "a reservation takes at most the budget");
         a.settle(1_000);

@@ -32,6 +32,15 @@ use tokio_util::sync::CancellationToken;
 use super::answers::{Budget, SQUEEZED};
 use crate::server::shared::{Throttled, lock};
 
+/// The address of the client a request came from (a request extension).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Peer(pub std::net::IpAddr);
+
+/// The client address of a request (from its extensions).
+pub(super) fn peer_of(ext: &axum::http::Extensions) -> Option<std::net::IpAddr> {
+    ext.get::<Peer>().map(|p| p.0)
+}
+
 /// Bytes hyper reads ahead on one connection, at most: also the largest request head.
 pub(super) const READ_AHEAD: usize = 64 * 1024;
 /// Descriptors kept for what is not a connection (files being read, databases, the pipes of
@@ -123,8 +132,17 @@ pub(super) async fn serve(
             },
         };
         let _ = stream.set_nodelay(true);
+        let peer = stream.peer_addr().ok().map(|a| Peer(a.ip()));
         let io = TokioIo::new(Watched::new(stream, idle, answers.clone(), stalls.clone()));
-        let conn = graceful.watch(h1.serve_connection(io, TowerToHyperService::new(app.clone())));
+        let app = app.clone();
+        let service =
+            tower::service_fn(move |mut req: axum::http::Request<hyper::body::Incoming>| {
+                if let Some(p) = peer {
+                    req.extensions_mut().insert(p);
+                }
+                tower::ServiceExt::oneshot(app.clone(), req)
+            });
+        let conn = graceful.watch(h1.serve_connection(io, TowerToHyperService::new(service)));
         tokio::spawn(async move {
             if let Err(e) = conn.await {
                 tracing::debug!("connection closed: {e}");
@@ -427,7 +445,7 @@ mod tests {
     #[tokio::test]
     async fn a_client_taking_nothing_is_cut_off_after_a_second_while_others_wait() {
         let budget = Budget::new(100);
-        let held = super::super::answers::Answer::new(&budget);
+        let held = super::super::answers::Answer::new(&budget, None);
         held.reserve(100).await;
         // An hour's `idle_timeout`: only the squeeze cuts the client off.
         let (w, client) = pair(Duration::from_secs(3600), &budget).await;
@@ -436,7 +454,7 @@ mod tests {
         tokio::time::sleep(SQUEEZED + Duration::from_millis(500)).await;
         assert!(!writer.is_finished());
         // Another answer waits for room: the client, which took nothing, goes a second later.
-        let waiting = super::super::answers::Answer::new(&budget);
+        let waiting = super::super::answers::Answer::new(&budget, None);
         let mut reserve = Box::pin(waiting.reserve(50));
         let deadline = tokio::time::Instant::now() + 10 * SQUEEZED;
         let (sent, err) = tokio::select! {
