@@ -377,7 +377,10 @@ impl SessionManager for Sessions {
             _ => None,
         };
         let lost = stream.lost_after(n);
-        let mut first = VecDeque::from([ServerSseMessage::retry(RETRY)]);
+        // The first event names where the stream resumed from: a client that loses this
+        // connection before another event comes resumes from there again (the official
+        // TypeScript SDK forgets the id otherwise).
+        let mut first = VecDeque::from([ServerSseMessage::priming(event_id(no, n), RETRY)]);
         if let Some(request) = lost_answer {
             // The answer itself is gone: say so as the request's error, and end.
             first.push_back(ServerSseMessage::from_message(ServerJsonRpcMessage::Error(

@@ -15,6 +15,8 @@ use serde_json::{Value, json};
 
 use crate::support::{BIN, Fixture, TIMEOUT, stderr};
 
+mod resume;
+
 /// A manifest with a folder, a quick tool, a tool that sleeps (and says its pid), and a prompt.
 const MANIFEST: &str = r#"
 [server]
