@@ -70,9 +70,10 @@ impl Default for Http {
     }
 }
 
-/// `max_connections_per_client` when not written: a quarter of `max_connections`.
+/// `max_connections_per_client` when not written: a quarter of `max_connections`, or 64 when
+/// that is fewer (all of them when `max_connections` is below 64).
 fn per_client_default(max_connections: usize) -> usize {
-    (max_connections / 4).max(1)
+    (max_connections / 4).max(max_connections.min(64))
 }
 
 /// How HTTP requests are authenticated.

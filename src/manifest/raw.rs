@@ -373,7 +373,7 @@ pub struct RawHttp {
     /// a connection the server is closing.
     pub idle_timeout: Option<Sp<DurationStr>>,
     /// Connections one client address may have open at once (default a quarter of
-    /// `max_connections`, at most `max_connections`). Beyond it, that client's new connections
+    /// `max_connections`, or 64 when that is fewer; at most `max_connections`). Beyond it, that client's new connections
     /// are closed at once; others are not affected. Behind a reverse proxy every connection
     /// comes from the proxy's address: raise it to `max_connections` there.
     pub max_connections_per_client: Option<Sp<u64>>,

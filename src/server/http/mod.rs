@@ -48,6 +48,7 @@ mod bodies;
 mod conns;
 mod front;
 mod sessions;
+mod sys;
 
 use super::auth::Auth;
 use super::shared::{Shared, Throttled, lock};
@@ -167,11 +168,15 @@ pub(crate) async fn serve(
 
     ready(bound, front.auth.name());
     let cap = conns::connection_cap(http.max_connections);
+    let limits = conns::Limits {
+        cap,
+        per_client: http.max_connections_per_client.min(cap),
+        idle: http.idle_timeout,
+    };
     let server = tokio::spawn(conns::serve(
         listener,
         app,
-        cap,
-        http.idle_timeout,
+        limits,
         front.answers.clone(),
         front.draining.clone(),
     ));
