@@ -165,12 +165,19 @@ impl Sessions {
     /// while requests wait for room in the budget of answers, gives back the oldest events no
     /// reader waits for. Runs until `stop`.
     pub(super) async fn keep(self: Arc<Sessions>, stop: CancellationToken) {
-        let mut tick = tokio::time::interval(Duration::from_millis(250));
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
+            // Every 250 ms; every 20 ms while requests wait for room (and at once when they
+            // begin to), so that held events give way quickly.
+            let squeezed = self.budget.squeezed();
+            let wait = if self.budget.pressed() {
+                Duration::from_millis(20)
+            } else {
+                Duration::from_millis(250)
+            };
             tokio::select! {
                 _ = stop.cancelled() => return,
-                _ = tick.tick() => {}
+                _ = tokio::time::sleep(wait) => {}
+                _ = squeezed => {}
             }
             let now = Instant::now();
             let sessions: Vec<Arc<Session>> = lock(&self.all).values().cloned().collect();
