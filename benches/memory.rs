@@ -71,7 +71,11 @@ fn main() {
         }
     }
     if only.is_empty() {
-        only = ALL.iter().chain(&http::LOADS).map(|s| (*s).to_owned()).collect();
+        only = ALL
+            .iter()
+            .chain(&http::LOADS)
+            .map(|s| (*s).to_owned())
+            .collect();
     }
     let bin = std::fs::canonicalize(&bin).expect("build the release binary first");
     let dir = tempfile::tempdir().expect("temp dir");

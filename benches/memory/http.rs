@@ -109,7 +109,9 @@ impl Server {
                 }
             }
         });
-        let addr = rx.recv_timeout(Duration::from_secs(30)).expect("the server started");
+        let addr = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the server started");
         Server {
             child,
             addr,
@@ -227,7 +229,12 @@ fn secs(d: Duration) -> String {
 
 fn unread(bin: &Path) {
     let server = Server::start(bin, &[("big.txt", 5 * MIB as usize), ("one.txt", 1)], "");
-    let request = modern(&server.addr, "resources/read", json!({"uri": server.uri("big.txt")}), "");
+    let request = modern(
+        &server.addr,
+        "resources/read",
+        json!({"uri": server.uri("big.txt")}),
+        "",
+    );
     let stalled: Vec<TcpStream> = (0..200)
         .filter_map(|_| {
             let mut s = connect_from(ATTACKER, &server.addr, Some(4096)).ok()?;
@@ -236,7 +243,12 @@ fn unread(bin: &Path) {
         })
         .collect();
     std::thread::sleep(Duration::from_secs(1));
-    let one = modern(&server.addr, "resources/read", json!({"uri": server.uri("one.txt")}), "");
+    let one = modern(
+        &server.addr,
+        "resources/read",
+        json!({"uri": server.uri("one.txt")}),
+        "",
+    );
     let (status, took) = exchange(VICTIM, &server.addr, &one, Duration::from_secs(120));
     println!(
         "http-unread: {} clients never reading a 5 MiB answer; another client's 1-byte read: {status:?} in {}, peak RSS {:.0} MiB",
@@ -316,7 +328,10 @@ fn chunks(bin: &Path) {
         })
         .collect();
     let start = Instant::now();
-    let held: Vec<_> = writers.into_iter().filter_map(|w| w.join().ok().flatten()).collect();
+    let held: Vec<_> = writers
+        .into_iter()
+        .filter_map(|w| w.join().ok().flatten())
+        .collect();
     std::thread::sleep(Duration::from_millis(500));
     println!(
         "http-chunks: {} bodies of 4 MiB as 1-byte chunks sent in {}: RSS {:.0} MiB (from {:.0}), peak {:.0} MiB",
@@ -429,10 +444,15 @@ fn jwks_hang(bin: &Path) {
                 &server.addr,
                 "tools/list",
                 json!({}),
-                &format!("Authorization: Bearer {}\r\n", Key::new(&format!("made-up-{i}"), 2).token(true)),
+                &format!(
+                    "Authorization: Bearer {}\r\n",
+                    Key::new(&format!("made-up-{i}"), 2).token(true)
+                ),
             );
             let addr = server.addr.clone();
-            std::thread::spawn(move || exchange(ATTACKER, &addr, &request, Duration::from_secs(120)))
+            std::thread::spawn(move || {
+                exchange(ATTACKER, &addr, &request, Duration::from_secs(120))
+            })
         })
         .collect();
     std::thread::sleep(Duration::from_millis(200));
@@ -456,7 +476,10 @@ fn kidless(bin: &Path) {
         jwk["kid"] = json!(format!("k{i}"));
         keys.push(jwk);
     }
-    let url = jwks_server(json!({"keys": keys}).to_string(), Arc::new(AtomicBool::new(false)));
+    let url = jwks_server(
+        json!({"keys": keys}).to_string(),
+        Arc::new(AtomicBool::new(false)),
+    );
     let server = Server::start(bin, &[], &oauth(&url));
     // Signed by a key the server does not have, and naming none: every key of the algorithm is
     // tried.
@@ -471,7 +494,9 @@ fn kidless(bin: &Path) {
                 &format!("Authorization: Bearer {stranger}\r\n"),
             );
             let addr = server.addr.clone();
-            std::thread::spawn(move || exchange(ATTACKER, &addr, &request, Duration::from_secs(300)))
+            std::thread::spawn(move || {
+                exchange(ATTACKER, &addr, &request, Duration::from_secs(300))
+            })
         })
         .collect();
     let (worst, ok, n) = good_requests(&server, &good.token(true), Duration::from_secs(4));
@@ -508,7 +533,12 @@ fn conn_flood(bin: &Path) {
 
 fn sigterm(bin: &Path) {
     let server = Server::start(bin, &[], "[server.http]\nmax_connections = 2\n");
-    let call = modern(&server.addr, "tools/call", json!({"name": "slow", "arguments": {"secs": "2"}}), "");
+    let call = modern(
+        &server.addr,
+        "tools/call",
+        json!({"name": "slow", "arguments": {"secs": "2"}}),
+        "",
+    );
     let calls: Vec<_> = (0..2)
         .map(|_| {
             let (addr, call) = (server.addr.clone(), call.clone());
@@ -550,12 +580,18 @@ fn sigterm(bin: &Path) {
 
 fn sessions(bin: &Path) {
     const N: usize = 1000;
-    let server = Server::start(bin, &[("four.txt", 4 * MIB as usize)], "[server.http]\nmax_sessions = 1000\nmax_connections = 4096\nmax_connections_per_client = 4096\n");
+    let server = Server::start(
+        bin,
+        &[("four.txt", 4 * MIB as usize)],
+        "[server.http]\nmax_sessions = 1000\nmax_connections = 4096\nmax_connections_per_client = 4096\n",
+    );
     let uri = server.uri("four.txt");
     let before = status(server.child.id(), "VmRSS");
     let start = Instant::now();
     let legacy = |id: Option<&str>, body: &Value| {
-        let session = id.map_or(String::new(), |s| format!("Mcp-Session-Id: {s}\r\nMcp-Protocol-Version: 2025-11-25\r\n"));
+        let session = id.map_or(String::new(), |s| {
+            format!("Mcp-Session-Id: {s}\r\nMcp-Protocol-Version: 2025-11-25\r\n")
+        });
         let body = body.to_string();
         format!(
             "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{session}Content-Length: {}\r\n\r\n{body}",
@@ -565,7 +601,8 @@ fn sessions(bin: &Path) {
     };
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}});
-    let read = json!({"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": uri}});
+    let read =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": uri}});
     let mut made = 0;
     for _ in 0..N {
         let Ok(mut s) = TcpStream::connect(&server.addr) else {

@@ -10,8 +10,8 @@ use std::time::Duration;
 use super::Checker;
 use super::raw::{AuthKind, RawHttp, RawOAuth, Sp};
 
-/// `[server.http] max_sessions` when not written. A session costs 60–100 KiB (rmcp's channels
-/// and tasks): some 15–25 MiB when all are kept.
+/// `[server.http] max_sessions` when not written. A session costs its task and a few KiB, plus
+/// what its streams hold for resumption (`server::http::sessions`, within the answers budget).
 pub const DEFAULT_MAX_SESSIONS: usize = 256;
 /// The largest `max_sessions` accepted.
 pub const MAX_MAX_SESSIONS: usize = 1_000_000;

@@ -7,18 +7,20 @@
 //!   of at most 64 KiB.
 //! - The answers held at once, all clients together, bounded by one budget (`answers.rs`): a
 //!   request reserves before it makes a large answer, and the room comes back once it is sent.
-//! - Handshake-era clients get a session (`Mcp-Session-Id`; rmcp's `LocalSessionManager`) whose
+//! - Handshake-era clients get a session (`Mcp-Session-Id`; ours: `sessions.rs`) whose
 //!   server notifications travel on its GET stream; 2026-07-28 requests need no session (rmcp
 //!   serves them statelessly, one handler per request) and subscribe with
-//!   `subscriptions/listen`. rmcp answers the transport rules: unknown session 404, `Host` and
-//!   `Origin` checks (403), `Mcp-Method` / version header mismatches (400, -32020).
-//! - In front of rmcp, `front_layer` (one middleware for every route): refuses while draining (503),
-//!   authenticates `/mcp` (`auth.rs`), caps bodies (413), bounds each session's requests in
-//!   flight (429), answers CORS preflights for allowed origins, and writes one access line per
-//!   request when its response ends (method, session or none, status, duration).
+//!   `subscriptions/listen`. rmcp answers the transport rules: unknown session 404, `Origin`
+//!   checks (403), `Mcp-Method` / version header mismatches (400, -32020).
+//! - In front of rmcp, `front_layer` (`front.rs`, one middleware for every route): refuses while
+//!   draining (503), checks `Host` exactly, authenticates `/mcp` (`auth.rs`) and hides other
+//!   principals' sessions (404), reads bodies within their budget (`bodies.rs`, 413, 408),
+//!   answers what is not JSON-RPC with JSON-RPC errors and batches itself (`batch.rs`), bounds
+//!   each session's requests in flight (429), answers CORS preflights for allowed origins, and
+//!   writes one access line per request when its response ends.
 //! - A session that ends (DELETE, expiry, server stop) cancels its `SessionScope`: the calls it
 //!   still runs are dropped, which kills the process groups they started (`process.rs`).
-//! - SIGTERM / SIGINT: stop accepting, end listen streams (with their result), let requests in
+//! - SIGTERM / SIGINT: answer new and waiting connections 503, end listen streams (with their result), let requests in
 //!   flight and those results finish (up to `DRAIN`), kill every tool process, end the
 //!   sessions, return.
 
