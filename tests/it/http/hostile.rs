@@ -9,7 +9,7 @@ use super::*;
 
 /// A TCP connection to `addr` from `source` (an IPv4 address of this machine), with a receive
 /// buffer of `rcvbuf` bytes when given.
-fn connect_from(source: &str, addr: &str, rcvbuf: Option<i32>) -> TcpStream {
+pub(super) fn connect_from(source: &str, addr: &str, rcvbuf: Option<i32>) -> TcpStream {
     use std::os::fd::FromRawFd;
     let target: std::net::SocketAddrV4 = addr.parse().expect("an IPv4 address");
     let source: std::net::Ipv4Addr = source.parse().expect("an IPv4 address");

@@ -1666,36 +1666,7 @@ fn a_jwks_url_is_cached_and_fetched_again_for_a_new_kid_at_most_every_ten_second
 /// A connection whose receive buffer is as small as the kernel allows: a client that never
 /// reads takes almost nothing of an answer.
 fn tiny_window(addr: &str) -> TcpStream {
-    use std::os::fd::FromRawFd;
-    let target: std::net::SocketAddrV4 = addr.parse().expect("an IPv4 address");
-    // SAFETY: a socket made, configured and connected here, then owned by the TcpStream.
-    unsafe {
-        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
-        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
-        let size: libc::c_int = 4096;
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_RCVBUF,
-            (&size as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        );
-        let sa = libc::sockaddr_in {
-            sin_family: libc::AF_INET as libc::sa_family_t,
-            sin_port: target.port().to_be(),
-            sin_addr: libc::in_addr {
-                s_addr: u32::from(*target.ip()).to_be(),
-            },
-            sin_zero: [0; 8],
-        };
-        let r = libc::connect(
-            fd,
-            (&sa as *const libc::sockaddr_in).cast(),
-            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
-        );
-        assert_eq!(r, 0, "connect: {}", std::io::Error::last_os_error());
-        TcpStream::from_raw_fd(fd)
-    }
+    hostile::connect_from("127.0.0.1", addr, Some(4096))
 }
 
 /// A raw 2026-07-28 `resources/read` of `uri`.
