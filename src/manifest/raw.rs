@@ -372,6 +372,16 @@ pub struct RawHttp {
     /// "100ms" to "1h"): longer than nginx's upstream keepalive (60 s), so a proxy never reuses
     /// a connection the server is closing.
     pub idle_timeout: Option<Sp<DurationStr>>,
+    /// Connections one client address may have open at once (default a quarter of
+    /// `max_connections`, or 64 when that is fewer; at most `max_connections`). Beyond it, that client's new connections
+    /// are closed at once; others are not affected. Behind a reverse proxy every connection
+    /// comes from the proxy's address: raise it to `max_connections` there.
+    pub max_connections_per_client: Option<Sp<u64>>,
+    /// How long a handshake-era stream's messages are kept after they are sent, so a client whose
+    /// connection dropped gets them again by reconnecting with `Last-Event-ID` (default "60s",
+    /// from "1s" to "1h"). The answer to a request waits this long for a client that went away
+    /// mid-call; fewer are kept when the server is short of room.
+    pub resume_window: Option<Sp<DurationStr>>,
 }
 
 /// How HTTP requests are authenticated.

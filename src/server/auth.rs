@@ -2,6 +2,13 @@
 //! token from the manifest (compared in constant time), or an OAuth 2.1 access token — a JWT whose
 //! signature is checked against the issuer's JWKS (a file or an https URL, cached, fetched again
 //! when a token names an unknown `kid`), with `iss`, `aud`, `exp`/`nbf` and the required scopes.
+//! Each accepted request names its principal (which token; the issuer and subject of a JWT).
+//!
+//! The keys are fetched off the request path: a request uses the keys cached, and a fetch (every
+//! [`KEYS_TTL`], or for an unknown `kid` at most every [`UNKNOWN_KID_REFETCH`]) runs in the
+//! background, so cached keys keep working while a JWKS endpoint hangs; only a token whose key
+//! is not cached waits for a fetch under way (at most [`FETCH_TIMEOUT`]). Signatures are checked
+//! on the blocking pool (a token without `kid` is tried against each key of its algorithm).
 //!
 //! Refusals follow RFC 6750 and the MCP authorization spec: 401 with `WWW-Authenticate: Bearer
 //! resource_metadata="…"` (RFC 9728) when the token is missing or invalid, 403 with
@@ -18,8 +25,9 @@ use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation, decode, decode_header};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use subtle::ConstantTimeEq;
+use subtle::{ConditionallySelectable, ConstantTimeEq};
 
+use super::http::Principal;
 use crate::manifest::{HttpAuth, Jwks, OAuth};
 use crate::providers::blocking;
 
@@ -71,7 +79,7 @@ impl Auth {
     /// Prepares the manifest's authentication: an OAuth JWKS file is read now (a problem with
     /// it stops the server from starting); a JWKS URL is fetched now if it can be, and later
     /// otherwise.
-    pub async fn start(config: &HttpAuth) -> anyhow::Result<Auth> {
+    pub(super) async fn start(config: &HttpAuth) -> anyhow::Result<Auth> {
         Ok(match config {
             HttpAuth::None => Auth::None,
             HttpAuth::Token(tokens) => Auth::Token(
@@ -82,7 +90,7 @@ impl Auth {
             ),
             HttpAuth::OAuth(o) => {
                 let verifier = Verifier::new(o.clone());
-                match verifier.keys.refresh().await {
+                match verifier.keys.fetch().await {
                     Ok(n) => tracing::debug!("{n} signing keys from {}", verifier.keys.origin()),
                     Err(e) => match &o.jwks {
                         Jwks::File(_) => anyhow::bail!("{e}"),
@@ -102,22 +110,27 @@ impl Auth {
         }
     }
 
-    /// Checks a request's `Authorization` header.
-    pub async fn check(&self, headers: &HeaderMap) -> Result<(), Denied> {
+    /// Checks a request's `Authorization` header: who sent it (the principal its sessions
+    /// belong to).
+    pub async fn check(&self, headers: &HeaderMap) -> Result<Principal, Denied> {
         if matches!(self, Auth::None) {
-            return Ok(());
+            return Ok(Principal::default());
         }
         let token = bearer(headers)?;
         match self {
-            Auth::None => Ok(()),
+            Auth::None => Ok(Principal::default()),
             Auth::Token(tokens) => {
-                // Every token is compared, in constant time, whatever matched before.
+                // Every token is compared, in constant time, whatever matched before; which one
+                // matched is chosen in constant time too.
                 let mut ok = subtle::Choice::from(0);
-                for t in tokens {
-                    ok |= t.as_slice().ct_eq(token.as_bytes());
+                let mut which = 0u32;
+                for (i, t) in tokens.iter().enumerate() {
+                    let same = t.as_slice().ct_eq(token.as_bytes());
+                    which = u32::conditional_select(&which, &(i as u32), same);
+                    ok |= same;
                 }
                 if bool::from(ok) {
-                    Ok(())
+                    Ok(Principal(Some(format!("token {}", which + 1))))
                 } else {
                     Err(Denied::Invalid("the token is not accepted".into()))
                 }
@@ -218,7 +231,7 @@ fn quoted(text: &str) -> String {
 /// Checks OAuth access tokens.
 pub(super) struct Verifier {
     config: OAuth,
-    keys: KeyCache,
+    keys: Arc<KeyCache>,
 }
 
 /// The claims read from an access token besides those `jsonwebtoken` checks.
@@ -230,6 +243,11 @@ struct Claims {
     /// Scopes as some issuers write them (Azure AD, Okta).
     #[serde(default)]
     scp: Option<Value>,
+    /// Whom the token is about (RFC 9068: the user, or the client for its own access).
+    #[serde(default)]
+    sub: Option<String>,
+    #[serde(default)]
+    client_id: Option<String>,
 }
 
 impl Claims {
@@ -249,12 +267,12 @@ impl Claims {
 impl Verifier {
     fn new(config: OAuth) -> Verifier {
         Verifier {
-            keys: KeyCache::new(config.jwks.clone()),
+            keys: Arc::new(KeyCache::new(config.jwks.clone())),
             config,
         }
     }
 
-    async fn verify(&self, token: &str) -> Result<(), Denied> {
+    async fn verify(&self, token: &str) -> Result<Principal, Denied> {
         let head =
             decode_header(token).map_err(|_| Denied::Invalid("the token is not a JWT".into()))?;
         if !ACCEPTED.contains(&head.alg) {
@@ -263,11 +281,10 @@ impl Verifier {
                 head.alg
             )));
         }
-        let mut candidates = self.keys.matching(head.kid.as_deref(), head.alg).await;
-        if candidates.is_empty() {
-            // A key the cache does not know yet: keys rotate.
-            self.keys.refresh_for_unknown_kid().await;
-            candidates = self.keys.matching(head.kid.as_deref(), head.alg).await;
+        let mut candidates = self.keys.matching(head.kid.as_deref(), head.alg);
+        if candidates.is_empty() && self.keys.fetch_for_unknown_kid().await {
+            // A key the cache does not know yet (keys rotate): fetched meanwhile.
+            candidates = self.keys.matching(head.kid.as_deref(), head.alg);
         }
         if candidates.is_empty() {
             return Err(Denied::Invalid(match &head.kid {
@@ -281,21 +298,41 @@ impl Verifier {
         validation.set_required_spec_claims(&["exp", "iss", "aud"]);
         validation.validate_nbf = true;
         validation.leeway = LEEWAY_SECS;
-        let mut last = None;
-        for key in &candidates {
-            match decode::<Claims>(token, key, &validation) {
-                Ok(data) => {
-                    let have = data.claims.scopes();
-                    let missing = self
-                        .config
-                        .scopes
-                        .iter()
-                        .any(|need| !have.contains(&need.as_str()));
-                    return if missing { Err(Denied::Scope) } else { Ok(()) };
+        // Signatures cost CPU (a token without `kid` tries every key of its algorithm): on the
+        // blocking pool, not a runtime thread.
+        let token = token.to_owned();
+        let checked = blocking(move || {
+            let mut last = None;
+            for key in &candidates {
+                match decode::<Claims>(&token, key, &validation) {
+                    Ok(data) => return Ok(data.claims),
+                    Err(e) => last = Some(e),
                 }
-                Err(e) => last = Some(e),
             }
-        }
+            Err(last)
+        })
+        .await
+        .map_err(|_| Denied::Invalid("the token could not be checked".into()))?;
+        let last = match checked {
+            Ok(claims) => {
+                let have = claims.scopes();
+                let missing = self
+                    .config
+                    .scopes
+                    .iter()
+                    .any(|need| !have.contains(&need.as_str()));
+                if missing {
+                    return Err(Denied::Scope);
+                }
+                // The issuer was checked; the subject (or the client) within it.
+                let who = claims.sub.or(claims.client_id).unwrap_or_default();
+                return Ok(Principal(Some(format!(
+                    "oauth {} {}",
+                    self.config.issuer, who
+                ))));
+            }
+            Err(last) => last,
+        };
         use jsonwebtoken::errors::ErrorKind as K;
         let why = match last.as_ref().map(|e| e.kind()) {
             Some(K::ExpiredSignature) => "the token has expired".to_owned(),
@@ -366,27 +403,32 @@ struct Key {
     key: DecodingKey,
 }
 
-/// The issuer's signing keys, cached.
+/// The issuer's signing keys, cached; fetched again in the background (see the module doc).
 struct KeyCache {
     source: Jwks,
-    keys: tokio::sync::RwLock<Arc<Vec<Key>>>,
-    /// When the keys were last fetched, and when an unknown `kid` last made them be fetched
-    /// (behind one lock: one fetch at a time).
-    times: tokio::sync::Mutex<Times>,
+    keys: std::sync::RwLock<Arc<Vec<Key>>>,
+    times: std::sync::Mutex<Times>,
+    /// Counts the fetches that ended (a token waiting for its key watches it).
+    fetched: tokio::sync::watch::Sender<u64>,
 }
 
 #[derive(Default)]
 struct Times {
+    /// When the keys were last fetched (successfully or not).
     fetched: Option<Instant>,
+    /// When an unknown `kid` last made them be fetched.
     unknown_kid: Option<Instant>,
+    /// A fetch is under way.
+    fetching: bool,
 }
 
 impl KeyCache {
     fn new(source: Jwks) -> KeyCache {
         KeyCache {
             source,
-            keys: tokio::sync::RwLock::new(Arc::new(Vec::new())),
-            times: tokio::sync::Mutex::new(Times::default()),
+            keys: std::sync::RwLock::new(Arc::new(Vec::new())),
+            times: std::sync::Mutex::new(Times::default()),
+            fetched: tokio::sync::watch::channel(0).0,
         }
     }
 
@@ -397,17 +439,28 @@ impl KeyCache {
         }
     }
 
-    /// The keys that may verify a token with this `kid` and `alg` (every key of the algorithm
-    /// when the token names no `kid`). Fetches the keys again first when they are old.
-    async fn matching(&self, kid: Option<&str>, alg: Algorithm) -> Vec<DecodingKey> {
-        let stale = {
-            let t = self.times.lock().await;
-            t.fetched.is_none_or(|at| at.elapsed() > KEYS_TTL)
-        };
-        if stale && let Err(e) = self.refresh().await {
-            tracing::warn!("{e}; still using the keys fetched before");
+    fn times(&self) -> std::sync::MutexGuard<'_, Times> {
+        self.times
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The cached keys that may verify a token with this `kid` and `alg` (every key of the
+    /// algorithm when the token names no `kid`). Old keys start a fetch in the background and
+    /// are used meanwhile.
+    fn matching(self: &Arc<Self>, kid: Option<&str>, alg: Algorithm) -> Vec<DecodingKey> {
+        let stale = self
+            .times()
+            .fetched
+            .is_none_or(|at| at.elapsed() > KEYS_TTL);
+        if stale {
+            self.fetch_in_background();
         }
-        let keys = self.keys.read().await.clone();
+        let keys = self
+            .keys
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
         keys.iter()
             .filter(|k| k.algs.contains(&alg))
             .filter(|k| match kid {
@@ -418,42 +471,89 @@ impl KeyCache {
             .collect()
     }
 
-    /// Fetches the keys again for a token with an unknown `kid`, at most every
-    /// `UNKNOWN_KID_REFETCH`.
-    async fn refresh_for_unknown_kid(&self) {
+    /// Starts a fetch unless one is under way; whether one is under way now.
+    fn fetch_in_background(self: &Arc<Self>) -> bool {
         {
-            let mut t = self.times.lock().await;
-            if t.unknown_kid
-                .is_some_and(|at| at.elapsed() < UNKNOWN_KID_REFETCH)
-            {
-                return;
+            let mut t = self.times();
+            if t.fetching {
+                return true;
             }
-            t.unknown_kid = Some(Instant::now());
+            t.fetching = true;
         }
-        if let Err(e) = self.refresh().await {
-            tracing::warn!("{e}");
+        let cache = self.clone();
+        tokio::spawn(async move {
+            if let Err(e) = cache.fetch_now().await {
+                tracing::warn!("{e}; still using the keys fetched before");
+            }
+        });
+        true
+    }
+
+    /// For a token whose key is not cached: a fetch (at most every `UNKNOWN_KID_REFETCH`, or
+    /// the one under way), waited for at most `FETCH_TIMEOUT`. Whether one ended meanwhile.
+    async fn fetch_for_unknown_kid(self: &Arc<Self>) -> bool {
+        let mut ended = self.fetched.subscribe();
+        let under_way = {
+            let mut t = self.times();
+            let allowed = t
+                .unknown_kid
+                .is_none_or(|at| at.elapsed() >= UNKNOWN_KID_REFETCH);
+            if allowed {
+                t.unknown_kid = Some(Instant::now());
+            }
+            allowed || t.fetching
+        };
+        if !under_way || !self.fetch_in_background() {
+            return false;
         }
+        tokio::time::timeout(FETCH_TIMEOUT, ended.changed())
+            .await
+            .is_ok_and(|r| r.is_ok())
+    }
+
+    /// Fetches the keys now (at start, or the background fetch).
+    async fn fetch(&self) -> anyhow::Result<usize> {
+        self.times().fetching = true;
+        self.fetch_now().await
     }
 
     /// Reads or fetches the JWKS and replaces the cached keys; returns how many there are.
-    async fn refresh(&self) -> anyhow::Result<usize> {
-        let mut t = self.times.lock().await;
+    async fn fetch_now(&self) -> anyhow::Result<usize> {
         let source = self.source.clone();
-        let text = blocking(move || read_jwks(&source))
+        let read = blocking(move || read_jwks(&source))
             .await
-            .map_err(|e| anyhow::anyhow!("reading the JWKS failed: {e}"))??;
-        t.fetched = Some(Instant::now());
-        let keys = parse_jwks(&text)
-            .map_err(|e| anyhow::anyhow!("the JWKS at {} is not valid: {e}", self.origin()))?;
-        if keys.is_empty() {
-            anyhow::bail!(
-                "the JWKS at {} holds no signing key this server can use",
-                self.origin()
-            );
+            .map_err(|e| anyhow::anyhow!("reading the JWKS failed: {e}"))
+            .and_then(|r| r)
+            .and_then(|text| {
+                parse_jwks(&text)
+                    .map_err(|e| anyhow::anyhow!("the JWKS at {} is not valid: {e}", self.origin()))
+            })
+            .and_then(|keys| {
+                if keys.is_empty() {
+                    anyhow::bail!(
+                        "the JWKS at {} holds no signing key this server can use",
+                        self.origin()
+                    );
+                }
+                Ok(keys)
+            });
+        let n = read
+            .as_ref()
+            .map(Vec::len)
+            .map_err(|e| anyhow::anyhow!("{e}"));
+        if let Ok(keys) = read {
+            *self
+                .keys
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(keys);
         }
-        let n = keys.len();
-        *self.keys.write().await = Arc::new(keys);
-        Ok(n)
+        {
+            let mut t = self.times();
+            t.fetched = Some(Instant::now());
+            t.fetching = false;
+        }
+        self.fetched.send_modify(|n| *n += 1);
+        n
     }
 }
 

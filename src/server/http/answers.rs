@@ -5,8 +5,11 @@
 //! 5 MiB file and never taking the answer: 1.1 GiB).
 //!
 //! A request that may produce a large answer reserves before it starts (`super::super::reserve`,
-//! the same call sites as on stdio); reservations wait, in order, while the answers held
-//! exceed the budget. When the answer is made its reservation becomes its exact size (it may go
+//! the same call sites as on stdio); reservations wait while the answers held exceed the
+//! budget, in order for each client address, the addresses taking turns: a client with many
+//! answers waiting (or never read) delays its own next ones, not another client's, which gets
+//! the next room that comes back. Handshake-era sessions hold their answers in their streams
+//! (`sessions.rs`), counted here too. When the answer is made its reservation becomes its exact size (it may go
 //! over: an answer already made is never held back, so nothing holds room while it waits for
 //! more), and the room comes back when the answer has been sent, or its connection dropped (a
 //! connection whose client takes nothing for `idle_timeout` is dropped: `conns.rs`).
@@ -17,7 +20,8 @@
 //! than by `idle_timeout` (75 s by default). `conns::Watched` asks [`Budget::pressed`] and is
 //! woken by [`Budget::squeezed`] when the waiting begins.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -44,8 +48,16 @@ pub(super) struct Budget {
 struct State {
     used: usize,
     next: u64,
-    /// Reservations waiting, in order.
-    queue: VecDeque<Waiter>,
+    /// Reservations waiting, in order, per client address (`None`: not known).
+    queues: HashMap<Option<IpAddr>, VecDeque<Waiter>>,
+    /// The addresses with reservations waiting, in the order they take turns.
+    turns: VecDeque<Option<IpAddr>>,
+}
+
+impl State {
+    fn waiting(&self) -> bool {
+        !self.turns.is_empty()
+    }
 }
 
 struct Waiter {
@@ -61,7 +73,8 @@ impl Budget {
             st: Mutex::new(State {
                 used: 0,
                 next: 0,
-                queue: VecDeque::new(),
+                queues: HashMap::new(),
+                turns: VecDeque::new(),
             }),
             squeeze: Arc::new(Notify::new()),
         })
@@ -69,7 +82,7 @@ impl Budget {
 
     /// Whether reservations are waiting for room.
     pub(super) fn pressed(&self) -> bool {
-        !lock(&self.st).queue.is_empty()
+        lock(&self.st).waiting()
     }
 
     /// Ready when reservations begin to wait. Poll it (which registers it) before asking
@@ -78,14 +91,29 @@ impl Budget {
         self.squeeze.clone().notified_owned()
     }
 
-    /// Grants waiting reservations, in order, while they fit (the first always fits when
-    /// nothing is held).
+    /// Grants waiting reservations while they fit (the first always fits when nothing is
+    /// held): the first of the address whose turn it is, which then goes last.
     fn grant(st: &mut State, cap: usize) {
-        while let Some(w) = st.queue.front() {
-            if st.used > 0 && st.used + w.need > cap {
+        while let Some(&client) = st.turns.front() {
+            let queue = st
+                .queues
+                .get_mut(&client)
+                .expect("an address with a turn has a queue");
+            let need = queue
+                .front()
+                .expect("a queue with a turn is not empty")
+                .need;
+            if st.used > 0 && st.used + need > cap {
                 return;
             }
-            let w = st.queue.pop_front().expect("a front");
+            let w = queue.pop_front().expect("a front");
+            let emptied = queue.is_empty();
+            st.turns.pop_front();
+            if emptied {
+                st.queues.remove(&client);
+            } else {
+                st.turns.push_back(client);
+            }
             st.used += w.need;
             if w.tx.send(()).is_err() {
                 // Its request went away meanwhile.
@@ -94,29 +122,37 @@ impl Budget {
         }
     }
 
-    /// Takes `need` bytes (at most the budget), waiting behind earlier reservations while
-    /// they do not fit. Dropping the future gives up its place (or what it was granted).
-    async fn take(self: &Arc<Budget>, need: usize) -> usize {
+    /// Takes `need` bytes (at most the budget) for `client`, waiting while the budget is spent
+    /// (see the module doc). Dropping the future gives up its place (or what it was granted).
+    async fn take(self: &Arc<Budget>, need: usize, client: Option<IpAddr>) -> usize {
         let need = need.min(self.cap);
         let (id, rx) = {
             let mut st = lock(&self.st);
-            if st.queue.is_empty() && (st.used == 0 || st.used + need <= self.cap) {
+            if !st.waiting() && (st.used == 0 || st.used + need <= self.cap) {
                 st.used += need;
                 return need;
             }
             let (tx, rx) = tokio::sync::oneshot::channel();
             let id = st.next;
             st.next += 1;
-            if st.queue.is_empty() {
+            if !st.waiting() {
                 // Only when the waiting begins: stalled connections then look again.
                 self.squeeze.notify_waiters();
             }
-            st.queue.push_back(Waiter { id, need, tx });
+            let queue = st.queues.entry(client).or_default();
+            if queue.is_empty() {
+                st.turns.push_back(client);
+            }
+            st.queues
+                .get_mut(&client)
+                .expect("made above")
+                .push_back(Waiter { id, need, tx });
             (id, rx)
         };
         let mut place = Place {
             budget: self,
             id,
+            client,
             need,
             rx: Some(rx),
         };
@@ -128,7 +164,7 @@ impl Budget {
         if granted { need } else { 0 }
     }
 
-    fn give(&self, bytes: usize) {
+    pub(super) fn give(&self, bytes: usize) {
         if bytes == 0 {
             return;
         }
@@ -137,7 +173,7 @@ impl Budget {
         Budget::grant(&mut st, self.cap);
     }
 
-    fn add(&self, bytes: usize) {
+    pub(super) fn add(&self, bytes: usize) {
         lock(&self.st).used += bytes;
     }
 
@@ -153,6 +189,7 @@ impl Budget {
 struct Place<'a> {
     budget: &'a Arc<Budget>,
     id: u64,
+    client: Option<IpAddr>,
     need: usize,
     rx: Option<tokio::sync::oneshot::Receiver<()>>,
 }
@@ -163,9 +200,18 @@ impl Drop for Place<'_> {
             return;
         };
         let mut st = lock(&self.budget.st);
-        if let Some(at) = st.queue.iter().position(|w| w.id == self.id) {
-            st.queue.remove(at);
-        } else if rx.try_recv().is_ok() {
+        let mut found = false;
+        if let Some(queue) = st.queues.get_mut(&self.client)
+            && let Some(at) = queue.iter().position(|w| w.id == self.id)
+        {
+            queue.remove(at);
+            found = true;
+            if queue.is_empty() {
+                st.queues.remove(&self.client);
+                st.turns.retain(|c| *c != self.client);
+            }
+        }
+        if !found && rx.try_recv().is_ok() {
             st.used = st.used.saturating_sub(self.need);
         }
         Budget::grant(&mut st, self.budget.cap);
@@ -179,6 +225,7 @@ pub(crate) struct Answer(Arc<Share>);
 
 struct Share {
     budget: Arc<Budget>,
+    client: Option<IpAddr>,
     held: Mutex<Held>,
 }
 
@@ -190,9 +237,10 @@ enum Held {
 }
 
 impl Answer {
-    pub(super) fn new(budget: &Arc<Budget>) -> Answer {
+    pub(super) fn new(budget: &Arc<Budget>, client: Option<IpAddr>) -> Answer {
         Answer(Arc::new(Share {
             budget: budget.clone(),
+            client,
             held: Mutex::new(Held::Bytes(0)),
         }))
     }
@@ -209,7 +257,7 @@ impl Answer {
             self.0.budget.add(bytes);
             bytes
         } else {
-            self.0.budget.take(bytes).await
+            self.0.budget.take(bytes, self.0.client).await
         };
         let mut held = lock(&self.0.held);
         match &mut *held {
@@ -256,10 +304,10 @@ mod tests {
     #[tokio::test]
     async fn reservations_wait_in_order_and_settle_to_the_answer() {
         let b = Budget::new(100);
-        let first = Answer::new(&b);
+        let first = Answer::new(&b, None);
         first.reserve(60).await;
-        let second = Answer::new(&b);
-        let third = Answer::new(&b);
+        let second = Answer::new(&b, None);
+        let third = Answer::new(&b, None);
         let mut s = Box::pin(second.reserve(60));
         assert!(pending(s.as_mut()), "60 + 60 > 100");
         // A small one behind it waits too (in order), though it would fit.
@@ -273,7 +321,7 @@ mod tests {
         // An answer may weigh more than it reserved: it is counted, not held back.
         second.settle(200);
         assert_eq!(b.used(), 240);
-        let fourth = Answer::new(&b);
+        let fourth = Answer::new(&b, None);
         let mut f = Box::pin(fourth.reserve(1));
         assert!(pending(f.as_mut()));
         for a in [&first, &second, &third] {
@@ -288,13 +336,13 @@ mod tests {
     #[tokio::test]
     async fn a_reservation_given_up_while_waiting_leaves_no_trace() {
         let b = Budget::new(100);
-        let first = Answer::new(&b);
+        let first = Answer::new(&b, None);
         first.reserve(100).await;
-        let second = Answer::new(&b);
+        let second = Answer::new(&b, None);
         let mut s = Box::pin(second.reserve(50));
         assert!(pending(s.as_mut()));
         drop(s);
-        let third = Answer::new(&b);
+        let third = Answer::new(&b, None);
         let mut t = Box::pin(third.reserve(50));
         assert!(pending(t.as_mut()));
         first.done();
@@ -307,9 +355,38 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn client_addresses_take_turns() {
+        let b = Budget::new(100);
+        let many: IpAddr = "127.0.0.2".parse().unwrap();
+        let one: IpAddr = "127.0.0.1".parse().unwrap();
+        let held = Answer::new(&b, Some(many));
+        held.reserve(100).await;
+        // The first address queues ten reservations, then the second one.
+        let queued: Vec<Answer> = (0..10).map(|_| Answer::new(&b, Some(many))).collect();
+        let mut waits: Vec<_> = queued.iter().map(|a| Box::pin(a.reserve(60))).collect();
+        for w in &mut waits {
+            assert!(pending(w.as_mut()));
+        }
+        let other = Answer::new(&b, Some(one));
+        let mut theirs = Box::pin(other.reserve(60));
+        assert!(pending(theirs.as_mut()));
+        // Room comes back: the first address had its turn (the first of its ten), then the
+        // other address's comes before its nine others.
+        held.done();
+        waits.remove(0).await;
+        assert!(pending(waits[0].as_mut()));
+        assert!(pending(theirs.as_mut()), "60 + 60 > 100");
+        queued[0].done();
+        theirs.await;
+        assert!(pending(waits[0].as_mut()));
+        other.done();
+        waits.remove(0).await;
+    }
+
+    #[tokio::test]
     async fn more_than_the_budget_is_granted_when_nothing_is_held() {
         let b = Budget::new(100);
-        let a = Answer::new(&b);
+        let a = Answer::new(&b, None);
         a.reserve(1_000).await;
         assert_eq!(b.used(), 100, "a reservation takes at most the budget");
         a.settle(1_000);

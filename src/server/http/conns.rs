@@ -10,10 +10,16 @@
 //! - hyper reads at most [`READ_AHEAD`] bytes ahead on a connection (and a request head larger
 //!   than that is refused, 431).
 //!
-//! The request body's own bounds (size, all bodies at once, how long it may take) are the
-//! front's (`read_body`).
+//! One client address may have `max_connections_per_client` open; beyond, its new connections
+//! are answered 503 and closed. At a stop, connections still waiting to be accepted (and those
+//! that come while open ones finish) are answered 503 too, never reset.
+//!
+//! The request body's own bounds (size, all bodies at once, how long it may take) are
+//! `bodies.rs`'s.
 
+use std::collections::HashMap;
 use std::io;
+use std::net::IpAddr;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, ready};
@@ -30,7 +36,17 @@ use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
 
 use super::answers::{Budget, SQUEEZED};
+use super::sys;
 use crate::server::shared::{Throttled, lock};
+
+/// The address of the client a request came from (a request extension).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Peer(pub IpAddr);
+
+/// The client address of a request (from its extensions).
+pub(super) fn peer_of(ext: &axum::http::Extensions) -> Option<IpAddr> {
+    ext.get::<Peer>().map(|p| p.0)
+}
 
 /// Bytes hyper reads ahead on one connection, at most: also the largest request head.
 pub(super) const READ_AHEAD: usize = 64 * 1024;
@@ -41,7 +57,7 @@ const RESERVED_FDS: u64 = 256;
 /// How many connections may be open at once: `configured`, or fewer when the descriptor
 /// limit would not leave `RESERVED_FDS` for the rest of the server (said once, at start).
 pub(super) fn connection_cap(configured: usize) -> usize {
-    let limit = descriptor_limit();
+    let limit = sys::descriptor_limit();
     let cap = cap_within(configured, limit);
     if let (true, Some(limit)) = (cap < configured, limit) {
         tracing::warn!(
@@ -63,35 +79,35 @@ fn cap_within(configured: usize, limit: Option<u64>) -> usize {
     }
 }
 
-#[cfg(unix)]
-fn descriptor_limit() -> Option<u64> {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit fills the struct it is given.
-    let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0;
-    (ok && lim.rlim_cur != libc::RLIM_INFINITY).then_some(lim.rlim_cur)
+/// What the connections may take: at most `cap` at once, `per_client` of them from one client
+/// address.
+pub(super) struct Limits {
+    pub cap: usize,
+    pub per_client: usize,
+    /// `idle_timeout`.
+    pub idle: Duration,
 }
 
-#[cfg(not(unix))]
-fn descriptor_limit() -> Option<u64> {
-    None
-}
-
-/// Serves `app` on the connections `listener` accepts, at most `cap` at once, until `stop`;
-/// then accepts no more (the listener closes), lets each connection finish the request it
-/// serves, and returns when all are closed.
+/// Serves `app` on the connections `listener` accepts (see the module doc) until `stop`; then
+/// answers every connection still waiting to be accepted, and those that come meanwhile, with
+/// 503 (never a reset), lets each open connection finish the request it serves, and returns
+/// when all are closed.
 pub(super) async fn serve(
     listener: TcpListener,
     app: Router,
-    cap: usize,
-    idle: Duration,
+    limits: Limits,
     answers: Arc<Budget>,
     stop: CancellationToken,
 ) {
+    let Limits {
+        cap,
+        per_client,
+        idle,
+    } = limits;
     let slots = Arc::new(tokio::sync::Semaphore::new(cap));
+    let clients: Arc<Mutex<HashMap<IpAddr, usize>>> = Arc::new(Mutex::new(HashMap::new()));
     let mut full = Throttled::default();
+    let mut crowded = Throttled::default();
     let mut failed = Throttled::default();
     let stalls = Arc::new(Mutex::new(Throttled::default()));
     let graceful = GracefulShutdown::new();
@@ -111,29 +127,133 @@ pub(super) async fn serve(
             _ = stop.cancelled() => break,
             slot = slots.clone().acquire_owned() => slot.expect("the semaphore is never closed"),
         };
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             biased;
             _ = stop.cancelled() => break,
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok(a) => a,
                 Err(e) => {
                     accept_failed(e, &mut failed).await;
                     continue;
                 }
             },
         };
+        let ip = peer.ip();
+        let Some(counted) = Counted::new(&clients, ip, per_client) else {
+            if let Some(n) = crowded.count() {
+                tracing::warn!(
+                    "{n} connections refused (503): their client address had {per_client} open already (`max_connections_per_client` in [server.http])"
+                );
+            }
+            tokio::spawn(refuse(
+                stream,
+                "Service Unavailable: this client has too many connections open",
+            ));
+            continue;
+        };
         let _ = stream.set_nodelay(true);
         let io = TokioIo::new(Watched::new(stream, idle, answers.clone(), stalls.clone()));
-        let conn = graceful.watch(h1.serve_connection(io, TowerToHyperService::new(app.clone())));
+        let app = app.clone();
+        let service =
+            tower::service_fn(move |mut req: axum::http::Request<hyper::body::Incoming>| {
+                req.extensions_mut().insert(Peer(ip));
+                tower::ServiceExt::oneshot(app.clone(), req)
+            });
+        let conn = graceful.watch(h1.serve_connection(io, TowerToHyperService::new(service)));
         tokio::spawn(async move {
             if let Err(e) = conn.await {
                 tracing::debug!("connection closed: {e}");
             }
+            drop(counted);
             drop(slot);
         });
     }
-    drop(listener);
+    // Stopping: connections that wait to be accepted (or come now) are told so, not reset by
+    // a listener that closes under them.
+    let refusing = CancellationToken::new();
+    let refuser = tokio::spawn(refuse_all(listener, refusing.clone()));
     graceful.shutdown().await;
+    refusing.cancel();
+    let _ = refuser.await;
+}
+
+/// A connection counted against its client address's share; uncounted when dropped.
+struct Counted {
+    clients: Arc<Mutex<HashMap<IpAddr, usize>>>,
+    ip: IpAddr,
+}
+
+impl Counted {
+    /// Counts one more connection of `ip`, unless it has `most` open already.
+    fn new(
+        clients: &Arc<Mutex<HashMap<IpAddr, usize>>>,
+        ip: IpAddr,
+        most: usize,
+    ) -> Option<Counted> {
+        let mut all = lock(clients);
+        let n = all.entry(ip).or_insert(0);
+        if *n >= most {
+            return None;
+        }
+        *n += 1;
+        Some(Counted {
+            clients: clients.clone(),
+            ip,
+        })
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        let mut all = lock(&self.clients);
+        if let Some(n) = all.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                all.remove(&self.ip);
+            }
+        }
+    }
+}
+
+/// Accepts every connection until `done` and refuses each with 503; then those still waiting.
+async fn refuse_all(listener: TcpListener, done: CancellationToken) {
+    let mut refusals = tokio::task::JoinSet::new();
+    loop {
+        tokio::select! {
+            biased;
+            _ = done.cancelled() => break,
+            accepted = listener.accept() => {
+                if let Ok((stream, _)) = accepted {
+                    refusals.spawn(refuse(stream, STOPPING));
+                }
+            }
+        }
+    }
+    while let Some(Ok((stream, _))) = futures_util::FutureExt::now_or_never(listener.accept()) {
+        refusals.spawn(refuse(stream, STOPPING));
+    }
+    drop(listener);
+    while refusals.join_next().await.is_some() {}
+}
+
+const STOPPING: &str = "Service Unavailable: the server is stopping";
+
+/// Answers a connection with 503 and closes it without a reset: what the client sent is read
+/// (and dropped) until it closes its side, for a second at most.
+async fn refuse(mut stream: TcpStream, why: &str) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let answer = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{why}",
+        why.len()
+    );
+    let refused = async {
+        stream.write_all(answer.as_bytes()).await?;
+        stream.shutdown().await?;
+        let mut sink = [0u8; 4096];
+        while stream.read(&mut sink).await? > 0 {}
+        std::io::Result::Ok(())
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(1), refused).await;
 }
 
 /// After a failed `accept`: a connection that went away is nothing; anything else (no
@@ -204,7 +324,7 @@ impl Watched {
         if !self.armed {
             self.armed = true;
             self.since = Instant::now();
-            self.unsent = unsent(&self.io);
+            self.unsent = sys::unsent(&self.io);
         }
         loop {
             // Registered before the budget is asked, so a squeeze beginning between is seen.
@@ -225,7 +345,7 @@ impl Watched {
             let deadline = self.since + allowed;
             let now = Instant::now();
             if now >= deadline {
-                let unsent = unsent(&self.io);
+                let unsent = sys::unsent(&self.io);
                 if let (Some(before), Some(after)) = (self.unsent, unsent)
                     && after < before
                 {
@@ -326,40 +446,10 @@ impl AsyncWrite for Watched {
     }
 }
 
-/// Bytes the kernel holds that the client has not acknowledged (`SIOCOUTQ`), on Linux.
-#[cfg(target_os = "linux")]
-fn unsent(io: &TcpStream) -> Option<u32> {
-    use std::os::fd::AsRawFd;
-    let mut n: libc::c_int = 0;
-    // SAFETY: SIOCOUTQ (= TIOCOUTQ) writes one int for a socket we own.
-    let ok = unsafe { libc::ioctl(io.as_raw_fd(), libc::TIOCOUTQ, &mut n) } == 0;
-    (ok && n >= 0).then(|| n.unsigned_abs())
-}
-
-#[cfg(not(target_os = "linux"))]
-fn unsent(_io: &TcpStream) -> Option<u32> {
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::fd::AsRawFd;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-    fn buffer(io: &impl AsRawFd, option: libc::c_int, bytes: libc::c_int) {
-        // SAFETY: setsockopt with an int for a socket the caller owns.
-        let r = unsafe {
-            libc::setsockopt(
-                io.as_raw_fd(),
-                libc::SOL_SOCKET,
-                option,
-                (&bytes as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        assert_eq!(r, 0, "setsockopt: {}", io::Error::last_os_error());
-    }
 
     /// A connection, its server side `Watched` with `stall`, and the client side: a small
     /// receive window, and a large send buffer on the server (which the kernel says it can
@@ -367,15 +457,26 @@ mod tests {
     async fn pair(stall: Duration, budget: &Arc<Budget>) -> (Watched, TcpStream) {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let client = tokio::net::TcpSocket::new_v4().expect("socket");
-        buffer(&client, libc::SO_RCVBUF, 4096);
+        client.set_recv_buffer_size(4096).expect("receive buffer");
         let client = client
             .connect(listener.local_addr().expect("addr"))
             .await
             .expect("connect");
         let (server, _) = listener.accept().await.expect("accept");
-        buffer(&server, libc::SO_SNDBUF, 1 << 20);
+        sys::set_send_buffer(&server, 1 << 20);
         let stalls = Arc::new(Mutex::new(Throttled::default()));
         (Watched::new(server, stall, budget.clone(), stalls), client)
+    }
+
+    /// An address that accepts connections (for a socket to ask the platform about).
+    async fn probe() -> std::net::SocketAddr {
+        let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = l.local_addr().expect("addr");
+        tokio::spawn(async move {
+            let _kept = l.accept().await;
+            std::future::pending::<()>().await;
+        });
+        addr
     }
 
     /// Writes `total` bytes through `w`: how many it wrote, and the error that ended it early.
@@ -391,9 +492,13 @@ mod tests {
         (sent, None)
     }
 
-    #[cfg(target_os = "linux")]
     #[tokio::test]
     async fn a_client_taking_bytes_slowly_is_not_cut_off_though_no_write_is_done() {
+        if sys::unsent(&TcpStream::connect(probe().await).await.expect("probe")).is_none() {
+            // This platform does not say what a socket holds unsent: a slow reader is judged
+            // by writes alone.
+            return;
+        }
         let budget = Budget::new(1 << 20);
         let (w, mut client) = pair(Duration::from_millis(300), &budget).await;
         let total = 4 << 20;
@@ -427,7 +532,7 @@ mod tests {
     #[tokio::test]
     async fn a_client_taking_nothing_is_cut_off_after_a_second_while_others_wait() {
         let budget = Budget::new(100);
-        let held = super::super::answers::Answer::new(&budget);
+        let held = super::super::answers::Answer::new(&budget, None);
         held.reserve(100).await;
         // An hour's `idle_timeout`: only the squeeze cuts the client off.
         let (w, client) = pair(Duration::from_secs(3600), &budget).await;
@@ -436,7 +541,7 @@ mod tests {
         tokio::time::sleep(SQUEEZED + Duration::from_millis(500)).await;
         assert!(!writer.is_finished());
         // Another answer waits for room: the client, which took nothing, goes a second later.
-        let waiting = super::super::answers::Answer::new(&budget);
+        let waiting = super::super::answers::Answer::new(&budget, None);
         let mut reserve = Box::pin(waiting.reserve(50));
         let deadline = tokio::time::Instant::now() + 10 * SQUEEZED;
         let (sent, err) = tokio::select! {

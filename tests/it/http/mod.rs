@@ -15,6 +15,9 @@ use serde_json::{Value, json};
 
 use crate::support::{BIN, Fixture, TIMEOUT, stderr};
 
+mod hostile;
+mod resume;
+
 /// A manifest with a folder, a quick tool, a tool that sleeps (and says its pid), and a prompt.
 const MANIFEST: &str = r#"
 [server]
@@ -1450,11 +1453,15 @@ fn sigterm_lets_calls_in_flight_finish_then_exits() {
     let listening = listen(&web, json!({"resourcesListChanged": true}));
     wait_pid(&pidfile);
     web.terminate();
-    // New connections are refused at once…
-    let deadline = Instant::now() + TIMEOUT;
-    while TcpStream::connect(&web.addr).is_ok() {
-        assert!(Instant::now() < deadline, "still accepting after SIGTERM");
-        std::thread::sleep(Duration::from_millis(10));
+    // New connections are answered 503 at once (not reset, not left waiting)…
+    std::thread::sleep(Duration::from_millis(200));
+    if let Ok(mut s) = TcpStream::connect(&web.addr) {
+        s.set_read_timeout(Some(TIMEOUT)).expect("timeout");
+        let _ =
+            s.write_all(format!("GET /healthz HTTP/1.1\r\nHost: {}\r\n\r\n", web.addr).as_bytes());
+        let mut answer = String::new();
+        let _ = s.read_to_string(&mut answer);
+        assert!(answer.starts_with("HTTP/1.1 503"), "{answer:?}");
     }
     // …the listen stream ends with its result…
     let end = listening
@@ -1659,36 +1666,7 @@ fn a_jwks_url_is_cached_and_fetched_again_for_a_new_kid_at_most_every_ten_second
 /// A connection whose receive buffer is as small as the kernel allows: a client that never
 /// reads takes almost nothing of an answer.
 fn tiny_window(addr: &str) -> TcpStream {
-    use std::os::fd::FromRawFd;
-    let target: std::net::SocketAddrV4 = addr.parse().expect("an IPv4 address");
-    // SAFETY: a socket made, configured and connected here, then owned by the TcpStream.
-    unsafe {
-        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
-        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
-        let size: libc::c_int = 4096;
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_RCVBUF,
-            (&size as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        );
-        let sa = libc::sockaddr_in {
-            sin_family: libc::AF_INET as libc::sa_family_t,
-            sin_port: target.port().to_be(),
-            sin_addr: libc::in_addr {
-                s_addr: u32::from(*target.ip()).to_be(),
-            },
-            sin_zero: [0; 8],
-        };
-        let r = libc::connect(
-            fd,
-            (&sa as *const libc::sockaddr_in).cast(),
-            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
-        );
-        assert_eq!(r, 0, "connect: {}", std::io::Error::last_os_error());
-        TcpStream::from_raw_fd(fd)
-    }
+    hostile::connect_from("127.0.0.1", addr, Some(4096))
 }
 
 /// A raw 2026-07-28 `resources/read` of `uri`.
