@@ -208,7 +208,7 @@ pub(crate) fn database_specs<'a>(
     section: &str,
     source: &str,
     table: Option<(String, String, Option<String>)>,
-    queries: impl Iterator<Item = (&'a crate::providers::sqlite::NamedQuery, String, String)>,
+    queries: impl Iterator<Item = (&'a crate::providers::sql::NamedQuery, String, String)>,
 ) -> Vec<TemplateSpec> {
     let mut out = Vec::new();
     if let Some((template, description, tool)) = table

@@ -17,7 +17,7 @@ use chrono::{Days, NaiveDate, NaiveDateTime, NaiveTime, TimeDelta};
 use serde::ser::SerializeSeq;
 use serde_json::value::RawValue;
 
-use crate::providers::sqlite::rows::{Weigh, json_text_weight};
+use crate::providers::sql::rows::{Weigh, json_text_weight};
 use sqlx::postgres::{PgRow, PgTypeInfo, PgTypeKind};
 use sqlx::{Column as _, Row as _, TypeInfo as _, ValueRef as _};
 

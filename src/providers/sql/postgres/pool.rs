@@ -136,6 +136,14 @@ impl Pool {
         }
     }
 
+    /// Closes every idle connection (the server is stopping).
+    pub(super) async fn close(&self) {
+        let idle = self.inner.take_idle_older_than(Duration::ZERO);
+        for conn in idle {
+            let _ = tokio::time::timeout(ROLLBACK_TIMEOUT, conn.close()).await;
+        }
+    }
+
     /// Closes idle connections older than `IDLE_TIMEOUT`, every few seconds, for as long as the
     /// pool lives.
     fn start_reaper(&self) {

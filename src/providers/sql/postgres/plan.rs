@@ -21,13 +21,13 @@ use sqlx::postgres::{PgConnection, PgTypeInfo, Postgres};
 use sqlx::{AssertSqlSafe, Column as _, Executor as _, Row as _, SqlSafeStr as _, Statement as _};
 
 use super::rows::Decoder;
-use crate::providers::sql::{self, Dialect};
-use crate::providers::sqlite::rows::unique_names;
+use crate::providers::sql::rows::unique_names;
+use crate::providers::sql::text::{self as sql, Dialect};
 
 /// How a parameter's value is meant to be typed (its declared `type`; template variables are
 /// strings).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Kind {
+pub(super) enum Kind {
     Text,
     Integer,
     Number,
