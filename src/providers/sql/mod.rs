@@ -13,12 +13,16 @@
 
 mod engine;
 mod front;
+pub(crate) mod pool;
 pub(crate) mod query;
 pub(crate) mod rows;
 pub(crate) mod section;
+mod server;
 pub(crate) mod text;
 mod tool;
+pub(crate) mod url;
 
+pub(crate) mod mysql;
 pub(crate) mod postgres;
 pub(crate) mod sqlite;
 
@@ -29,4 +33,5 @@ pub(crate) use query::{NamedQuery, Statement};
 use super::Source;
 
 /// Every SQL engine's manifest section, in the order the schema lists them.
-pub(crate) static ENGINES: [&dyn section::Section; 2] = [&sqlite::SECTION, &postgres::SECTION];
+pub(crate) static ENGINES: [&dyn section::Section; 3] =
+    [&sqlite::SECTION, &postgres::SECTION, &mysql::SECTION];

@@ -4,6 +4,7 @@
 //! its own cell type (`Weigh` + `Serialize`).
 
 use serde::ser::{SerializeMap, SerializeSeq, SerializeStruct};
+use serde_json::value::RawValue;
 
 /// A value's weight in the JSON answer: the bytes it takes there, at least.
 pub(crate) trait Weigh {
@@ -152,6 +153,75 @@ impl<C: serde::Serialize> serde::Serialize for Rows<C> {
         st.serialize_field("rows", &RowsJson(self))?;
         st.serialize_field("truncated", &self.truncated)?;
         st.end()
+    }
+}
+
+/// One value of a database server's result (PostgreSQL, MySQL), as it goes into the JSON answer.
+#[derive(Debug, Clone)]
+pub(crate) enum Cell {
+    Null,
+    Bool(bool),
+    Int(i64),
+    /// An unsigned 64-bit integer (MySQL's `BIGINT UNSIGNED`), kept whole.
+    UInt(u64),
+    Float(f64),
+    Text(String),
+    /// JSON text as the database stored it (checked, written as is).
+    Json(Box<RawValue>),
+    Array(Vec<Cell>),
+}
+
+impl Weigh for Cell {
+    fn weight(&self) -> usize {
+        match self {
+            Cell::Null | Cell::Bool(_) => 5,
+            Cell::Int(_) | Cell::UInt(_) | Cell::Float(_) => 24,
+            Cell::Text(t) => json_text_weight(t),
+            Cell::Json(raw) => raw.get().len(),
+            Cell::Array(items) => items.iter().map(|c| c.weight() + 1).sum::<usize>() + 2,
+        }
+    }
+}
+
+impl PartialEq for Cell {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Cell::Null, Cell::Null) => true,
+            (Cell::Bool(a), Cell::Bool(b)) => a == b,
+            (Cell::Int(a), Cell::Int(b)) => a == b,
+            (Cell::UInt(a), Cell::UInt(b)) => a == b,
+            (Cell::Float(a), Cell::Float(b)) => a == b,
+            (Cell::Text(a), Cell::Text(b)) => a == b,
+            (Cell::Json(a), Cell::Json(b)) => a.get() == b.get(),
+            (Cell::Array(a), Cell::Array(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+impl serde::Serialize for Cell {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Cell::Null => s.serialize_unit(),
+            Cell::Bool(b) => s.serialize_bool(*b),
+            Cell::Int(i) => s.serialize_i64(*i),
+            Cell::UInt(u) => s.serialize_u64(*u),
+            // JSON has no NaN or infinities; the databases' floats do.
+            Cell::Float(f) if f.is_nan() => s.serialize_str("NaN"),
+            Cell::Float(f) if f.is_infinite() => {
+                s.serialize_str(if *f > 0.0 { "Infinity" } else { "-Infinity" })
+            }
+            Cell::Float(f) => s.serialize_f64(*f),
+            Cell::Text(t) => s.serialize_str(t),
+            Cell::Json(raw) => raw.serialize(s),
+            Cell::Array(items) => {
+                let mut seq = s.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    seq.serialize_element(item)?;
+                }
+                seq.end()
+            }
+        }
     }
 }
 

@@ -16,8 +16,9 @@
 //! a second write soon after a first, when that backend next reports (up to ~10s on PostgreSQL
 //! 15). A writer that calls `pg_stat_force_next_flush()` is seen at the next poll.
 
-use super::{GRACE, Postgres};
+use super::Postgres;
 use crate::providers::sql::Target;
+use crate::providers::sql::server::GRACE;
 
 /// The writes to one table (and its partitions) and its file node; NULL for a relation without
 /// statistics (a view).

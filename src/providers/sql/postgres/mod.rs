@@ -23,7 +23,6 @@ mod pool;
 mod risky;
 mod rows;
 mod section;
-pub(crate) mod url;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -34,28 +33,25 @@ use sqlx::postgres::{PgConnectOptions, PgConnection};
 use sqlx::{AssertSqlSafe, Connection as _, Executor as _};
 
 pub(crate) use section::SECTION;
-pub(crate) use url::PgUrl;
+#[cfg(test)]
+pub(crate) use section::URL_RULES;
 
 use plan::{BindAs, Kind, Plan};
 use pool::{BeginError, Pool, is_connection_error};
-use rows::{Cell, cells, decoders};
+use rows::{cells, decoders};
 
 use super::engine::{Engine, Listed, Target};
 use super::query::Statement;
-use super::rows::{Rows, TooBig, Within};
+use super::rows::{Cell, Rows, TooBig, Within};
+use super::server::GRACE;
 use super::text::{self, Dialect, quote_ident};
+use super::url::DbUrl;
 use crate::manifest::expand::format_duration;
 use crate::manifest::{Loc, ParamType};
 use crate::params::Typed;
 use crate::providers::RequestError;
 use crate::quote::{Quote, quote};
 
-/// How long opening a connection may take (also `check`'s probe), unless the URL's
-/// `connect_timeout` says otherwise.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-/// Beyond the statement timeout, how long a request may wait for the server before its
-/// connection is dropped (a server that stopped answering).
-const GRACE: Duration = Duration::from_secs(2);
 /// Plans kept per source (named queries, templates, tables); more and the cache starts over.
 const MAX_PLANS: usize = 1024;
 /// The longest identifier of a default PostgreSQL build (`NAMEDATALEN - 1` bytes).
@@ -85,7 +81,7 @@ pub(crate) struct Postgres {
     /// "database `crm` on db.example.com:5432 as `app`": what messages name (no password).
     target: String,
     /// The URL; its password is scrubbed from every message that could carry it.
-    url: PgUrl,
+    url: DbUrl,
     timeout: Duration,
     pool: Pool,
     plans: std::sync::Mutex<HashMap<String, Arc<Plan>>>,
@@ -191,7 +187,7 @@ impl Postgres {
                             format_duration(self.timeout)
                         ),
                     ));
-                    lease.discard();
+                    lease.abandon();
                     return out;
                 }
             }
@@ -263,7 +259,7 @@ impl Postgres {
                         continue;
                     }
                     Err(_) => {
-                        lease.discard();
+                        lease.abandon();
                         return Err(self.timed_out());
                     }
                 }
@@ -306,7 +302,7 @@ impl Postgres {
                     )));
                 }
                 Err((Failure::TimedOut, _)) => {
-                    lease.discard();
+                    lease.abandon();
                     return Err(self.timed_out());
                 }
                 Err((Failure::TooBig, _)) => {
@@ -486,7 +482,7 @@ impl Postgres {
                 Err(self.db_failed(&e))
             }
             Err(_) => {
-                lease.discard();
+                lease.abandon();
                 Err(self.timed_out())
             }
         }

@@ -10,7 +10,8 @@
 
 use std::time::Instant;
 
-use super::{GRACE, Postgres};
+use super::Postgres;
+use crate::providers::sql::server::GRACE;
 
 /// One row per way out of the transaction: `(what, name)`.
 const RISKS: &str = "\

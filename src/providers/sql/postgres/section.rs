@@ -1,13 +1,12 @@
-//! `[postgres.NAME]`'s own keys (`url`, `schemas`, `max_connections`, `poll_interval`,
-//! `accept_writes_outside_transaction`) and their checks, and how the source is built (without
-//! connecting).
+//! `[postgres.NAME]`'s own keys (`schemas`, and the server keys: `url`, `max_connections`,
+//! `poll_interval`, `accept_writes_outside_transaction`) and their checks, and how the source is
+//! built (without connecting).
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::time::Duration;
 
 use schemars::{JsonSchema, SchemaGenerator};
 use serde::Deserialize;
@@ -16,54 +15,63 @@ use sqlx::postgres::PgConnectOptions;
 use toml::Spanned;
 use toml::de::DeValue;
 
-use super::pool::Pool;
-use super::{CONNECT_TIMEOUT, PgUrl, Postgres, describe_target};
-use crate::manifest::raw::{DurationStr, Sp};
-use crate::manifest::{Checker, Diagnostics, Loc};
+use super::pool::{Pg, Pool};
+use super::{Postgres, describe_target};
+use crate::manifest::raw::Sp;
+use crate::manifest::{Checker, Diagnostics};
 use crate::providers::sql::SqlSource;
 use crate::providers::sql::section::{Built, DatabaseDef, EngineDef, Section, value_de};
+use crate::providers::sql::server::{CONNECT_TIMEOUT, ServerKeys};
+use crate::providers::sql::url::UrlRules;
 
-/// Default `max_connections` of a postgres source.
-pub const DEFAULT_CONNECTIONS: u32 = 4;
-/// Default `poll_interval` of a watched postgres source.
-pub const DEFAULT_POLL: Duration = Duration::from_secs(2);
+/// `postgres://user:password@host:5432/db?sslmode=require`: the parameters sqlx understands are
+/// passed on; anything else (libpq's `channel_binding`, `target_session_attrs`, …) is left out.
+pub(crate) const URL_RULES: UrlRules = UrlRules {
+    schemes: &["postgres", "postgresql"],
+    example: "postgres://user:password@host:5432/database?sslmode=require",
+    known: &[
+        "sslmode",
+        "ssl-mode",
+        "sslrootcert",
+        "ssl-root-cert",
+        "ssl-ca",
+        "sslcert",
+        "ssl-cert",
+        "sslkey",
+        "ssl-key",
+        "host",
+        "hostaddr",
+        "port",
+        "dbname",
+        "user",
+        "password",
+        "application_name",
+        "options",
+    ],
+    known_prefixes: &["options["],
+    defaults: &[("application_name", "mcp-manifest")],
+};
 
 /// The section.
 pub(crate) static SECTION: PostgresSection = PostgresSection;
 
 pub(crate) struct PostgresSection;
 
-/// `[postgres.NAME]`: a PostgreSQL database, read-only.
+/// `[postgres.NAME]`'s own keys (the server keys are `ServerKeys`).
 #[derive(Debug, Deserialize, JsonSchema)]
 struct RawPostgres {
-    /// Connection URL, e.g. "${DATABASE_URL}" or
-    /// "postgres://user:password@host:5432/db?sslmode=require"; TLS through `sslmode`.
-    url: Sp<String>,
     /// Schemas whose tables and views are listed (default ["public"]). Tables of the first are
     /// named by their name, the others as `schema.table`.
     #[schemars(length(min = 1))]
     schemas: Option<Sp<Vec<Sp<String>>>>,
-    /// Connections opened at most; more reads wait their turn (default 4).
-    #[schemars(range(min = 1, max = 100))]
-    max_connections: Option<Sp<u64>>,
-    /// How often subscribed resources are polled for changes (default 2s).
-    poll_interval: Option<Sp<DurationStr>>,
-    /// Let the SQL tool run even when the role can write outside its read-only transaction
-    /// (`dblink`, `lo_export`, untrusted languages, foreign servers, superuser; default false:
-    /// the tool refuses, and `check` warns either way).
-    accept_writes_outside_transaction: Option<bool>,
 }
 
 /// The checked keys.
 #[derive(Debug)]
 struct PostgresDef {
-    url: PgUrl,
-    url_loc: Loc,
+    server: ServerKeys,
     /// At least one; the first one's tables are named without their schema.
     schemas: Vec<String>,
-    max_connections: u32,
-    poll_interval: Duration,
-    accept_risks: bool,
 }
 
 impl Section for PostgresSection {
@@ -76,7 +84,12 @@ impl Section for PostgresSection {
     }
 
     fn keys_schema(&self, generator: &mut SchemaGenerator) -> schemars::Schema {
-        RawPostgres::json_schema(generator)
+        let own = RawPostgres::json_schema(generator);
+        ServerKeys::schema(
+            generator,
+            own,
+            "Connection URL, e.g. \"${DATABASE_URL}\" or \"postgres://user:password@host:5432/db?sslmode=require\"; TLS through `sslmode`. The password is never printed.",
+        )
     }
 
     fn check(
@@ -122,46 +135,14 @@ impl Section for PostgresSection {
                 }
             }
         }
-        let max_connections = match &p.max_connections {
-            None => DEFAULT_CONNECTIONS,
-            Some(n) if (1..=100).contains(n.get()) => {
-                u32::try_from(*n.get()).unwrap_or(DEFAULT_CONNECTIONS)
-            }
-            Some(n) => {
-                cx.err(
-                    n,
-                    format!("[postgres.{name}] `max_connections` must be between 1 and 100"),
-                );
-                DEFAULT_CONNECTIONS
-            }
-        };
-        let url = match PgUrl::parse(p.url.get()) {
-            Ok(u) => Some(u),
-            Err(why) => {
-                cx.err(&p.url, format!("[postgres.{name}] `url`: {why}"));
-                None
-            }
-        };
-        let poll_interval = cx.duration(&p.poll_interval, DEFAULT_POLL);
-        if let Some(t) = &p.poll_interval
-            && poll_interval < Duration::from_millis(100)
-        {
-            cx.err(
-                t,
-                format!("[postgres.{name}] `poll_interval` must be at least 100ms"),
-            );
-        }
+        let server = ServerKeys::check(cx, "postgres", name, value, &URL_RULES);
         // An entry with a problem has no meaning (a source without a URL): set aside.
         if cx.problems() != before {
             return None;
         }
         Some(Arc::new(PostgresDef {
-            url: url?,
-            url_loc: cx.loc(&p.url),
+            server: server?,
             schemas,
-            max_connections,
-            poll_interval,
-            accept_risks: p.accept_writes_outside_transaction.unwrap_or(false),
         }))
     }
 }
@@ -175,34 +156,35 @@ impl EngineDef for PostgresDef {
     ) -> Pin<Box<dyn Future<Output = Option<Built>> + Send + 'a>> {
         Box::pin(async move {
             let entry = def.entry();
-            let options = match PgConnectOptions::from_url(self.url.url()) {
+            let server = &self.server;
+            let options = match PgConnectOptions::from_url(server.url.url()) {
                 Ok(o) => o,
                 Err(e) => {
-                    let why = self.url.scrub(&e.to_string());
-                    diags.push(self.url_loc, format!("{entry} `url`: {why}"));
+                    let why = server.url.scrub(&e.to_string());
+                    diags.push(server.url_loc, format!("{entry} `url`: {why}"));
                     return None;
                 }
             };
             let target = describe_target(&options);
-            let pool = Pool::new(
+            let driver = Pg::new(
                 options,
-                self.max_connections,
                 def.timeout,
-                self.url.connect_timeout.unwrap_or(CONNECT_TIMEOUT),
+                server.url.connect_timeout.unwrap_or(CONNECT_TIMEOUT),
             );
+            let pool = Pool::new(driver, server.max_connections);
             let engine = Postgres {
                 entry,
                 schemas: self.schemas.clone(),
                 row_limit: def.row_limit.max(1),
                 max_size: usize::try_from(def.max_size).unwrap_or(usize::MAX),
-                poll_interval: self.poll_interval,
-                url_loc: self.url_loc,
+                poll_interval: server.poll_interval,
+                url_loc: server.url_loc,
                 target,
-                url: self.url.clone(),
+                url: server.url.clone(),
                 timeout: def.timeout,
                 pool,
                 plans: std::sync::Mutex::new(HashMap::new()),
-                accept_risks: self.accept_risks,
+                accept_risks: server.accept_risks,
                 risks_seen: std::sync::Mutex::new(None),
                 down_reported: AtomicBool::new(false),
             };
