@@ -32,7 +32,7 @@ pub(crate) use section::SECTION;
 pub(crate) use section::URL_RULES;
 
 use pool::{BeginError, Flavor, Pool, is_connection_error};
-use rows::{cells, decoders};
+use rows::cells;
 
 use super::engine::{Engine, Listed, Target};
 use super::query::Statement;
@@ -526,7 +526,6 @@ async fn collect(
         .await?;
     let columns = sqlx::Statement::columns(&statement);
     let names = unique_names(columns.iter().map(|c| c.name()));
-    let decoders = decoders(columns.iter(), json);
     let mut query = sqlx::query(AssertSqlSafe(sql.to_owned()));
     for a in args {
         query = match a {
@@ -543,6 +542,9 @@ async fn collect(
     let mut stream = query.fetch(&mut *conn);
     let mut extra = 0;
     let mut done = false;
+    // The columns the run sent are the ones to decode by: a parameter's type is known only
+    // then (`SELECT ?` prepares as binary, runs as the text it was given).
+    let mut run_decoders: Option<Vec<rows::Decoder>> = None;
     while let Some(row) = stream.try_next().await? {
         if done || out.full() {
             done = true;
@@ -552,7 +554,9 @@ async fn collect(
             }
             continue;
         }
-        let row = cells(&row, &decoders).map_err(Failure::Decode)?;
+        let decoders =
+            run_decoders.get_or_insert_with(|| rows::decoders(row.columns().iter(), json));
+        let row = cells(&row, decoders).map_err(Failure::Decode)?;
         if !out.push(row).map_err(|TooBig| Failure::TooBig)? {
             return Ok((out.into_rows(), Read::Cut));
         }

@@ -25,7 +25,7 @@ use rows::collect;
 
 use super::engine::{Engine, Listed};
 use super::query::Statement;
-use super::text::{Dialect, quote_ident};
+use super::text::{self, Dialect, quote_ident};
 use crate::manifest::expand::{format_duration, format_size};
 use crate::params::Typed;
 use crate::providers::RequestError;
@@ -86,7 +86,7 @@ impl Sqlite {
                     format_size(self.max_size as u64)
                 ))
             }
-            rusqlite::Error::SqliteFailure(..) => {
+            rusqlite::Error::SqliteFailure(..) | rusqlite::Error::SqlInputError { .. } => {
                 RequestError::Refused(format!("{} {}", self.entry, sqlite_message(e)))
             }
             other => RequestError::Internal(format!("{}: {other}", self.entry)),
@@ -211,6 +211,16 @@ impl Engine for Sqlite {
     /// On a connection of its own (closed after, so nothing the statement set on it stays), and
     /// only if SQLite says the statement does not write.
     async fn run_adhoc(&self, sql: &str) -> Result<String, RequestError> {
+        // A pragma that sets something changes the connection, or the file: settings are not
+        // the SQL tool's to change (`PRAGMA table_info(t)` and the like still read).
+        if text::first_keyword(sql, Dialect::Sqlite).as_deref() == Some("PRAGMA")
+            && sql.contains('=')
+        {
+            return Err(RequestError::Refused(format!(
+                "{} refused: a PRAGMA that sets a value changes the connection or the file; only PRAGMAs that read run here",
+                self.entry
+            )));
+        }
         let (sql, limit, max_size) = (sql.to_owned(), self.limit(), self.max_size);
         let ran = self
             .pool
