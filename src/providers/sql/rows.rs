@@ -65,6 +65,16 @@ impl<C: Weigh> Within<C> {
         Ok(true)
     }
 
+    /// A row that does not fit came: the rows are `truncated`, or, when it is the first,
+    /// `Err(TooBig)`.
+    pub(crate) fn cut(&mut self) -> Result<(), TooBig> {
+        if self.rows.rows.is_empty() {
+            return Err(TooBig);
+        }
+        self.rows.truncated = true;
+        Ok(())
+    }
+
     pub(crate) fn into_rows(self) -> Rows<C> {
         self.rows
     }

@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgConnection};
-use sqlx::{AssertSqlSafe, Connection as _, Executor as _};
+use sqlx::{AssertSqlSafe, Connection as _, Executor as _, Row as _};
 
 pub(crate) use section::SECTION;
 #[cfg(test)]
@@ -159,7 +159,7 @@ impl Postgres {
             let kinds = kinds_of(s);
             let checked = async {
                 conn.execute("SAVEPOINT mcp_check").await?;
-                let result = plan::make(conn, &s.sql, &kinds, self.row_limit).await;
+                let result = plan::make(conn, &s.sql, &kinds, self.row_limit, self.max_size).await;
                 conn.execute("ROLLBACK TO SAVEPOINT mcp_check").await?;
                 result
             };
@@ -392,7 +392,7 @@ impl Postgres {
         if let Some(p) = self.plans.lock().ok().and_then(|p| p.get(&key).cloned()) {
             return Ok((p, true));
         }
-        let plan = Arc::new(plan::make(conn, sql, kinds, self.row_limit).await?);
+        let plan = Arc::new(plan::make(conn, sql, kinds, self.row_limit, self.max_size).await?);
         if let Ok(mut plans) = self.plans.lock() {
             if plans.len() >= MAX_PLANS {
                 plans.clear();
@@ -643,11 +643,24 @@ async fn collect(
     let mut out = Within::<Cell>::new(plan.names.clone(), limit, max_size);
     let mut stream = query.fetch(&mut *conn);
     let mut column_decoders = None;
+    let width = plan.names.len();
     while let Some(row) = stream.try_next().await? {
         if out.full() {
             break;
         }
-        let d = column_decoders.get_or_insert_with(|| decoders(&row));
+        // A row measured larger than `max_size` came without its large values.
+        if plan.sized {
+            let size: i64 = row.try_get(width).map_err(Failure::Db)?;
+            if usize::try_from(size).unwrap_or(usize::MAX) > max_size {
+                out.cut().map_err(|TooBig| Failure::TooBig)?;
+                break;
+            }
+        }
+        let d = column_decoders.get_or_insert_with(|| {
+            let mut d = decoders(&row);
+            d.truncate(width);
+            d
+        });
         let row = cells(&row, d).map_err(Failure::Decode)?;
         if !out.push(row).map_err(|TooBig| Failure::TooBig)? {
             break;
