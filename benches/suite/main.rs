@@ -13,8 +13,8 @@
 #![allow(clippy::print_stdout, clippy::print_stderr, clippy::disallowed_methods)]
 
 mod fixtures;
-mod peer;
 mod mysql;
+mod peer;
 mod postgres;
 mod report;
 mod workloads;

@@ -134,7 +134,10 @@ impl Server {
             {
                 bail!("mariadbd exited ({status})");
             }
-            ensure!(Instant::now() < deadline, "mariadbd did not start within 60 s");
+            ensure!(
+                Instant::now() < deadline,
+                "mariadbd did not start within 60 s"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
         server.access.admin(&format!(
@@ -316,7 +319,10 @@ impl Session {
                 String::from_utf8_lossy(&out.stderr).trim()
             );
             let lines = out.stdout.iter().filter(|&&b| b == b'\n').count();
-            ensure!(lines == *rows, "mariadb -e {sql}: {lines} lines, not {rows}");
+            ensure!(
+                lines == *rows,
+                "mariadb -e {sql}: {lines} lines, not {rows}"
+            );
             if i > 0 {
                 times.push(took);
             }
@@ -429,10 +435,19 @@ fn check(r: &Value, want: &[Vec<Option<String>>]) -> Result<()> {
     let rows = v["rows"]
         .as_array()
         .ok_or_else(|| anyhow!("the read has no rows: {v}"))?;
-    ensure!(rows.len() == want.len(), "{} rows, where mariadb answers {}", rows.len(), want.len());
+    ensure!(
+        rows.len() == want.len(),
+        "{} rows, where mariadb answers {}",
+        rows.len(),
+        want.len()
+    );
     let columns = v["columns"].as_array().cloned().unwrap_or_default();
     for (k, (row, want)) in rows.iter().zip(want).enumerate() {
-        ensure!(columns.len() == want.len(), "row {k}: {} columns", columns.len());
+        ensure!(
+            columns.len() == want.len(),
+            "row {k}: {} columns",
+            columns.len()
+        );
         for (col, cell) in columns.iter().zip(want) {
             let got = &row[col.as_str().unwrap_or_default()];
             let same = match (got, cell) {
@@ -441,7 +456,10 @@ fn check(r: &Value, want: &[Vec<Option<String>>]) -> Result<()> {
                 (Value::Number(n), Some(t)) => n.to_string() == *t,
                 _ => false,
             };
-            ensure!(same, "row {k}, column {col}: mcp-manifest answered {got}, mariadb {cell:?}");
+            ensure!(
+                same,
+                "row {k}, column {col}: mcp-manifest answered {got}, mariadb {cell:?}"
+            );
         }
     }
     Ok(())
@@ -455,7 +473,10 @@ fn run_as() -> Result<Option<(u32, u32)>> {
             return Ok(None);
         }
         let pw = libc::getpwnam(c"nobody".as_ptr());
-        ensure!(!pw.is_null(), "running as root, and there is no user `nobody`");
+        ensure!(
+            !pw.is_null(),
+            "running as root, and there is no user `nobody`"
+        );
         Ok(Some(((*pw).pw_uid, (*pw).pw_gid)))
     }
 }

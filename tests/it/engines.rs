@@ -607,6 +607,8 @@ fn attempts(kind: Kind) -> Vec<(&'static str, Outcome)> {
     out
 }
 
+// Each refusal is printed for the record (`cargo test -- --nocapture`).
+#[allow(clippy::print_stderr)]
 fn sql_tool_refuses_writes_and_leaves_the_database_unchanged(kind: Kind) {
     let extra = match kind {
         Kind::Postgres => "CREATE SEQUENCE counter;",

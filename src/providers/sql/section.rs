@@ -131,6 +131,9 @@ pub(crate) struct RawCommon {
     pub queries: IndexMap<Key, RawQuery>,
 }
 
+/// An engine key of a template: the section and the source's name as written.
+pub(crate) type SourceRef = (&'static str, Sp<String>);
+
 /// What `take` took out of a manifest's document.
 #[derive(Debug, Default)]
 pub struct Taken<'i> {
@@ -138,7 +141,7 @@ pub struct Taken<'i> {
     entries: Vec<(&'static dyn Section, Key, Spanned<DeValue<'i>>)>,
     /// The engine keys of `[templates]` entries: template name → (section, source name), and
     /// every such key of each template (more than one is an error).
-    templates: Vec<(String, Vec<(&'static str, Sp<String>)>)>,
+    templates: Vec<(String, Vec<SourceRef>)>,
 }
 
 impl std::fmt::Debug for dyn Section {
@@ -454,9 +457,9 @@ fn capitalized(s: &str) -> String {
 
 /// The tools every database entry may make, for the clash check of tool names: the table
 /// template's (`NAME_table`, or `tool`), each query's, and the SQL tool (`NAME_sql`).
-pub(crate) fn wanted_tools<'a>(
+pub(crate) fn wanted_tools(
     cx: &mut Checker<'_>,
-    taken: &'a Taken<'_>,
+    taken: &Taken<'_>,
     on: bool,
 ) -> Vec<(Loc, WantedTool)> {
     let mut out = Vec::new();

@@ -77,12 +77,15 @@ pub(crate) struct Mysql {
     /// The last risks found, and when.
     risks_seen: std::sync::Mutex<Option<(Instant, Option<String>)>>,
     /// MariaDB's JSON columns (`(schema.table, column)`), and when they were read.
-    json_columns: std::sync::Mutex<Option<(Instant, Arc<HashSet<(String, String)>>)>>,
+    json_columns: std::sync::Mutex<Option<(Instant, JsonColumns)>>,
     /// Which server answered (known once a connection opened).
     flavor: Arc<OnceLock<Flavor>>,
     /// Whether the current outage was already said (by `check`).
     down_reported: AtomicBool,
 }
+
+/// MariaDB's JSON columns, as `(schema.table, column)`.
+type JsonColumns = Arc<HashSet<(String, String)>>;
 
 /// Why a statement failed.
 enum Failure {
@@ -193,7 +196,7 @@ impl Mysql {
     /// MariaDB's JSON columns (a `LONGTEXT` with a `json_valid` check), read at most every
     /// `JSON_COLUMNS_FRESH`; none on MySQL (its JSON type says so itself) or when they cannot be
     /// read.
-    async fn json_columns(&self, conn: &mut MySqlConnection) -> Arc<HashSet<(String, String)>> {
+    async fn json_columns(&self, conn: &mut MySqlConnection) -> JsonColumns {
         if self.flavor.get() != Some(&Flavor::Mariadb) {
             return Arc::default();
         }
