@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 
 use crate::fixtures::{QUERY_SQL, ROWS};
 use crate::peer;
+use crate::postgres::{as_owner, free_port, run_as};
 use crate::report::{self, Round};
 use crate::workloads::{
     Beside, BesideSpec, Entry, MIB, Target, Unavailable, entry, json_text, request,
@@ -463,35 +464,6 @@ fn check(r: &Value, want: &[Vec<Option<String>>]) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// Root runs the server as `nobody`; anyone else as themselves.
-fn run_as() -> Result<Option<(u32, u32)>> {
-    // SAFETY: plain libc calls; getpwnam's result is read before any other call.
-    unsafe {
-        if libc::geteuid() != 0 {
-            return Ok(None);
-        }
-        let pw = libc::getpwnam(c"nobody".as_ptr());
-        ensure!(
-            !pw.is_null(),
-            "running as root, and there is no user `nobody`"
-        );
-        Ok(Some(((*pw).pw_uid, (*pw).pw_gid)))
-    }
-}
-
-fn as_owner(cmd: &mut Command, owner: Option<(u32, u32)>) {
-    if let Some((uid, gid)) = owner {
-        cmd.uid(uid).gid(gid).env("HOME", "/tmp");
-    }
-}
-
-fn free_port() -> Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .context("finding a free port")?
-        .port())
 }
 
 /// `mariadbd` and `mariadb-install-db`, or `Unavailable`.

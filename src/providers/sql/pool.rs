@@ -55,6 +55,23 @@ pub(crate) trait Driver: Send + Sync + 'static {
     fn is_connection_error(e: &sqlx::Error) -> bool;
 }
 
+/// `connect`, given up after `timeout` with an I/O error saying so.
+pub(crate) async fn connect_within<C>(
+    timeout: Duration,
+    connect: impl Future<Output = Result<C, sqlx::Error>>,
+) -> Result<C, sqlx::Error> {
+    match tokio::time::timeout(timeout, connect).await {
+        Ok(result) => result,
+        Err(_) => Err(sqlx::Error::Io(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!(
+                "no answer within {}",
+                crate::manifest::expand::format_duration(timeout)
+            ),
+        ))),
+    }
+}
+
 /// A few connections, opened on first use and reused.
 pub(crate) struct Pool<D: Driver> {
     inner: Arc<Inner<D>>,

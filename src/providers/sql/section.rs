@@ -238,6 +238,24 @@ impl Taken<'_> {
     }
 }
 
+/// An engine's own keys of the entry `[section.name]` (`value`), or `None` after reporting why
+/// they do not deserialize (the schema's walk reported most problems already).
+pub(crate) fn keys<T: serde::de::DeserializeOwned>(
+    cx: &mut Checker<'_>,
+    section: &str,
+    name: &str,
+    value: &Spanned<DeValue<'_>>,
+) -> Option<T> {
+    match T::deserialize(value_de(value)) {
+        Ok(keys) => Some(keys),
+        Err(e) => {
+            let at = e.span().map_or(value.span().start, |s| s.start);
+            cx.err_at(at, format!("[{section}.{name}] {}", e.message().trim()));
+            None
+        }
+    }
+}
+
 /// A deserializer for one value of the document (its spans are the document's).
 pub(crate) fn value_de<'i>(v: &Spanned<DeValue<'i>>) -> toml::de::ValueDeserializer<'i> {
     toml::de::ValueDeserializer::from(v.clone())

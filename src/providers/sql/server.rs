@@ -9,10 +9,13 @@ use serde::Deserialize;
 use toml::Spanned;
 use toml::de::DeValue;
 
-use super::section::value_de;
+use super::pool::{BeginError, Driver, Lease};
+use super::section::keys;
 use super::url::{DbUrl, UrlRules};
+use crate::manifest::expand::format_duration;
 use crate::manifest::raw::{DurationStr, Sp};
 use crate::manifest::{Checker, Loc};
+use crate::providers::RequestError;
 
 /// Default `max_connections`.
 pub const DEFAULT_CONNECTIONS: u32 = 4;
@@ -61,14 +64,7 @@ impl ServerKeys {
         value: &Spanned<DeValue<'_>>,
         rules: &UrlRules,
     ) -> Option<ServerKeys> {
-        let p = match RawServerKeys::deserialize(value_de(value)) {
-            Ok(r) => r,
-            Err(e) => {
-                let at = e.span().map_or(value.span().start, |s| s.start);
-                cx.err_at(at, format!("[{section}.{name}] {}", e.message().trim()));
-                return None;
-            }
-        };
+        let p: RawServerKeys = keys(cx, section, name, value)?;
         let before = cx.problems();
         let max_connections = match &p.max_connections {
             None => DEFAULT_CONNECTIONS,
@@ -143,5 +139,91 @@ impl ServerKeys {
         out.insert("properties".into(), Value::Object(props));
         out.insert("required".into(), Value::Array(required));
         schemars::Schema::from(out)
+    }
+}
+
+/// How a server source words what goes wrong: its entry and target (never the password, which
+/// is scrubbed from whatever the server or the driver said), and how long a statement may run.
+pub(crate) struct Voice<'a> {
+    /// `[postgres.crm]`
+    pub entry: &'a str,
+    /// "database `crm` on db.example.com:5432 as `app`"
+    pub target: &'a str,
+    pub url: &'a DbUrl,
+    pub timeout: Duration,
+    /// What the server (or the connection) said, without sqlx's wrapping.
+    pub message: fn(&sqlx::Error) -> String,
+}
+
+impl Voice<'_> {
+    /// `text` with the URL's password replaced by `***`.
+    pub(crate) fn scrub(&self, text: &str) -> String {
+        self.url.scrub(text)
+    }
+
+    pub(crate) fn connect_failed(&self, e: &sqlx::Error) -> String {
+        self.scrub(&format!(
+            "{} cannot connect to {}: {}",
+            self.entry,
+            self.target,
+            (self.message)(e)
+        ))
+    }
+
+    pub(crate) fn begin_failed<D: Driver>(&self, e: &BeginError) -> String {
+        match e {
+            BeginError::Connect(e) => self.connect_failed(e),
+            BeginError::Begin(e) if D::is_connection_error(e) => self.connect_failed(e),
+            BeginError::Begin(e) => self.scrub(&format!(
+                "{} cannot start a read-only transaction on {}: {}",
+                self.entry,
+                self.target,
+                (self.message)(e)
+            )),
+        }
+    }
+
+    /// `check`'s warning for a database that cannot be reached.
+    pub(crate) fn unreachable<D: Driver>(&self, e: &BeginError) -> String {
+        format!(
+            "{}; `serve` starts anyway and answers each request with this error until the database can be reached",
+            self.begin_failed::<D>(e)
+        )
+    }
+
+    pub(crate) fn timed_out(&self) -> RequestError {
+        RequestError::Refused(format!(
+            "{} the query ran longer than {} (`timeout`) and was stopped",
+            self.entry,
+            format_duration(self.timeout)
+        ))
+    }
+
+    /// Ends a request's transaction after a catalog query, mapping its errors (`db_failed` for
+    /// the statement's own).
+    pub(crate) fn settle<D: Driver, T>(
+        &self,
+        lease: Lease<D>,
+        result: Result<Result<T, sqlx::Error>, tokio::time::error::Elapsed>,
+        db_failed: impl FnOnce(&sqlx::Error) -> RequestError,
+    ) -> Result<T, RequestError> {
+        match result {
+            Ok(Ok(v)) => {
+                lease.finish();
+                Ok(v)
+            }
+            Ok(Err(e)) if D::is_connection_error(&e) => {
+                lease.discard();
+                Err(RequestError::Refused(self.connect_failed(&e)))
+            }
+            Ok(Err(e)) => {
+                lease.finish();
+                Err(db_failed(&e))
+            }
+            Err(_) => {
+                lease.abandon();
+                Err(self.timed_out())
+            }
+        }
     }
 }

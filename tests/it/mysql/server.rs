@@ -20,6 +20,8 @@ use std::time::{Duration, Instant};
 use sqlx::mysql::{MySqlConnectOptions, MySqlConnection};
 use sqlx::{AssertSqlSafe, ConnectOptions as _, Connection as _, Executor as _};
 
+use crate::postgres::cluster::{as_owner, block_on, free_port, run_as};
+
 pub const APP_PASSWORD: &str = "my-Secret-d0nt-print";
 
 pub struct Server {
@@ -299,43 +301,6 @@ impl Drop for Server {
     fn drop(&mut self) {
         self.stop();
     }
-}
-
-pub fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime")
-        .block_on(f)
-}
-
-/// Root runs the server as `nobody`; anyone else as themselves.
-fn run_as() -> Option<(u32, u32)> {
-    // SAFETY: plain libc calls; getpwnam's result is read before any other call.
-    unsafe {
-        if libc::geteuid() != 0 {
-            return None;
-        }
-        let pw = libc::getpwnam(c"nobody".as_ptr());
-        assert!(
-            !pw.is_null(),
-            "running as root, and there is no user `nobody` to run MariaDB as"
-        );
-        Some(((*pw).pw_uid, (*pw).pw_gid))
-    }
-}
-
-fn as_owner(cmd: &mut Command, owner: Option<(u32, u32)>) {
-    if let Some((uid, gid)) = owner {
-        cmd.uid(uid).gid(gid).env("HOME", "/tmp");
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
 }
 
 /// `mariadbd` and `mariadb-install-db`.

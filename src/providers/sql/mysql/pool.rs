@@ -15,7 +15,7 @@ use std::time::Duration;
 use sqlx::mysql::{MySqlConnectOptions, MySqlConnection};
 use sqlx::{AssertSqlSafe, ConnectOptions as _, Connection as _, Executor as _};
 
-use crate::providers::sql::pool::Driver;
+use crate::providers::sql::pool::{Driver, connect_within};
 
 pub(super) type Pool = crate::providers::sql::pool::Pool<My>;
 pub(super) type Lease = crate::providers::sql::pool::Lease<My>;
@@ -59,16 +59,7 @@ impl My {
     }
 
     async fn open(&self) -> Result<MySqlConnection, sqlx::Error> {
-        match tokio::time::timeout(self.connect_timeout, self.options.connect()).await {
-            Ok(result) => result,
-            Err(_) => Err(sqlx::Error::Io(std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                format!(
-                    "no answer within {}",
-                    crate::manifest::expand::format_duration(self.connect_timeout)
-                ),
-            ))),
-        }
+        connect_within(self.connect_timeout, self.options.connect()).await
     }
 }
 

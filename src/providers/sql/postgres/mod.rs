@@ -43,7 +43,7 @@ use rows::{cells, decoders};
 use super::engine::{Engine, Listed, Target};
 use super::query::Statement;
 use super::rows::{Cell, Rows, TooBig, Within};
-use super::server::GRACE;
+use super::server::{GRACE, Voice};
 use super::text::{self, Dialect, quote_ident};
 use super::url::DbUrl;
 use crate::manifest::expand::format_duration;
@@ -132,13 +132,7 @@ impl Postgres {
             Ok(l) => l,
             Err(e) => {
                 self.down_reported.store(true, Ordering::Relaxed);
-                return vec![(
-                    self.url_loc,
-                    format!(
-                        "{}; `serve` starts anyway and answers each request with this error until the database can be reached",
-                        self.begin_failed(&e)
-                    ),
-                )];
+                return vec![(self.url_loc, self.voice().unreachable::<pool::Pg>(&e))];
             }
         };
         let mut out = Vec::new();
@@ -468,23 +462,17 @@ impl Postgres {
         lease: pool::Lease,
         result: Result<Result<T, sqlx::Error>, tokio::time::error::Elapsed>,
     ) -> Result<T, RequestError> {
-        match result {
-            Ok(Ok(v)) => {
-                lease.finish();
-                Ok(v)
-            }
-            Ok(Err(e)) if is_connection_error(&e) => {
-                lease.discard();
-                Err(RequestError::Refused(self.connect_failed(&e)))
-            }
-            Ok(Err(e)) => {
-                lease.finish();
-                Err(self.db_failed(&e))
-            }
-            Err(_) => {
-                lease.abandon();
-                Err(self.timed_out())
-            }
+        self.voice().settle(lease, result, |e| self.db_failed(e))
+    }
+
+    /// How this source words what goes wrong.
+    fn voice(&self) -> Voice<'_> {
+        Voice {
+            entry: &self.entry,
+            target: &self.target,
+            url: &self.url,
+            timeout: self.timeout,
+            message: db_message,
         }
     }
 
@@ -526,33 +514,15 @@ impl Postgres {
     }
 
     fn begin_failed(&self, e: &BeginError) -> String {
-        match e {
-            BeginError::Connect(e) => self.connect_failed(e),
-            BeginError::Begin(e) if is_connection_error(e) => self.connect_failed(e),
-            BeginError::Begin(e) => format!(
-                "{} cannot start a read-only transaction on {}: {}",
-                self.entry,
-                self.target,
-                self.scrub(&db_message(e))
-            ),
-        }
+        self.voice().begin_failed::<pool::Pg>(e)
     }
 
     fn connect_failed(&self, e: &sqlx::Error) -> String {
-        self.scrub(&format!(
-            "{} cannot connect to {}: {}",
-            self.entry,
-            self.target,
-            db_message(e)
-        ))
+        self.voice().connect_failed(e)
     }
 
     fn timed_out(&self) -> RequestError {
-        RequestError::Refused(format!(
-            "{} the query ran longer than {} (`timeout`) and was stopped",
-            self.entry,
-            format_duration(self.timeout)
-        ))
+        self.voice().timed_out()
     }
 
     /// A statement's error: a value PostgreSQL cannot read as its parameter's type is invalid
@@ -595,7 +565,7 @@ impl Postgres {
 
     /// `text` with the URL's password replaced by `***`.
     fn scrub(&self, text: &str) -> String {
-        self.url.scrub(text)
+        self.voice().scrub(text)
     }
 }
 

@@ -20,7 +20,7 @@ use super::{Postgres, describe_target};
 use crate::manifest::raw::Sp;
 use crate::manifest::{Checker, Diagnostics};
 use crate::providers::sql::SqlSource;
-use crate::providers::sql::section::{Built, DatabaseDef, EngineDef, Section, value_de};
+use crate::providers::sql::section::{Built, DatabaseDef, EngineDef, Section, keys};
 use crate::providers::sql::server::{CONNECT_TIMEOUT, ServerKeys};
 use crate::providers::sql::url::UrlRules;
 
@@ -98,14 +98,7 @@ impl Section for PostgresSection {
         name: &str,
         value: &Spanned<DeValue<'_>>,
     ) -> Option<Arc<dyn EngineDef>> {
-        let p = match RawPostgres::deserialize(value_de(value)) {
-            Ok(r) => r,
-            Err(e) => {
-                let at = e.span().map_or(value.span().start, |s| s.start);
-                cx.err_at(at, format!("[postgres.{name}] {}", e.message().trim()));
-                return None;
-            }
-        };
+        let p: RawPostgres = keys(cx, "postgres", name, value)?;
         let before = cx.problems();
         let mut schemas: Vec<String> = Vec::new();
         match &p.schemas {

@@ -16,7 +16,7 @@ use super::pool::{Pool, sqlite_message};
 use crate::manifest::raw::Sp;
 use crate::manifest::{Checker, Diagnostics, Loc};
 use crate::providers::sql::SqlSource;
-use crate::providers::sql::section::{Built, DatabaseDef, EngineDef, Section, value_de};
+use crate::providers::sql::section::{Built, DatabaseDef, EngineDef, Section, keys};
 
 /// The section.
 pub(crate) static SECTION: SqliteSection = SqliteSection;
@@ -57,14 +57,7 @@ impl Section for SqliteSection {
         name: &str,
         value: &Spanned<DeValue<'_>>,
     ) -> Option<Arc<dyn EngineDef>> {
-        let raw = match RawSqlite::deserialize(value_de(value)) {
-            Ok(r) => r,
-            Err(e) => {
-                let at = e.span().map_or(value.span().start, |s| s.start);
-                cx.err_at(at, format!("[sqlite.{name}] {}", e.message().trim()));
-                return None;
-            }
-        };
+        let raw: RawSqlite = keys(cx, "sqlite", name, value)?;
         Some(Arc::new(SqliteDef {
             path: cx.path(raw.path.get()),
             path_loc: cx.loc(&raw.path),
