@@ -98,7 +98,7 @@ impl Outcome {
 }
 
 fn source_entries(m: &Manifest) -> usize {
-    m.files.len() + m.sqlite.len() + m.postgres.len() + m.git.len() + m.templates.len()
+    m.files.len() + m.databases.len() + m.git.len() + m.templates.len()
 }
 
 /// Warnings computed from the manifest and the filesystem alone (no database, no network).
@@ -350,17 +350,8 @@ fn overlaps(m: &Manifest, w: &mut Diagnostics) {
             ))
         })
         .collect();
-    for s in &m.sqlite {
-        owners.push((
-            format!("[sqlite.{}]", s.name),
-            format!("sqlite://{}/", s.name),
-        ));
-    }
-    for s in &m.postgres {
-        owners.push((
-            format!("[postgres.{}]", s.name),
-            format!("postgres://{}/", s.name),
-        ));
+    for d in &m.databases {
+        owners.push((d.entry(), d.prefix()));
     }
     for g in &m.git {
         owners.push((format!("[git.{}]", g.name), format!("git://{}/", g.name)));

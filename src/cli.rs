@@ -111,12 +111,11 @@ pub async fn serve(manifest: Option<PathBuf>, via: Via) -> i32 {
     };
     let m = &registry.manifest;
     let what = format!(
-        "`{}` from {} ({} files, {} sqlite, {} postgres, {} git, {} templates, {} tools, {} prompts)",
+        "`{}` from {} ({} files, {}{} git, {} templates, {} tools, {} prompts)",
         m.server.name,
         m.file,
         m.files.len(),
-        m.sqlite.len(),
-        m.postgres.len(),
+        database_counts(m),
         m.git.len(),
         m.templates.len(),
         m.tools.len(),
@@ -192,8 +191,7 @@ pub async fn check(manifest: Option<PathBuf>, deny_warnings: bool, json: bool) -
         .filter(|n| !from_manifest.contains(n))
         .collect();
     let prompts = m.prompts.len();
-    let sources =
-        m.files.len() + m.sqlite.len() + m.postgres.len() + m.git.len() + m.templates.len();
+    let sources = m.files.len() + m.databases.len() + m.git.len() + m.templates.len();
     let mut out = std::io::stdout().lock();
     let _ = writeln!(
         out,
@@ -202,10 +200,9 @@ pub async fn check(manifest: Option<PathBuf>, deny_warnings: bool, json: bool) -
     );
     let _ = writeln!(
         out,
-        "  sources    {sources} ({} files, {} sqlite, {} postgres, {} git, {} templates)",
+        "  sources    {sources} ({} files, {}{} git, {} templates)",
         m.files.len(),
-        m.sqlite.len(),
-        m.postgres.len(),
+        database_counts(m),
         m.git.len(),
         m.templates.len()
     );
@@ -223,8 +220,35 @@ pub async fn check(manifest: Option<PathBuf>, deny_warnings: bool, json: bool) -
             format!(": {}", built_in.join(", "))
         }
     );
+    // Which sources run any reading statement a client writes (`sql_tool = true`).
+    let sql_tools: Vec<String> = m
+        .databases
+        .iter()
+        .filter_map(|d| {
+            d.sql_tool
+                .as_ref()
+                .map(|t| format!("`{t}` ({})", d.entry()))
+        })
+        .collect();
+    if !sql_tools.is_empty() {
+        let _ = writeln!(
+            out,
+            "  sql tools  {} (`sql_tool = true`: each runs any statement a client writes, read-only)",
+            sql_tools.join(", ")
+        );
+    }
     let _ = writeln!(out, "  prompts    {prompts}");
     OK
+}
+
+/// "2 sqlite, 1 postgres, 0 mysql, ": the database sources by engine.
+fn database_counts(m: &manifest::Manifest) -> String {
+    crate::providers::sql::section::section_names()
+        .map(|section| {
+            let n = m.databases.iter().filter(|d| d.section == section).count();
+            format!("{n} {section}, ")
+        })
+        .collect()
 }
 
 /// The manifest's JSON Schema as `schema` prints it (and `init` writes it).

@@ -14,9 +14,7 @@ use crate::process::Children;
 use crate::prompts::{PromptDef, PromptInfo, Rendered};
 use crate::providers::files::FilesSource;
 use crate::providers::git::GitSource;
-use crate::providers::postgres::PostgresSource;
 use crate::providers::spec::TemplateSpec;
-use crate::providers::sqlite::SqliteSource;
 use crate::providers::template::{Roots, TemplateSource};
 use crate::providers::{
     Body, ChangeEffect, Completion, CompletionRequest, Contents, Database, MAX_URI_BYTES,
@@ -44,6 +42,8 @@ pub(crate) struct Registry {
     specs: Vec<TemplateSpec>,
     /// The templates served as tools (`template_tools`), in source order.
     template_tools: Vec<TemplateTool>,
+    /// Tools sources serve themselves (a database's SQL tool), each with its source.
+    source_tools: Vec<(ToolInfo, Arc<dyn Source>)>,
     /// The manifest's tools, in manifest order.
     tools: Vec<ShellTool>,
     /// The manifest's prompts, in manifest order.
@@ -105,18 +105,10 @@ impl Registry {
             }
         }
         let search = SearchTool::build(&files);
-        for def in &manifest.sqlite {
-            if let Some(src) = SqliteSource::build(def, &mut diags).await {
-                let src = Arc::new(src);
-                databases.push(src.clone());
-                placed.push((def.loc, src));
-            }
-        }
-        for def in &manifest.postgres {
-            if let Some(src) = PostgresSource::build(def, &mut diags) {
-                let src = Arc::new(src);
-                databases.push(src.clone());
-                placed.push((def.loc, src));
+        for def in &manifest.databases {
+            if let Some(built) = def.engine.build(def, &mut diags).await {
+                databases.push(built.database);
+                placed.push((def.loc, built.source));
             }
         }
         for def in &manifest.git {
@@ -141,6 +133,10 @@ impl Registry {
             .cloned()
             .filter_map(TemplateTool::new)
             .collect();
+        let source_tools = sources
+            .iter()
+            .flat_map(|s| s.tools().into_iter().map(|t| (t, s.clone())))
+            .collect();
         let tools = manifest
             .tools
             .iter()
@@ -159,6 +155,7 @@ impl Registry {
             source_locs,
             specs,
             template_tools,
+            source_tools,
             tools,
             prompts,
             files,
@@ -252,6 +249,14 @@ impl Registry {
             }
         }
         out
+    }
+
+    /// The server is stopping: every source stops what it runs elsewhere (queries on database
+    /// servers) and closes its connections.
+    pub async fn close(&self) {
+        for source in &self.sources {
+            source.clone().close().await;
+        }
     }
 
     /// `check`'s warnings from every source (see `Source::warnings`), in file order.
@@ -622,6 +627,7 @@ impl Registry {
         }
         out.extend(self.tools.iter().map(|t| t.info().clone()));
         out.extend(self.template_tools.iter().map(|t| t.info().clone()));
+        out.extend(self.source_tools.iter().map(|(t, _)| t.clone()));
         out
     }
 
@@ -631,6 +637,7 @@ impl Registry {
             || self.search.is_some()
             || !self.tools.is_empty()
             || !self.template_tools.is_empty()
+            || !self.source_tools.is_empty()
     }
 
     /// Runs one tool. An unknown tool is an error (`-32602`); everything else is a result.
@@ -656,10 +663,19 @@ impl Registry {
                 Some(tool) => Ok(tool.call(&args, cx).await),
                 None => match self.template_tools.iter().find(|t| t.name() == name) {
                     Some(tool) => Ok(self.call_template_tool(tool, &args, cx).await),
-                    None => Err(RequestError::InvalidParams(format!(
-                        "unknown tool {}",
-                        quote(name, Quote::Code)
-                    ))),
+                    None => match self.source_tools.iter().find(|(t, _)| t.name == name) {
+                        // A cancelled call drops the source's future (its query is stopped).
+                        Some((_, source)) => Ok(tokio::select! {
+                            r = source.clone().call_tool(name.to_owned(), args) => r,
+                            () = cx.cancel.cancelled() => {
+                                ToolResult::error(format!("`{name}` was cancelled"))
+                            }
+                        }),
+                        None => Err(RequestError::InvalidParams(format!(
+                            "unknown tool {}",
+                            quote(name, Quote::Code)
+                        ))),
+                    },
                 },
             },
         }

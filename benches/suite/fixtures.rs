@@ -40,6 +40,8 @@ pub struct Fixtures {
     /// The PostgreSQL cluster, started by the first `postgres/…` workload; stopped (and its
     /// folder removed) when the fixtures are dropped.
     pg: std::cell::RefCell<Option<crate::postgres::Cluster>>,
+    /// The MariaDB server, started by the first `mysql/…` workload.
+    my: std::cell::RefCell<Option<crate::mysql::Server>>,
     _dir: tempfile::TempDir,
 }
 
@@ -63,6 +65,7 @@ impl Fixtures {
         Ok(Fixtures {
             root,
             pg: std::cell::RefCell::new(None),
+            my: std::cell::RefCell::new(None),
             _dir: dir,
         })
     }
@@ -180,6 +183,23 @@ impl Fixtures {
             write(
                 &dir.join("mcp-server.toml"),
                 crate::postgres::manifest(&access).as_bytes(),
+            )
+        })?;
+        Ok((dir, access))
+    }
+
+    /// `mysql/`: a manifest serving the throwaway MariaDB's `bench` database (started the first
+    /// time; `mysql.rs`), and how to reach it. `Unavailable` without MariaDB.
+    pub fn mysql(&self) -> Result<(PathBuf, crate::mysql::Access)> {
+        let mut my = self.my.borrow_mut();
+        let access = match my.as_ref() {
+            Some(s) => s.access.clone(),
+            None => my.insert(crate::mysql::Server::start()?).access.clone(),
+        };
+        let dir = self.group("mysql", |dir| {
+            write(
+                &dir.join("mcp-server.toml"),
+                crate::mysql::manifest(&access).as_bytes(),
             )
         })?;
         Ok((dir, access))

@@ -13,6 +13,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr, clippy::disallowed_methods)]
 
 mod fixtures;
+mod mysql;
 mod peer;
 mod postgres;
 mod report;
@@ -238,6 +239,14 @@ fn measure(
     {
         eprintln!("{name}: figures measured once");
         remarks.extend(psql.extra(bin)?);
+    }
+    if let Some(BesideSpec {
+        kind: Beside::Mariadb(session),
+        ..
+    }) = &w.beside
+    {
+        eprintln!("{name}: figures measured once");
+        remarks.extend(session.extra()?);
     }
     let server = if served {
         Figures::from_rounds("mcp-manifest", &s)
@@ -545,6 +554,7 @@ fn beside_round(spec: &BesideSpec) -> Result<Round> {
         }
         Beside::Inotify { file } => inotify_round(file, warm, spec.n, &mut times)?,
         Beside::Psql(psql) => rss = psql.round(warm, spec.n, &mut times)?,
+        Beside::Mariadb(session) => rss = session.round(warm, spec.n, &mut times)?,
     }
     let mut round = Round {
         rss,

@@ -645,7 +645,7 @@ fn preview(bytes: &[u8]) -> String {
 }
 
 /// Root runs the cluster as `nobody`; anyone else as themselves.
-fn run_as() -> Result<Option<(u32, u32)>> {
+pub fn run_as() -> Result<Option<(u32, u32)>> {
     // SAFETY: plain libc calls; getpwnam's result is read before any other call.
     unsafe {
         if libc::geteuid() != 0 {
@@ -660,13 +660,13 @@ fn run_as() -> Result<Option<(u32, u32)>> {
     }
 }
 
-fn as_owner(cmd: &mut Command, owner: Option<(u32, u32)>) {
+pub fn as_owner(cmd: &mut Command, owner: Option<(u32, u32)>) {
     if let Some((uid, gid)) = owner {
         cmd.uid(uid).gid(gid).env("HOME", "/tmp");
     }
 }
 
-fn free_port() -> Result<u16> {
+pub fn free_port() -> Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .context("finding a free port")?

@@ -51,6 +51,8 @@ pub enum Beside {
     Inotify { file: PathBuf },
     /// One long-lived `psql` session fed a script per operation on its stdin (`postgres.rs`).
     Psql(crate::postgres::Psql),
+    /// One long-lived `mariadb` client session fed a script per operation (`mysql.rs`).
+    Mariadb(crate::mysql::Session),
 }
 
 pub struct BesideSpec {
@@ -458,6 +460,7 @@ pub fn catalog() -> Vec<Entry> {
         },
     ));
     out.extend(crate::postgres::entries());
+    out.extend(crate::mysql::entries());
     out.push(entry(
         "git/log",
         "`git://bench/log` (50 commits of 10 000), beside `git log -n 50 --format=…`",

@@ -9,7 +9,6 @@
 pub mod diag;
 pub mod expand;
 mod http;
-pub mod pgurl;
 pub mod raw;
 mod validate;
 
@@ -21,9 +20,9 @@ use serde::Deserialize;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
+pub use crate::providers::sql::section::DatabaseDef;
 pub use diag::{Diagnostics, Loc, SourceMap};
 pub use http::{Http, HttpAuth, Jwks, OAuth, open_listen_refusal, parse_listen};
-pub use pgurl::PgUrl;
 pub use raw::{OutputKind, ParamType, Role};
 
 use raw::{Key, RawArg, RawManifest, RawParam, SizeValue, Sp};
@@ -39,7 +38,7 @@ pub const DEFAULT_MAX_PROCESSES: usize = 16;
 /// The largest `max_processes` accepted.
 pub const MAX_MAX_PROCESSES: usize = 4096;
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
-/// Default limit on how long one SQLite query may run.
+/// Default limit on how long one SQL statement may run.
 pub const DEFAULT_QUERY_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default change-notification window.
 pub const DEFAULT_DEBOUNCE: Duration = Duration::from_millis(50);
@@ -55,8 +54,8 @@ pub struct Manifest {
     pub path: PathBuf,
     pub server: Server,
     pub files: Vec<Files>,
-    pub sqlite: Vec<Sqlite>,
-    pub postgres: Vec<Postgres>,
+    /// The SQL sources of every engine (`[sqlite]`, `[postgres]`, `[mysql]`), in file order.
+    pub databases: Vec<DatabaseDef>,
     pub git: Vec<Git>,
     pub templates: Vec<Template>,
     pub tools: Vec<Tool>,
@@ -103,56 +102,8 @@ pub struct Files {
     pub search: bool,
 }
 
-#[derive(Debug, Clone)]
-pub struct Sqlite {
-    pub name: String,
-    pub loc: Loc,
-    pub path: PathBuf,
-    pub path_loc: Loc,
-    pub row_limit: u64,
-    pub tables: bool,
-    pub watch: bool,
-    /// How long one query may run before it is interrupted.
-    pub timeout: Duration,
-    /// The largest answer, in bytes of JSON (`max_size`).
-    pub max_size: u64,
-    pub description: Option<String>,
-    pub queries: Vec<Query>,
-    /// The table template's tool (`template_tools`); `None`: no tool.
-    pub table_tool: Option<String>,
-}
-
-/// Default `max_connections` of a postgres source.
-pub const DEFAULT_PG_CONNECTIONS: u32 = 4;
 /// Default `poll_interval` of a polled files source.
 pub const DEFAULT_FILES_POLL: Duration = Duration::from_secs(2);
-/// Default `poll_interval` of a watched postgres source.
-pub const DEFAULT_PG_POLL: Duration = Duration::from_secs(2);
-
-#[derive(Debug, Clone)]
-pub struct Postgres {
-    pub name: String,
-    pub loc: Loc,
-    /// The connection URL, `${VAR}` already expanded and checked (its `Debug` hides the
-    /// password). `None` only in a manifest that failed to load.
-    pub url: Option<PgUrl>,
-    pub url_loc: Loc,
-    /// At least one; the first one's tables are named without their schema.
-    pub schemas: Vec<String>,
-    pub row_limit: u64,
-    pub tables: bool,
-    /// `statement_timeout` of every statement.
-    pub timeout: Duration,
-    /// The largest answer, in bytes of JSON (`max_size`).
-    pub max_size: u64,
-    pub max_connections: u32,
-    pub watch: bool,
-    pub poll_interval: Duration,
-    pub description: Option<String>,
-    pub queries: Vec<Query>,
-    /// The table template's tool (`template_tools`); `None`: no tool.
-    pub table_tool: Option<String>,
-}
 
 #[derive(Debug, Clone)]
 pub struct Query {
@@ -248,32 +199,17 @@ pub enum TemplateBackend {
         /// The manifest file, never served unless `hidden`.
         manifest: PathBuf,
     },
-    /// `sqlite = "shop"` (or `postgres = "crm"`) + `sql`: variables bind to `:var`.
+    /// `sqlite = "shop"` (or `postgres = "crm"`, `mysql = "shop"`) + `sql`: variables bind to
+    /// `:var`.
     Sql {
-        engine: SqlEngine,
+        /// The engine's section.
+        section: &'static str,
         source: String,
         sql: String,
         sql_loc: Loc,
     },
     /// `command = [...]`: stdout is the content.
     Command(Command),
-}
-
-/// Which kind of database a `sql` template queries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SqlEngine {
-    Sqlite,
-    Postgres,
-}
-
-impl SqlEngine {
-    /// The section (and template key) naming this kind of source.
-    pub fn section(self) -> &'static str {
-        match self {
-            SqlEngine::Sqlite => "sqlite",
-            SqlEngine::Postgres => "postgres",
-        }
-    }
 }
 
 /// A process to run: argv (with `{name}` placeholders still in it) and its limits.
@@ -520,6 +456,8 @@ pub fn check_str(
     // Entries with problems are set aside so the others still get every later check: one run
     // reports everything.
     prune(doc.get_mut(), &bad);
+    // The SQL engines' sections are checked by their own code (`providers::sql::section`).
+    let databases = crate::providers::sql::section::take(doc.get_mut());
 
     let raw = match RawManifest::deserialize(toml::de::Deserializer::from(doc)) {
         Ok(raw) => raw,
@@ -537,10 +475,9 @@ pub fn check_str(
         path,
         env,
     };
-    let manifest = cx.manifest(raw, display, path, &declared);
+    let manifest = cx.manifest(raw, &databases, display, path, &declared);
     let kept = manifest.files.len()
-        + manifest.sqlite.len()
-        + manifest.postgres.len()
+        + manifest.databases.len()
         + manifest.git.len()
         + manifest.templates.len();
     Checked {
@@ -553,8 +490,8 @@ pub fn check_str(
 /// The entry names each section declares, as written (see `check_str`).
 #[derive(Debug, Default)]
 struct Declared {
-    sqlite: Vec<String>,
-    postgres: Vec<String>,
+    /// Each SQL engine's section and the names it declares.
+    databases: Vec<(&'static str, Vec<String>)>,
     /// How many entries the source sections hold.
     sources: usize,
 }
@@ -567,15 +504,13 @@ impl Declared {
                 _ => Vec::new(),
             }
         };
-        let sources = ["files", "sqlite", "postgres", "git", "templates"]
+        let databases = crate::providers::sql::section::declared(doc.get_ref());
+        let sources = ["files", "git", "templates"]
             .iter()
             .map(|s| names(s).len())
+            .chain(databases.iter().map(|(_, n)| n.len()))
             .sum();
-        Declared {
-            sqlite: names("sqlite"),
-            postgres: names("postgres"),
-            sources,
-        }
+        Declared { databases, sources }
     }
 }
 
@@ -622,16 +557,14 @@ fn expand_value(
     }
 }
 
-/// The sections whose tables hold named entries.
-const NAMED_SECTIONS: [&str; 7] = [
-    "files",
-    "sqlite",
-    "postgres",
-    "git",
-    "templates",
-    "tools",
-    "prompts",
-];
+/// The sections whose tables hold named entries (and the SQL engines' sections).
+const NAMED_SECTIONS: [&str; 5] = ["files", "git", "templates", "tools", "prompts"];
+
+fn named_sections() -> impl Iterator<Item = &'static str> {
+    NAMED_SECTIONS
+        .into_iter()
+        .chain(crate::providers::sql::section::section_names())
+}
 
 /// Removes what holds a problem at one of the `bad` offsets: an unknown section, the
 /// `[server]` table, or one named entry of a section.
@@ -646,7 +579,7 @@ fn prune(doc: &mut DeTable<'_>, bad: &[usize]) {
     };
     let doomed: Vec<String> = doc
         .iter()
-        .filter(|(k, v)| !NAMED_SECTIONS.contains(&k.get_ref().as_ref()) && hit(k, v))
+        .filter(|(k, v)| !named_sections().any(|n| n == k.get_ref().as_ref()) && hit(k, v))
         .map(|(k, _)| k.get_ref().to_string())
         .collect();
     for key in doomed {
@@ -674,7 +607,7 @@ fn prune(doc: &mut DeTable<'_>, bad: &[usize]) {
         }
         doc.remove(key.as_str());
     }
-    for section in NAMED_SECTIONS {
+    for section in named_sections() {
         let Some(value) = doc.get_mut(section) else {
             continue;
         };
@@ -741,7 +674,9 @@ fn unknown_files_source(prompt: &str, given: &str, files: &[&str]) -> String {
 /// Names of the tools `resource_tools = true` adds.
 pub const RESOURCE_TOOL_NAMES: [&str; 2] = ["list_resources", "read_resource"];
 
-struct Checker<'a> {
+/// Checks the raw manifest into the checked one, reporting into `diags`. The SQL engines'
+/// sections (`providers::sql`) use its helpers.
+pub(crate) struct Checker<'a> {
     map: &'a SourceMap,
     diags: &'a mut Diagnostics,
     dir: &'a Path,
@@ -751,12 +686,23 @@ struct Checker<'a> {
 }
 
 impl Checker<'_> {
-    fn loc<T>(&self, sp: &Sp<T>) -> Loc {
+    pub(crate) fn loc<T>(&self, sp: &Sp<T>) -> Loc {
         self.map.loc(sp.span().start)
     }
 
-    fn err<T>(&mut self, at: &Sp<T>, msg: impl Into<String>) {
+    pub(crate) fn err<T>(&mut self, at: &Sp<T>, msg: impl Into<String>) {
         let loc = self.loc(at);
+        self.diags.push(loc, msg);
+    }
+
+    /// How many problems were reported so far.
+    pub(crate) fn problems(&self) -> usize {
+        self.diags.items.len()
+    }
+
+    /// An error at byte `offset` of the manifest.
+    pub(crate) fn err_at(&mut self, offset: usize, msg: impl Into<String>) {
+        let loc = self.map.loc(offset);
         self.diags.push(loc, msg);
     }
 
@@ -765,7 +711,7 @@ impl Checker<'_> {
     }
 
     /// A path from the manifest, made absolute against the manifest folder (`~/` is the home folder).
-    fn path(&self, s: &str) -> PathBuf {
+    pub(crate) fn path(&self, s: &str) -> PathBuf {
         let p = match s.strip_prefix("~/") {
             Some(rest) => match (self.env)("HOME") {
                 Some(home) => PathBuf::from(home).join(rest),
@@ -794,7 +740,7 @@ impl Checker<'_> {
     }
 
     /// A `max_size`: a size, at most `MAX_MAX_SIZE` (a larger one is an error and the cap).
-    fn max_size(&mut self, v: &Option<Sp<SizeValue>>) -> u64 {
+    pub(crate) fn max_size(&mut self, v: &Option<Sp<SizeValue>>) -> u64 {
         let n = self.size(v, DEFAULT_MAX_SIZE);
         if n > MAX_MAX_SIZE
             && let Some(sp) = v
@@ -815,7 +761,11 @@ impl Checker<'_> {
         n
     }
 
-    fn duration(&mut self, v: &Option<Sp<raw::DurationStr>>, default: Duration) -> Duration {
+    pub(crate) fn duration(
+        &mut self,
+        v: &Option<Sp<raw::DurationStr>>,
+        default: Duration,
+    ) -> Duration {
         match v {
             None => default,
             Some(sp) => match expand::parse_duration(&sp.get().0) {
@@ -857,33 +807,29 @@ impl Checker<'_> {
     fn manifest(
         &mut self,
         mut raw: RawManifest,
+        taken: &crate::providers::sql::section::Taken<'_>,
         display: &str,
         path: &Path,
         declared: &Declared,
     ) -> Manifest {
         let server = self.server(raw.server.take().unwrap_or_default());
         let files = raw.files.iter().map(|(k, v)| self.files(k, v)).collect();
-        let sqlite: Vec<Sqlite> = raw.sqlite.iter().map(|(k, v)| self.sqlite(k, v)).collect();
-        let postgres: Vec<Postgres> = raw
-            .postgres
-            .iter()
-            .filter_map(|(k, v)| self.clean(|c| Some(c.postgres(k, v))))
-            .collect();
+        let databases = taken.check(self);
         let git = raw.git.iter().map(|(k, v)| self.git(k, v)).collect();
-        let databases = Databases {
-            sqlite: declared.sqlite.iter().map(String::as_str).collect(),
-            postgres: declared.postgres.iter().map(String::as_str).collect(),
-        };
         let templates = raw
             .templates
             .iter()
-            .filter_map(|(k, v)| self.clean(|c| Some(c.template(k, v, &databases))))
+            .filter_map(|(k, v)| {
+                let refs = taken.template_refs(k.get());
+                self.clean(|c| Some(c.template(k, v, refs, &declared.databases)))
+            })
             // A `sql` template over a source set aside for its own problem is set aside too.
             .filter(|t| match &t.backend {
-                TemplateBackend::Sql { engine, source, .. } => match engine {
-                    SqlEngine::Sqlite => sqlite.iter().any(|s| &s.name == source),
-                    SqlEngine::Postgres => postgres.iter().any(|s| &s.name == source),
-                },
+                TemplateBackend::Sql {
+                    section, source, ..
+                } => databases
+                    .iter()
+                    .any(|d| d.section == *section && &d.name == source),
                 _ => true,
             })
             .collect();
@@ -911,14 +857,13 @@ impl Checker<'_> {
             path: path.to_path_buf(),
             server,
             files,
-            sqlite,
-            postgres,
+            databases,
             git,
             templates,
             tools,
             prompts,
         };
-        self.template_tools(&raw, &mut m);
+        self.template_tools(&raw, taken, &mut m);
         m
     }
 
@@ -1018,25 +963,7 @@ impl Checker<'_> {
         }
     }
 
-    fn sqlite(&mut self, key: &Key, s: &raw::RawSqlite) -> Sqlite {
-        let queries = self.queries(&s.queries);
-        Sqlite {
-            name: key.get().clone(),
-            loc: self.loc(key),
-            path: self.path(s.path.get()),
-            path_loc: self.loc(&s.path),
-            row_limit: s.row_limit.as_ref().map_or(100, |r| *r.get()),
-            tables: s.tables.unwrap_or(true),
-            watch: s.watch.unwrap_or(true),
-            timeout: self.duration(&s.timeout, DEFAULT_QUERY_TIMEOUT),
-            max_size: self.max_size(&s.max_size),
-            description: Self::text(&s.description),
-            queries,
-            table_tool: None,
-        }
-    }
-
-    fn queries(&mut self, queries: &IndexMap<Key, raw::RawQuery>) -> Vec<Query> {
+    pub(crate) fn queries(&mut self, queries: &IndexMap<Key, raw::RawQuery>) -> Vec<Query> {
         queries
             .iter()
             .map(|(qk, q)| Query {
@@ -1056,95 +983,6 @@ impl Checker<'_> {
                 },
             })
             .collect()
-    }
-
-    fn postgres(&mut self, key: &Key, p: &raw::RawPostgres) -> Postgres {
-        let name = key.get().clone();
-        let mut schemas: Vec<String> = Vec::new();
-        match &p.schemas {
-            None => schemas.push("public".into()),
-            Some(list) => {
-                if list.get().is_empty() {
-                    self.err(
-                        list,
-                        format!("[postgres.{name}] `schemas` is empty; name at least one schema (default [\"public\"])"),
-                    );
-                }
-                for s in list.get() {
-                    if s.get().is_empty() || s.get().contains('\0') {
-                        self.err(
-                            s,
-                            format!(
-                                "[postgres.{name}] `{}` is not a schema name",
-                                s.get().escape_debug()
-                            ),
-                        );
-                    } else if schemas.contains(s.get()) {
-                        self.err(
-                            s,
-                            format!("[postgres.{name}] schema `{}` is listed twice", s.get()),
-                        );
-                    } else {
-                        schemas.push(s.get().clone());
-                    }
-                }
-            }
-        }
-        let max_connections = match &p.max_connections {
-            None => DEFAULT_PG_CONNECTIONS,
-            Some(n) if (1..=100).contains(n.get()) => {
-                u32::try_from(*n.get()).unwrap_or(DEFAULT_PG_CONNECTIONS)
-            }
-            Some(n) => {
-                self.err(
-                    n,
-                    format!("[postgres.{name}] `max_connections` must be between 1 and 100"),
-                );
-                DEFAULT_PG_CONNECTIONS
-            }
-        };
-        let timeout = self.duration(&p.timeout, DEFAULT_QUERY_TIMEOUT);
-        if let Some(t) = &p.timeout
-            && timeout < Duration::from_millis(1)
-        {
-            self.err(
-                t,
-                format!("[postgres.{name}] `timeout` must be at least 1ms"),
-            );
-        }
-        let url = match PgUrl::parse(p.url.get()) {
-            Ok(u) => Some(u),
-            Err(why) => {
-                self.err(&p.url, format!("[postgres.{name}] `url`: {why}"));
-                None
-            }
-        };
-        let poll_interval = self.duration(&p.poll_interval, DEFAULT_PG_POLL);
-        if let Some(t) = &p.poll_interval
-            && poll_interval < Duration::from_millis(100)
-        {
-            self.err(
-                t,
-                format!("[postgres.{name}] `poll_interval` must be at least 100ms"),
-            );
-        }
-        Postgres {
-            loc: self.loc(key),
-            url,
-            url_loc: self.loc(&p.url),
-            schemas,
-            row_limit: p.row_limit.as_ref().map_or(100, |r| *r.get()),
-            tables: p.tables.unwrap_or(true),
-            timeout,
-            max_size: self.max_size(&p.max_size),
-            max_connections,
-            watch: p.watch.unwrap_or(true),
-            poll_interval,
-            description: Self::text(&p.description),
-            queries: self.queries(&p.queries),
-            table_tool: None,
-            name,
-        }
     }
 
     fn params(&mut self, params: &IndexMap<Key, RawParam>) -> Vec<Param> {
@@ -1330,11 +1168,18 @@ impl Checker<'_> {
         }
     }
 
-    fn template(&mut self, key: &Key, t: &raw::RawTemplate, databases: &Databases) -> Template {
+    fn template(
+        &mut self,
+        key: &Key,
+        t: &raw::RawTemplate,
+        db_refs: &[(&'static str, Sp<String>)],
+        declared: &[(&'static str, Vec<String>)],
+    ) -> Template {
+        use crate::providers::sql::section as sql;
         let name = key.get().clone();
         let backends = [
             t.file.is_some(),
-            t.sqlite.is_some() || t.postgres.is_some() || t.sql.is_some(),
+            !db_refs.is_empty() || t.sql.is_some(),
             t.command.is_some(),
         ];
         let count = backends.iter().filter(|b| **b).count();
@@ -1342,15 +1187,8 @@ impl Checker<'_> {
             self.err(
                 key,
                 format!(
-                    "template `{name}` needs exactly one backend: `file`, `sqlite` + `sql`, `postgres` + `sql`, or `command` (found {count})"
-                ),
-            );
-        }
-        if let (Some(_), Some(pg)) = (&t.sqlite, &t.postgres) {
-            self.err(
-                pg,
-                format!(
-                    "template `{name}` names both a `sqlite` and a `postgres` source; keep one"
+                    "template `{name}` needs exactly one backend: `file`, {}, or `command` (found {count})",
+                    sql::backend_keys()
                 ),
             );
         }
@@ -1395,11 +1233,7 @@ impl Checker<'_> {
                 &t.max_output,
             ))
         } else {
-            let db = match (&t.sqlite, &t.postgres) {
-                (Some(src), _) => Some((SqlEngine::Sqlite, src)),
-                (None, Some(src)) => Some((SqlEngine::Postgres, src)),
-                (None, None) => None,
-            };
+            let db = sql::template_source(self, &name, db_refs, declared);
             let nothing = || TemplateBackend::File {
                 path: String::new(),
                 path_loc: Loc::default(),
@@ -1409,33 +1243,15 @@ impl Checker<'_> {
                 manifest: self.path.to_path_buf(),
             };
             match (db, &t.sql) {
-                (Some((engine, src)), Some(sql)) => {
-                    let names = databases.of(engine);
-                    let section = engine.section();
-                    if !names.contains(&src.get().as_str()) {
-                        let hint = match diag::did_you_mean(src.get(), names.iter().copied()) {
-                            Some(m) => format!(", did you mean `{m}`?"),
-                            None if names.is_empty() => {
-                                format!("; there is no [{section}.NAME] section")
-                            }
-                            None => format!("; the {section} sources are: {}", names.join(", ")),
-                        };
-                        self.err(
-                            src,
-                            format!("template `{name}` names {section} source `{}`, which does not exist{hint}", src.get()),
-                        );
-                    }
-                    TemplateBackend::Sql {
-                        engine,
-                        source: src.get().clone(),
-                        sql: sql.get().clone(),
-                        sql_loc: self.loc(sql),
-                    }
-                }
-                (Some((engine, src)), None) => {
-                    let section = engine.section();
+                (Some((section, src)), Some(sql)) => TemplateBackend::Sql {
+                    section,
+                    source: src.get().clone(),
+                    sql: sql.get().clone(),
+                    sql_loc: self.loc(sql),
+                },
+                (Some((section, src)), None) => {
                     self.err(
-                        src,
+                        &src,
                         format!("template `{name}` has `{section}` but no `sql`"),
                     );
                     nothing()
@@ -1443,7 +1259,10 @@ impl Checker<'_> {
                 (None, Some(sql)) => {
                     self.err(
                         sql,
-                        format!("template `{name}` has `sql` but no `sqlite` or `postgres` source"),
+                        format!(
+                            "template `{name}` has `sql` but no {} source",
+                            sql::either_key()
+                        ),
                     );
                     nothing()
                 }
@@ -1694,7 +1513,12 @@ impl Checker<'_> {
 impl Checker<'_> {
     /// Names the tools `template_tools` makes (each entry's `tool` setting applied) and reports
     /// two tools with one name, from any section, naming both entries.
-    fn template_tools(&mut self, raw: &RawManifest, m: &mut Manifest) {
+    fn template_tools(
+        &mut self,
+        raw: &RawManifest,
+        databases: &crate::providers::sql::section::Taken<'_>,
+        m: &mut Manifest,
+    ) {
         // (name, where, which entry) of every tool so far, built-ins first.
         let mut taken: Vec<(String, Option<Loc>, String)> = Vec::new();
         if m.server.resource_tools {
@@ -1719,29 +1543,8 @@ impl Checker<'_> {
         let on = m.server.template_tools;
         // Entries in file order, so the later of two clashing entries is the one reported.
         let mut wanted: Vec<(Loc, Want)> = Vec::new();
-        for (i, (k, s)) in raw.sqlite.iter().enumerate() {
-            if s.tables.unwrap_or(true) {
-                let entry = format!("[sqlite.{}]", k.get());
-                let name = self.tool_name(on, &s.tool, format!("{}_table", k.get()), &entry);
-                wanted.push((self.loc(k), Want::SqliteTable(i, name, entry)));
-            }
-            for (j, (qk, q)) in s.queries.iter().enumerate() {
-                let entry = format!("[sqlite.{}.queries.{}]", k.get(), qk.get());
-                let name = self.tool_name(on, &q.tool, qk.get().clone(), &entry);
-                wanted.push((self.loc(qk), Want::SqliteQuery(i, j, name, entry)));
-            }
-        }
-        for (i, (k, s)) in raw.postgres.iter().enumerate() {
-            if s.tables.unwrap_or(true) {
-                let entry = format!("[postgres.{}]", k.get());
-                let name = self.tool_name(on, &s.tool, format!("{}_table", k.get()), &entry);
-                wanted.push((self.loc(k), Want::PostgresTable(i, name, entry)));
-            }
-            for (j, (qk, q)) in s.queries.iter().enumerate() {
-                let entry = format!("[postgres.{}.queries.{}]", k.get(), qk.get());
-                let name = self.tool_name(on, &q.tool, qk.get().clone(), &entry);
-                wanted.push((self.loc(qk), Want::PostgresQuery(i, j, name, entry)));
-            }
+        for (loc, w) in crate::providers::sql::section::wanted_tools(self, databases, on) {
+            wanted.push((loc, Want::Database(w)));
         }
         for (i, (k, g)) in raw.git.iter().enumerate() {
             let entry = format!("[git.{}]", k.get());
@@ -1789,36 +1592,7 @@ impl Checker<'_> {
             let i = want.index();
             let key = |keys: &mut dyn Iterator<Item = &Key>| keys.nth(i).map(|k| k.get().clone());
             match want {
-                Want::SqliteTable(..) => {
-                    if let Some(e) = key(&mut raw.sqlite.keys())
-                        .and_then(|n| m.sqlite.iter_mut().find(|e| e.name == n))
-                    {
-                        e.table_tool = name;
-                    }
-                }
-                Want::SqliteQuery(_, j, ..) => {
-                    if let Some(q) = key(&mut raw.sqlite.keys())
-                        .and_then(|n| m.sqlite.iter_mut().find(|e| e.name == n))
-                        .and_then(|e| e.queries.get_mut(j))
-                    {
-                        q.tool = name;
-                    }
-                }
-                Want::PostgresTable(..) => {
-                    if let Some(e) = key(&mut raw.postgres.keys())
-                        .and_then(|n| m.postgres.iter_mut().find(|e| e.name == n))
-                    {
-                        e.table_tool = name;
-                    }
-                }
-                Want::PostgresQuery(_, j, ..) => {
-                    if let Some(q) = key(&mut raw.postgres.keys())
-                        .and_then(|n| m.postgres.iter_mut().find(|e| e.name == n))
-                        .and_then(|e| e.queries.get_mut(j))
-                    {
-                        q.tool = name;
-                    }
-                }
+                Want::Database(w) => w.apply(databases, &mut m.databases, name),
                 Want::GitCommit(..) => {
                     if let Some(e) = key(&mut raw.git.keys())
                         .and_then(|n| m.git.iter_mut().find(|e| e.name == n))
@@ -1845,7 +1619,7 @@ impl Checker<'_> {
     }
 
     /// The tool name an entry asks for: `None` when `template_tools` is off or `tool = false`.
-    fn tool_name(
+    pub(crate) fn tool_name(
         &mut self,
         on: bool,
         setting: &Option<Sp<raw::RawToolSetting>>,
@@ -1877,10 +1651,7 @@ impl Checker<'_> {
 /// One tool `template_tools` would make: indexes into the manifest's sections, its name (`None`:
 /// none) and the entry, for messages.
 enum Want {
-    SqliteTable(usize, Option<String>, String),
-    SqliteQuery(usize, usize, Option<String>, String),
-    PostgresTable(usize, Option<String>, String),
-    PostgresQuery(usize, usize, Option<String>, String),
+    Database(crate::providers::sql::section::WantedTool),
     GitCommit(usize, Option<String>, String),
     GitFile(usize, Option<String>, String),
     Template(usize, Option<String>, String),
@@ -1890,40 +1661,17 @@ impl Want {
     /// The entry's position among its section's entries as written.
     fn index(&self) -> usize {
         match self {
-            Want::SqliteTable(i, ..)
-            | Want::SqliteQuery(i, ..)
-            | Want::PostgresTable(i, ..)
-            | Want::PostgresQuery(i, ..)
-            | Want::GitCommit(i, ..)
-            | Want::GitFile(i, ..)
-            | Want::Template(i, ..) => *i,
+            Want::Database(_) => 0,
+            Want::GitCommit(i, ..) | Want::GitFile(i, ..) | Want::Template(i, ..) => *i,
         }
     }
 
     fn name_and_entry(&self) -> (Option<String>, String) {
         match self {
-            Want::SqliteTable(_, n, e)
-            | Want::SqliteQuery(_, _, n, e)
-            | Want::PostgresTable(_, n, e)
-            | Want::PostgresQuery(_, _, n, e)
-            | Want::GitCommit(_, n, e)
-            | Want::GitFile(_, n, e)
-            | Want::Template(_, n, e) => (n.clone(), e.clone()),
-        }
-    }
-}
-
-/// The names of the database sources, for the checks of `sql` templates.
-struct Databases<'a> {
-    sqlite: Vec<&'a str>,
-    postgres: Vec<&'a str>,
-}
-
-impl Databases<'_> {
-    fn of(&self, engine: SqlEngine) -> &[&str] {
-        match engine {
-            SqlEngine::Sqlite => &self.sqlite,
-            SqlEngine::Postgres => &self.postgres,
+            Want::Database(w) => w.name_and_entry(),
+            Want::GitCommit(_, n, e) | Want::GitFile(_, n, e) | Want::Template(_, n, e) => {
+                (n.clone(), e.clone())
+            }
         }
     }
 }

@@ -273,15 +273,8 @@ pub struct RawManifest {
     #[serde(default)]
     #[schemars(extend("propertyNames" = { "pattern": "^[a-z][a-z0-9_-]*$" }))]
     pub files: IndexMap<Key, RawFiles>,
-    /// SQLite databases, opened read-only.
-    #[serde(default)]
-    #[schemars(extend("propertyNames" = { "pattern": "^[a-z][a-z0-9_-]*$" }))]
-    pub sqlite: IndexMap<Key, RawSqlite>,
-    /// PostgreSQL databases, read by the engine only (every statement in a rolled-back
-    /// `READ ONLY` transaction).
-    #[serde(default)]
-    #[schemars(extend("propertyNames" = { "pattern": "^[a-z][a-z0-9_-]*$" }))]
-    pub postgres: IndexMap<Key, RawPostgres>,
+    // The SQL engines' sections (`[sqlite]`, `[postgres]`, `[mysql]`) are taken out of the
+    // document before it is deserialized: `providers::sql::section`.
     /// Git repositories.
     #[serde(default)]
     #[schemars(extend("propertyNames" = { "pattern": "^[a-z][a-z0-9_-]*$" }))]
@@ -438,76 +431,7 @@ pub struct RawFiles {
     pub search: Option<bool>,
 }
 
-/// `[sqlite.NAME]`: a SQLite database, opened read-only.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RawSqlite {
-    /// Database file, relative to the manifest's folder; it must exist.
-    pub path: Sp<String>,
-    /// Rows returned per table read (default 100).
-    #[schemars(range(min = 1))]
-    pub row_limit: Option<Sp<u64>>,
-    /// One resource per table and view (default true).
-    pub tables: Option<bool>,
-    /// Updated notifications when the database (or its WAL) changes (default true).
-    pub watch: Option<bool>,
-    /// A query running longer than this is stopped and its read fails (default 30s).
-    pub timeout: Option<Sp<DurationStr>>,
-    /// The largest answer: rows past it are left out (`truncated`), and a row or value larger
-    /// than it is an error (default 10MiB, at most 256MiB).
-    pub max_size: Option<Sp<SizeValue>>,
-    /// Description of this source.
-    pub description: Option<Sp<String>>,
-    /// The table template's tool (`template_tools`): false for none, or its name (default
-    /// `NAME_table`).
-    pub tool: Option<Sp<RawToolSetting>>,
-    /// Named queries: `sqlite://NAME/queries/QUERY{?params}`.
-    #[serde(default)]
-    #[schemars(extend("propertyNames" = { "pattern": "^[a-z][a-z0-9_-]*$" }))]
-    pub queries: IndexMap<Key, RawQuery>,
-}
-
-/// `[postgres.NAME]`: a PostgreSQL database, read-only.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RawPostgres {
-    /// Connection URL, e.g. "${DATABASE_URL}" or
-    /// "postgres://user:password@host:5432/db?sslmode=require"; TLS through `sslmode`.
-    pub url: Sp<String>,
-    /// Schemas whose tables and views are listed (default ["public"]). Tables of the first are
-    /// named by their name, the others as `schema.table`.
-    #[schemars(length(min = 1))]
-    pub schemas: Option<Sp<Vec<Sp<String>>>>,
-    /// Rows returned per table read and query (default 100).
-    #[schemars(range(min = 1))]
-    pub row_limit: Option<Sp<u64>>,
-    /// One resource per table and view (default true).
-    pub tables: Option<bool>,
-    /// `statement_timeout` of every query (default 30s).
-    pub timeout: Option<Sp<DurationStr>>,
-    /// The largest answer: rows past it are left out (`truncated`), and a row larger than it
-    /// is an error (default 10MiB, at most 256MiB).
-    pub max_size: Option<Sp<SizeValue>>,
-    /// Connections opened at most; more reads wait their turn (default 4).
-    #[schemars(range(min = 1, max = 100))]
-    pub max_connections: Option<Sp<u64>>,
-    /// Updated notifications for subscribed resources, by polling the database's change
-    /// counters (default true).
-    pub watch: Option<bool>,
-    /// How often subscribed resources are polled for changes (default 2s).
-    pub poll_interval: Option<Sp<DurationStr>>,
-    /// Description of this source.
-    pub description: Option<Sp<String>>,
-    /// The table template's tool (`template_tools`): false for none, or its name (default
-    /// `NAME_table`).
-    pub tool: Option<Sp<RawToolSetting>>,
-    /// Named queries: `postgres://NAME/queries/QUERY{?params}`.
-    #[serde(default)]
-    #[schemars(extend("propertyNames" = { "pattern": "^[a-z][a-z0-9_-]*$" }))]
-    pub queries: IndexMap<Key, RawQuery>,
-}
-
-/// `[sqlite.NAME.queries.QUERY]` and `[postgres.NAME.queries.QUERY]`
+/// `[sqlite.NAME.queries.QUERY]`, `[postgres.NAME.queries.QUERY]`, `[mysql.NAME.queries.QUERY]`
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawQuery {
@@ -600,10 +524,8 @@ pub struct RawTemplate {
     pub hidden: Option<bool>,
     /// With `file`: honour .gitignore / .ignore files (default true).
     pub gitignore: Option<bool>,
-    /// Backend `sql`: the `[sqlite.NAME]` source to query.
-    pub sqlite: Option<Sp<String>>,
-    /// Backend `sql`: the `[postgres.NAME]` source to query.
-    pub postgres: Option<Sp<String>>,
+    // Backend `sql`: `sqlite = "…"`, `postgres = "…"` or `mysql = "…"` names the source to
+    // query (taken out before this is deserialized: `providers::sql::section`).
     /// Backend `sql`: one statement; template variables bind to `:var`.
     pub sql: Option<Sp<String>>,
     /// Backend `command`: argv, no shell; `{var}` is replaced inside an element. An element may
@@ -757,6 +679,9 @@ pub struct RawMessageFile {
 
 /// The JSON Schema of the manifest, as printed by `mcp-manifest schema`.
 pub fn json_schema() -> serde_json::Value {
-    let schema = schemars::schema_for!(RawManifest);
-    serde_json::to_value(schema).expect("a schema is plain JSON")
+    let mut generator = schemars::SchemaGenerator::default();
+    let schema = generator.root_schema_for::<RawManifest>();
+    let mut value = serde_json::to_value(schema).expect("a schema is plain JSON");
+    crate::providers::sql::section::extend_schema(&mut value, &mut generator);
+    value
 }

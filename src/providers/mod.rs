@@ -1,4 +1,4 @@
-//! Resource providers (files, sqlite, postgres, git, user templates): the one `Source` interface every kind
+//! Resource providers (files, SQL databases, git, user templates): the one `Source` interface every kind
 //! implements, the plain types they answer with, and what they share (`blocking`, `paths`).
 //! Nothing here knows MCP: `server/` converts these types to the wire.
 //!
@@ -10,10 +10,8 @@ pub(crate) mod files;
 pub(crate) mod git;
 pub(crate) mod paths;
 pub(crate) mod platform;
-pub(crate) mod postgres;
 pub(crate) mod spec;
 pub(crate) mod sql;
-pub(crate) mod sqlite;
 pub(crate) mod template;
 pub(crate) mod visible;
 
@@ -140,27 +138,52 @@ pub(crate) trait Source: Send + Sync + std::fmt::Debug + 'static {
     fn warnings(self: Arc<Self>) -> BoxFut<Vec<(crate::manifest::Loc, String)>> {
         ready(Vec::new())
     }
+
+    /// Tools of this source's own, beside its templates' (a database's SQL tool). No IO.
+    fn tools(&self) -> Vec<crate::tools::ToolInfo> {
+        Vec::new()
+    }
+
+    /// Calls the tool `name` of `tools()`; a failure is an `isError` result.
+    fn call_tool(
+        self: Arc<Self>,
+        name: String,
+        _args: serde_json::Map<String, serde_json::Value>,
+    ) -> BoxFut<crate::tools::ToolResult> {
+        ready(crate::tools::ToolResult::error(format!(
+            "unknown tool `{name}`"
+        )))
+    }
+
+    /// The server is stopping: stop what runs elsewhere on this source's behalf (queries on a
+    /// database server) and close its connections.
+    fn close(self: Arc<Self>) -> BoxFut<()> {
+        ready(())
+    }
 }
 
-/// A SQL database a `[templates]` entry may read through (`sqlite = "…"`, `postgres = "…"`).
+/// A SQL database a `[templates]` entry may read through (`sqlite = "…"`, `postgres = "…"`,
+/// `mysql = "…"`).
 pub(crate) trait Database: Send + Sync + std::fmt::Debug {
     fn name(&self) -> &str;
 
-    /// Which section the source comes from (`sqlite = "…"` or `postgres = "…"` names it).
-    fn engine(&self) -> crate::manifest::SqlEngine;
+    /// Which section the source comes from (`sqlite`, `postgres`, `mysql`: the template key that
+    /// names it).
+    fn section(&self) -> &'static str;
 
     /// Checks a template's `sql` against its variables (binding order) and compiles it.
     fn check_template_sql<'a>(
         &'a self,
         check: SqlCheck<'a>,
         diags: &'a mut crate::manifest::Diagnostics,
-    ) -> Pin<Box<dyn Future<Output = Option<sql::NamedSql>> + Send + 'a>>;
+    ) -> Pin<Box<dyn Future<Output = Option<sql::Statement>> + Send + 'a>>;
 
-    /// Runs a checked statement with its values bound; JSON content like a named query.
+    /// Runs a checked statement with its values (in the template's variable order) bound; JSON
+    /// content like a named query.
     fn read_sql(
         self: Arc<Self>,
         uri: String,
-        sql: Arc<str>,
+        statement: sql::Statement,
         args: Vec<crate::params::Typed>,
         mime_type: Option<String>,
     ) -> BoxFut<Result<Contents, RequestError>>;
@@ -374,7 +397,7 @@ impl Completion {
 /// build, 64 KiB takes under 20 ms).
 pub(crate) const MAX_URI_BYTES: usize = 64 * 1024;
 
-/// The longest URI a SQL source (SQLite, PostgreSQL) reads: its URIs are split and
+/// The longest URI a SQL source (SQLite, PostgreSQL, MySQL) reads: its URIs are split and
 /// percent-decoded, never matched against a pattern, so a named query's values may be long (a
 /// 1 MiB text bound as one value). Bounded by the 16 MiB message anyway; reading one costs time
 /// in proportion to its length (a few nanoseconds a byte), as any message does.

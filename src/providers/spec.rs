@@ -73,7 +73,7 @@ pub(crate) fn database_specs<'a>(
     section: &str,
     source: &str,
     table: Option<(String, String, Option<String>)>,
-    queries: impl Iterator<Item = (&'a super::sqlite::NamedQuery, String, String)>,
+    queries: impl Iterator<Item = (&'a super::sql::NamedQuery, String, String)>,
 ) -> Vec<TemplateSpec> {
     let mut out = Vec::new();
     if let Some((template, description, tool)) = table

@@ -1,7 +1,7 @@
 //! `[templates.NAME]`: a URI template you define (RFC 6570, parsed and matched by `crate::uri`),
 //! whose variables feed one backend: a `file` path template resolved inside a root, a `sql`
-//! statement of a `[sqlite.NAME]` or `[postgres.NAME]` source with the variables bound as `:name`
-//! parameters, or a
+//! statement of a `[sqlite.NAME]`, `[postgres.NAME]` or `[mysql.NAME]` source with the variables
+//! bound as `:name` parameters, or a
 //! `command` run through the crate's one process spawner (`tools::process`), argv built by the
 //! tools' brace rules (`tools::argv`) — no shell — whose stdout is the content.
 //!
@@ -129,8 +129,8 @@ enum Backend {
     },
     Sql {
         db: Arc<dyn Database>,
-        /// The statement with `:var` rewritten as `?N`; `vars[N-1]` binds `?N`.
-        sql: Arc<str>,
+        /// The statement, checked and rewritten for its engine; its values are `vars`' in order.
+        statement: super::sql::Statement,
         vars: Vec<String>,
     },
     Command {
@@ -281,7 +281,7 @@ impl TemplateSource {
                 }
             }
             TemplateBackend::Sql {
-                engine,
+                section,
                 source,
                 sql,
                 sql_loc,
@@ -290,7 +290,7 @@ impl TemplateSource {
                 // A missing source was reported when the manifest (or the source) was checked.
                 let db = databases
                     .iter()
-                    .find(|s| s.engine() == *engine && s.name() == source)?
+                    .find(|s| s.section() == *section && s.name() == source)?
                     .clone();
                 let names: Vec<&str> = vars.iter().map(String::as_str).collect();
                 let check = SqlCheck {
@@ -300,11 +300,11 @@ impl TemplateSource {
                     uri: &def.uri,
                     vars: &names,
                 };
-                let named = db.check_template_sql(check, diags).await?;
+                let statement = db.check_template_sql(check, diags).await?;
                 Backend::Sql {
                     db,
-                    sql: named.sql.into(),
-                    vars: named.names,
+                    statement,
+                    vars: vars.clone(),
                 }
             }
             TemplateBackend::Command(cmd) => {
@@ -512,7 +512,7 @@ impl TemplateSource {
             }
             Backend::Sql {
                 db,
-                sql,
+                statement,
                 vars: names,
             } => {
                 let mut args = Vec::with_capacity(names.len());
@@ -523,7 +523,12 @@ impl TemplateSource {
                     }
                 }
                 db.clone()
-                    .read_sql(uri.to_owned(), sql.clone(), args, self.mime_type.clone())
+                    .read_sql(
+                        uri.to_owned(),
+                        statement.clone(),
+                        args,
+                        self.mime_type.clone(),
+                    )
                     .await
             }
             Backend::Command { argv, spec } => {

@@ -594,6 +594,8 @@ where
         }
         _ = shutdown => service_ct.cancel(),
     }
+    // Queries still running on database servers are stopped, connections closed.
+    let _ = tokio::time::timeout(Duration::from_secs(2), shared.registry().close()).await;
     // Everything answered is written before we return (the process exits right after).
     output.finish(Duration::from_millis(200)).await;
     Ok(())

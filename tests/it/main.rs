@@ -8,11 +8,13 @@ mod support;
 
 mod check;
 mod cli;
+mod engines;
 mod files;
 mod git;
 mod http;
 mod hygiene;
 mod manifest_errors;
+mod mysql;
 mod paging;
 mod postgres;
 mod procs;

@@ -412,36 +412,27 @@ fn a_wal_database_without_its_wal_file_is_read_without_creating_one() {
 
 #[test]
 fn a_wal_database_with_a_live_writer_is_read_through_its_wal_and_left_to_the_writer() {
-    use sqlx::{ConnectOptions as _, Connection as _, Executor as _};
     let f = wal_fixture();
-    let rt = crate::support::runtime();
-    let mut writer = rt.block_on(async {
-        let mut w = sqlx::sqlite::SqliteConnectOptions::new()
-            .filename(f.path("d.db"))
-            .connect()
-            .await
-            .expect("a writer");
-        w.execute("PRAGMA wal_autocheckpoint = 0; INSERT INTO t VALUES (3);")
-            .await
-            .expect("write into the WAL");
-        w
-    });
+    let writer = rusqlite::Connection::open(f.path("d.db")).expect("a writer");
+    writer
+        .execute_batch("PRAGMA wal_autocheckpoint = 0; INSERT INTO t VALUES (3);")
+        .expect("write into the WAL");
     assert_eq!(db_files(&f), ["d.db", "d.db-shm", "d.db-wal"]);
     let mut s = f.serve().started();
     // The row that only the WAL holds is read.
     let rows = crate::sqlite::read_json(&mut s, "sqlite://d/tables/t")["rows"].clone();
     assert_eq!(rows, json!([{"x": 1}, {"x": 2}, {"x": 3}]));
-    rt.block_on(async {
-        writer
-            .execute("INSERT INTO t VALUES (4);")
-            .await
-            .expect("write again");
-    });
+    writer
+        .execute_batch("INSERT INTO t VALUES (4);")
+        .expect("write again");
     let rows = crate::sqlite::read_json(&mut s, "sqlite://d/tables/t")["rows"].clone();
     assert_eq!(rows, json!([{"x": 1}, {"x": 2}, {"x": 3}, {"x": 4}]));
     // The writer closes while the server still runs: as the last connection it checkpoints and
     // removes its files (no idle connection of ours keeps them).
-    rt.block_on(async { writer.close().await.expect("close the writer") });
+    writer
+        .close()
+        .map_err(|(_, e)| e)
+        .expect("close the writer");
     assert_eq!(db_files(&f), ["d.db"]);
     // Its content is now in the main file, read without a WAL.
     let rows = crate::sqlite::read_json(&mut s, "sqlite://d/tables/t")["rows"].clone();

@@ -6,28 +6,16 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use sqlx::{AssertSqlSafe, ConnectOptions as _, Connection as _, Executor as _};
 
 use crate::support::{Fixture, Server, list_all, stderr};
 
 /// Creates (or extends) the database at `path` by running `sql` (any number of statements).
 pub fn make_db(path: &Path, sql: &str) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime for the fixture");
-    rt.block_on(async {
-        let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
-            .filename(path)
-            .create_if_missing(true)
-            .connect()
-            .await
-            .expect("create the database");
-        conn.execute(sqlx::raw_sql(AssertSqlSafe(sql.to_owned())))
-            .await
-            .expect("run the fixture SQL");
-        conn.close().await.expect("close the database");
-    });
+    let conn = rusqlite::Connection::open(path).expect("create the database");
+    conn.execute_batch(sql).expect("run the fixture SQL");
+    conn.close()
+        .map_err(|(_, e)| e)
+        .expect("close the database");
 }
 
 /// Reads `uri` and parses its text as JSON.

@@ -203,6 +203,8 @@ pub(crate) async fn serve(
         );
     }
     shared.registry().children.kill_all();
+    // Queries still running on database servers are stopped, connections closed.
+    let _ = tokio::time::timeout(Duration::from_secs(2), shared.registry().close()).await;
     sessions_end.cancel();
     let _ = tokio::time::timeout(Duration::from_secs(2), &mut server).await;
     Ok(())

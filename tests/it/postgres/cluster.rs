@@ -321,8 +321,9 @@ pub fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
         .block_on(f)
 }
 
-/// Root runs the cluster as `nobody`; anyone else as themselves.
-fn run_as() -> Option<(u32, u32)> {
+/// Root runs the cluster (and the MariaDB server of `mysql/server.rs`) as `nobody`; anyone else
+/// as themselves.
+pub fn run_as() -> Option<(u32, u32)> {
     // SAFETY: plain libc calls; getpwnam's result is read before any other call.
     unsafe {
         if libc::geteuid() != 0 {
@@ -337,13 +338,13 @@ fn run_as() -> Option<(u32, u32)> {
     }
 }
 
-fn as_owner(cmd: &mut Command, owner: Option<(u32, u32)>) {
+pub fn as_owner(cmd: &mut Command, owner: Option<(u32, u32)>) {
     if let Some((uid, gid)) = owner {
         cmd.uid(uid).gid(gid).env("HOME", "/tmp");
     }
 }
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())

@@ -1308,3 +1308,120 @@ fn answers_stop_at_max_size_and_a_larger_first_row_is_refused() {
         json!([{"v": "xxx"}])
     );
 }
+
+/// A value larger than `max_size` is measured on the server and never sent: four concurrent reads
+/// of a 60 MB row keep the server's peak memory far below one copy of it (without the check each
+/// read held the row, its text and its JSON).
+#[test]
+fn a_value_larger_than_max_size_never_leaves_the_server() {
+    let pg = shared();
+    pg.database(
+        "huge",
+        "CREATE TABLE huge (id int PRIMARY KEY, body text, blob bytea);
+         INSERT INTO huge VALUES (1, 'small', 'x'), (2, repeat('h', 60000000), NULL),
+                                 (3, NULL, decode(repeat('ab', 30000000), 'hex'));",
+    );
+    let f = manifest(
+        pg,
+        "huge",
+        "max_size = \"1MiB\"",
+        "[postgres.crm.queries.one]\nsql = \"SELECT body, blob FROM huge WHERE id = :id\"\n\
+         params.id = { type = \"integer\" }\n",
+    );
+    let mut s = f.serve_process().started();
+    let pid = s.child.as_ref().expect("a process").id();
+    let ids: Vec<i64> = (0..4)
+        .map(|i| {
+            let id = s.fresh_id();
+            let uri = match i {
+                0 => "postgres://crm/tables/huge".to_owned(),
+                _ => format!("postgres://crm/queries/one?id={}", 2 + i % 2),
+            };
+            s.send(
+                &json!({"jsonrpc": "2.0", "id": id, "method": "resources/read",
+                           "params": {"uri": uri}}),
+            );
+            id
+        })
+        .collect();
+    for (i, id) in ids.into_iter().enumerate() {
+        let r = s.response(&json!(id));
+        if i == 0 {
+            // The table: the first row, then `truncated` at the large one.
+            let text = r["result"]["contents"][0]["text"].as_str().expect("rows");
+            let v: Value = serde_json::from_str(text).expect("JSON");
+            assert_eq!(
+                v["rows"],
+                json!([{"id": 1, "body": "small", "blob": "eA=="}])
+            );
+            assert_eq!(v["truncated"], true);
+        } else {
+            let message = r["error"]["message"].as_str().unwrap_or("");
+            assert!(message.contains("larger than 1 MiB"), "{r}");
+        }
+    }
+    let peak = crate::support::proc_memory(pid, "VmHWM");
+    assert!(
+        peak < 40 * 1024 * 1024,
+        "peak RSS {} MiB for reads of a 60 MB row",
+        peak / (1024 * 1024)
+    );
+}
+
+/// A role that can run functions that write outside the transaction (dblink opens a connection
+/// of its own, whose writes stay): `check` names them, the SQL tool refuses until the manifest
+/// accepts it; a role without them is told nothing.
+#[test]
+fn roles_that_can_write_outside_the_transaction_are_named_and_refused_the_sql_tool() {
+    let pg = shared();
+    pg.database(
+        "escape",
+        "CREATE EXTENSION IF NOT EXISTS dblink;
+         CREATE TABLE ledger (id int, note text);
+         DO $$ BEGIN
+             IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'escaper') THEN
+                 CREATE ROLE escaper LOGIN PASSWORD 'escaper-pw';
+             END IF;
+         END $$;
+         GRANT SELECT ON ALL TABLES IN SCHEMA public TO escaper;",
+    );
+    let url = format!("postgres://escaper:escaper-pw@127.0.0.1:{}/escape", pg.port);
+    let f = Fixture::new();
+    f.manifest(&format!(
+        "[postgres.crm]\nurl = \"{url}\"\nsql_tool = true\n"
+    ));
+    let out = f.run(&["check"]);
+    let e = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{e}");
+    assert!(
+        e.contains("mcp-server.toml:2:7: warning: [postgres.crm] connects to database `escape`")
+            && e.contains("dblink_exec(text,text)")
+            && e.contains("accept_writes_outside_transaction"),
+        "{e}"
+    );
+    let mut s = f.serve().started();
+    let r = s.ok(
+        "tools/call",
+        json!({"name": "crm_sql", "arguments": {"sql": "SELECT count(*) AS n FROM ledger"}}),
+    );
+    assert_eq!(r["isError"], true, "{r}");
+    let text = r["content"][0]["text"].as_str().unwrap_or("");
+    assert!(
+        text.contains("refused") && text.contains("dblink"),
+        "{text}"
+    );
+    drop(s);
+    f.manifest(&format!(
+        "[postgres.crm]\nurl = \"{url}\"\nsql_tool = true\naccept_writes_outside_transaction = true\n"
+    ));
+    let mut s = f.serve().started();
+    let r = s.ok(
+        "tools/call",
+        json!({"name": "crm_sql", "arguments": {"sql": "SELECT count(*) AS n FROM ledger"}}),
+    );
+    assert_eq!(r["structuredContent"]["rows"], json!([{"n": 0}]), "{r}");
+    // Without dblink the role has nothing to say about.
+    pg.query("escape", "DROP EXTENSION dblink");
+    let out = f.run(&["check"]);
+    assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
+}

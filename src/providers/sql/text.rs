@@ -1,9 +1,10 @@
-//! SQL text checks for named queries and `sql` templates, pure (no database): a tokenizer that
-//! follows the database's own rules for strings, quoted identifiers, comments and parameters
-//! (SQLite's, or PostgreSQL's with its dollar-quoted and `E''` strings, nested comments, `::`
-//! casts and `?`/`@` operators), used to find the `:name` parameters, to refuse multi-statement
-//! SQL and statements that do not read, and to rewrite `:name` as `?N` (SQLite) or `$N`
-//! (PostgreSQL) so sqlx (which binds only positional parameters) binds by name.
+//! SQL text checks for named queries, `sql` templates and the SQL tool, pure (no database): a
+//! tokenizer that follows the database's own rules for strings, quoted identifiers, comments and
+//! parameters (SQLite's; PostgreSQL's with its dollar-quoted and `E''` strings, nested comments,
+//! `::` casts and `?`/`@` operators; MySQL's with backslash escapes, `#` and `-- ` comments and
+//! backquoted names), used to find the `:name` parameters, to refuse multi-statement SQL and
+//! statements that do not read, and to rewrite `:name` as `?N` (SQLite), `$N` (PostgreSQL) or
+//! `?` (MySQL, bound in the order they appear) so sqlx and rusqlite bind by name.
 //!
 //! The rewrite changes nothing but parameter tokens; the providers prepare the result with the
 //! database and check that it counts exactly the parameters found here, so a disagreement between
@@ -22,11 +23,19 @@ pub const READ_KEYWORDS: [&str; 5] = ["SELECT", "WITH", "VALUES", "PRAGMA", "EXP
 /// is rolled back.
 pub const PG_READ_KEYWORDS: [&str; 6] = ["SELECT", "WITH", "VALUES", "TABLE", "EXPLAIN", "SHOW"];
 
+/// MySQL's and MariaDB's statements that read. A write hidden behind one (a function that writes,
+/// `SELECT … FOR UPDATE`) still fails: every statement runs in `START TRANSACTION READ ONLY`,
+/// rolled back. `INTO` (`SELECT … INTO OUTFILE`, `INTO @var`) is refused wherever it stands.
+pub const MYSQL_READ_KEYWORDS: [&str; 8] = [
+    "SELECT", "WITH", "VALUES", "TABLE", "SHOW", "DESCRIBE", "DESC", "EXPLAIN",
+];
+
 /// Whose rules the tokenizer follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
     Sqlite,
     Postgres,
+    Mysql,
 }
 
 impl Dialect {
@@ -35,6 +44,16 @@ impl Dialect {
         match self {
             Dialect::Sqlite => &READ_KEYWORDS,
             Dialect::Postgres => &PG_READ_KEYWORDS,
+            Dialect::Mysql => &MYSQL_READ_KEYWORDS,
+        }
+    }
+
+    /// How a statement is kept from writing, for messages.
+    fn guard(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "the database is opened read-only",
+            Dialect::Postgres => "every statement runs in a read-only transaction",
+            Dialect::Mysql => "every statement runs in a read-only transaction",
         }
     }
 }
@@ -56,22 +75,31 @@ pub enum Problem {
     Undeclared(String),
     /// A declared name the SQL never uses.
     Unused(String),
+    /// MySQL's `INTO` (a file, a variable, a table), which no reading statement needs.
+    Into,
+    /// MySQL's `/*! … */` or `/*M! … */`: a comment the server runs as SQL.
+    ExecutableComment,
 }
 
 /// A statement whose `:name` parameters are rewritten as `?N`: `?1` binds `names[0]`, and so on.
+/// MySQL's placeholders are plain `?`, bound in the order they appear: `binds[i]` is the index in
+/// `names` of the value the `i`-th placeholder takes (for the numbered ones, `0..names.len()`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NamedSql {
     pub sql: String,
     pub names: Vec<String>,
+    pub binds: Vec<usize>,
 }
 
 /// Checks one SQLite statement against the parameter names the caller declares (in binding
 /// order) and rewrites it for positional binding (`?N`). Every problem is reported, in text order.
+#[cfg(test)]
 pub fn bind_by_name(sql: &str, declared: &[&str]) -> Result<NamedSql, Vec<Problem>> {
     bind_by_name_in(Dialect::Sqlite, sql, declared)
 }
 
-/// `bind_by_name` with `dialect`'s quoting rules, read keywords and placeholders (`$N` for
+/// Checks one statement against the parameter names the caller declares (in binding order) and
+/// rewrites it for positional binding, with `dialect`'s quoting rules, read keywords and placeholders (`$N` for
 /// PostgreSQL).
 pub fn bind_by_name_in(
     dialect: Dialect,
@@ -92,10 +120,11 @@ pub fn bind_by_name_in(
     if rest.iter().any(|t| t.kind != Kind::Semicolon) {
         problems.push(Problem::MultipleStatements);
     }
-    // PostgreSQL reads `(SELECT …) UNION (SELECT …)`: the first word may follow parentheses.
+    // PostgreSQL and MySQL read `(SELECT …) UNION (SELECT …)`: the first word may follow
+    // parentheses.
     let first = match dialect {
         Dialect::Sqlite => statement.first(),
-        Dialect::Postgres => statement
+        Dialect::Postgres | Dialect::Mysql => statement
             .iter()
             .find(|t| &sql[t.range.clone()] != "(")
             .or(statement.first()),
@@ -111,11 +140,23 @@ pub fn bind_by_name_in(
             problems.push(Problem::NotARead(word.to_owned()));
         }
     }
+    if dialect == Dialect::Mysql {
+        for t in &tokens {
+            let text = &sql[t.range.clone()];
+            if t.kind == Kind::Word && text.eq_ignore_ascii_case("INTO") {
+                problems.push(Problem::Into);
+            }
+            if t.kind == Kind::Space && (text.starts_with("/*!") || text.starts_with("/*M!")) {
+                problems.push(Problem::ExecutableComment);
+            }
+        }
+    }
 
     // The statement ends with its last token before the first `;` (trailing comments go too).
     let start = statement.first().map_or(0, |t| t.range.start);
     let stop = statement.last().map_or(0, |t| t.range.end);
     let mut used = vec![false; declared.len()];
+    let mut binds = Vec::new();
     let mut out = String::with_capacity(sql.len());
     let mut copied = start;
     for t in tokens.iter().filter(|t| t.range.end <= stop) {
@@ -132,11 +173,14 @@ pub fn bind_by_name_in(
                 Some(i) => {
                     used[i] = true;
                     out.push_str(&sql[copied..t.range.start]);
-                    out.push(match dialect {
-                        Dialect::Sqlite => '?',
-                        Dialect::Postgres => '$',
-                    });
-                    out.push_str(&(i + 1).to_string());
+                    match dialect {
+                        Dialect::Sqlite => out.push_str(&format!("?{}", i + 1)),
+                        Dialect::Postgres => out.push_str(&format!("${}", i + 1)),
+                        Dialect::Mysql => {
+                            out.push('?');
+                            binds.push(i);
+                        }
+                    }
                     copied = t.range.end;
                 }
                 None => problems.push(Problem::Undeclared(name.to_owned())),
@@ -150,14 +194,52 @@ pub fn bind_by_name_in(
             problems.push(Problem::Unused((*name).to_owned()));
         }
     }
+    if dialect != Dialect::Mysql {
+        binds = (0..declared.len()).collect();
+    }
     if problems.is_empty() {
         Ok(NamedSql {
             sql: out,
             names: declared.iter().map(|d| (*d).to_owned()).collect(),
+            binds,
         })
     } else {
         problems.dedup();
         Err(problems)
+    }
+}
+
+/// Checks a statement the SQL tool runs: one statement that reads, with no parameters (the values
+/// are written in the SQL). Returns the statement without what follows it (a trailing `;` and
+/// comments), or every problem in text order.
+pub fn check_adhoc(dialect: Dialect, sql: &str) -> Result<String, Vec<Problem>> {
+    match bind_by_name_in(dialect, sql, &[]) {
+        Ok(n) => Ok(n.sql),
+        Err(problems) => Err(problems),
+    }
+}
+
+/// The message for one problem of a statement the SQL tool was given.
+pub fn adhoc_message(dialect: Dialect, p: &Problem) -> String {
+    match p {
+        Problem::Empty => "`sql` holds no statement".into(),
+        Problem::MultipleStatements => {
+            "`sql` holds more than one statement; send one at a time".into()
+        }
+        Problem::NotARead(word) => format!(
+            "only statements that read run here: start with {} (found `{word}`); {}",
+            dialect.read_keywords().join(", "),
+            dialect.guard()
+        ),
+        Problem::Positional(token) | Problem::OtherPrefix(token, _) => format!(
+            "`{token}` is a parameter, and this tool binds none: write the value in the SQL"
+        ),
+        Problem::Undeclared(name) | Problem::Unused(name) => format!(
+            "`:{name}` is a parameter, and this tool binds none: write the value in the SQL"
+        ),
+        Problem::Into | Problem::ExecutableComment => {
+            problem_message(dialect, p, &[], Names::QueryParams)
+        }
     }
 }
 
@@ -219,11 +301,14 @@ pub fn problem_message(dialect: Dialect, p: &Problem, declared: &[&str], names: 
         Problem::NotARead(word) => format!(
             "`sql` must read: start it with {} (found `{word}`); {}",
             dialect.read_keywords().join(", "),
-            match dialect {
-                Dialect::Sqlite => "the database is opened read-only",
-                Dialect::Postgres => "every statement runs in a read-only transaction",
-            }
+            dialect.guard()
         ),
+        Problem::Into => {
+            "`sql` holds `INTO` (a file, a variable or a table to write): a reading statement does not need it".into()
+        }
+        Problem::ExecutableComment => {
+            "`sql` holds a `/*! … */` comment, which MySQL runs as SQL: write the SQL plainly".into()
+        }
         Problem::Positional(token) => format!(
             "positional parameter `{token}` cannot be bound; write a named parameter `:name` and declare it"
         ),
@@ -310,11 +395,12 @@ fn dollar_tag(b: &[u8], i: usize) -> Option<usize> {
 }
 
 /// Splits SQL into tokens the way the database's tokenizer (SQLite's `tokenize.c`, PostgreSQL's
-/// `scan.l`) does, as far as parameters, quoting, comments and `;` are concerned. Unterminated
-/// quotes and comments run to the end (the database then refuses the statement when it is
-/// prepared).
+/// `scan.l`, MySQL's `sql_lex.cc`) does, as far as parameters, quoting, comments and `;` are
+/// concerned. Unterminated quotes and comments run to the end (the database then refuses the
+/// statement when it is prepared).
 fn tokenize(sql: &str, dialect: Dialect) -> Vec<Token> {
     let pg = dialect == Dialect::Postgres;
+    let my = dialect == Dialect::Mysql;
     let b = sql.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;
@@ -327,14 +413,23 @@ fn tokenize(sql: &str, dialect: Dialect) -> Vec<Token> {
                 }
                 Kind::Space
             }
-            b'-' if b.get(i + 1) == Some(&b'-') => {
+            // MySQL's `--` starts a comment only when a space or control character follows.
+            b'-' if b.get(i + 1) == Some(&b'-')
+                && (!my || b.get(i + 2).is_none_or(|c| *c <= b' ')) =>
+            {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+                Kind::Space
+            }
+            b'#' if my => {
                 while i < b.len() && b[i] != b'\n' {
                     i += 1;
                 }
                 Kind::Space
             }
             b'/' if b.get(i + 1) == Some(&b'*') => {
-                // PostgreSQL's comments nest; SQLite's end at the first `*/`.
+                // PostgreSQL's comments nest; SQLite's and MySQL's end at the first `*/`.
                 i += 2;
                 let mut depth = 1;
                 while i < b.len() {
@@ -355,19 +450,7 @@ fn tokenize(sql: &str, dialect: Dialect) -> Vec<Token> {
             }
             // PostgreSQL's escape strings: E'…' where a backslash escapes the next character.
             b'E' | b'e' if pg && b.get(i + 1) == Some(&b'\'') => {
-                i += 2;
-                loop {
-                    match b.get(i) {
-                        None => break,
-                        Some(b'\\') => i = (i + 2).min(b.len()),
-                        Some(b'\'') if b.get(i + 1) == Some(&b'\'') => i += 2,
-                        Some(b'\'') => {
-                            i += 1;
-                            break;
-                        }
-                        Some(_) => i += 1,
-                    }
-                }
+                i = quoted(b, i + 1, b'\'', true);
                 Kind::Quoted
             }
             b'$' if pg && dollar_tag(b, i).is_some() => {
@@ -386,25 +469,16 @@ fn tokenize(sql: &str, dialect: Dialect) -> Vec<Token> {
                 }
                 Kind::Quoted
             }
-            q @ (b'\'' | b'"' | b'`') if !(pg && q == b'`') => {
-                i += 1;
-                loop {
-                    match b.get(i) {
-                        None => break,
-                        Some(&c) if c == q => {
-                            if b.get(i + 1) == Some(&q) {
-                                i += 2;
-                            } else {
-                                i += 1;
-                                break;
-                            }
-                        }
-                        Some(_) => i += 1,
-                    }
-                }
+            // MySQL's strings take backslash escapes; its backquoted names do not.
+            q @ (b'\'' | b'"') if my => {
+                i = quoted(b, i, q, true);
                 Kind::Quoted
             }
-            b'[' if !pg => {
+            q @ (b'\'' | b'"' | b'`') if !(pg && q == b'`') => {
+                i = quoted(b, i, q, false);
+                Kind::Quoted
+            }
+            b'[' if !pg && !my => {
                 while i < b.len() && b[i] != b']' {
                     i += 1;
                 }
@@ -413,7 +487,7 @@ fn tokenize(sql: &str, dialect: Dialect) -> Vec<Token> {
             }
             b'?' if !pg => {
                 i += 1;
-                while i < b.len() && b[i].is_ascii_digit() {
+                while !my && i < b.len() && b[i].is_ascii_digit() {
                     i += 1;
                 }
                 Kind::Param(b'?')
@@ -426,12 +500,12 @@ fn tokenize(sql: &str, dialect: Dialect) -> Vec<Token> {
                 }
                 Kind::Param(b'$')
             }
-            // `::` is a cast and `:=` a named argument, never parameters.
-            b':' if pg && b.get(i + 1) == Some(&b':') => {
+            // `::` is a cast and `:=` a named argument or an assignment, never parameters.
+            b':' if (pg || my) && matches!(b.get(i + 1), Some(b':' | b'=')) => {
                 i += 2;
                 Kind::Other
             }
-            b':' if pg
+            b':' if (pg || my)
                 && b.get(i + 1)
                     .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_' || *c >= 0x80) =>
             {
@@ -441,7 +515,23 @@ fn tokenize(sql: &str, dialect: Dialect) -> Vec<Token> {
                 }
                 Kind::Param(b':')
             }
-            p @ (b':' | b'@' | b'$') if !pg && b.get(i + 1).is_some_and(|c| id_char(*c)) => {
+            // MySQL's `@var` and `@@system_var` are variables, not parameters.
+            b'@' if my => {
+                i += 1;
+                if b.get(i) == Some(&b'@') {
+                    i += 1;
+                }
+                match b.get(i) {
+                    Some(&q @ (b'\'' | b'"' | b'`')) => i = quoted(b, i, q, q != b'`'),
+                    _ => {
+                        while i < b.len() && (id_char(b[i]) || b[i] == b'.') {
+                            i += 1;
+                        }
+                    }
+                }
+                Kind::Word
+            }
+            p @ (b':' | b'@' | b'$') if !pg && !my && b.get(i + 1).is_some_and(|c| id_char(*c)) => {
                 i += 1;
                 while i < b.len() && id_char(b[i]) {
                     i += 1;
@@ -471,6 +561,26 @@ fn tokenize(sql: &str, dialect: Dialect) -> Vec<Token> {
         });
     }
     out
+}
+
+/// The end of a quoted string or name opening with `q` at `b[i]`: a doubled `q` stands for one,
+/// and with `backslash` a backslash escapes the next byte. Runs to the end when unterminated.
+fn quoted(b: &[u8], mut i: usize, q: u8, backslash: bool) -> usize {
+    i += 1;
+    loop {
+        match b.get(i) {
+            None => return i,
+            Some(b'\\') if backslash => i = (i + 2).min(b.len()),
+            Some(&c) if c == q => {
+                if b.get(i + 1) == Some(&q) {
+                    i += 2;
+                } else {
+                    return i + 1;
+                }
+            }
+            Some(_) => i += 1,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -26,7 +26,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OpenFlags};
-use sqlx::sqlite::SqliteConnectOptions;
 
 use crate::providers::RequestError;
 
@@ -35,23 +34,13 @@ const MAX_CONNECTIONS: usize = 4;
 /// SQLite virtual-machine steps between two checks of a query's deadline.
 const PROGRESS_STEPS: std::ffi::c_int = 1000;
 
-/// Read-only, never created, `query_only` on: the options of the build-time checks (sqlx).
-pub(super) fn options(path: &Path) -> SqliteConnectOptions {
-    SqliteConnectOptions::new()
-        .filename(path)
-        .read_only(true)
-        .create_if_missing(false)
-        .pragma("query_only", "1")
-}
-
 /// A few read-only connections, opened on first use and reused. Each connection has a progress
 /// handler that interrupts its query once the deadline of the read using it has passed.
 ///
 /// A read is one job on a blocking thread (`run`): the connection moves there, the statement
 /// runs and its rows are converted there, and the result comes back in one hand-off each way.
-/// (sqlx's SQLite driver, which the build-time checks still use, hands each row from the
-/// connection's thread to the task reading it: about eight thread wake-ups for a 100-row
-/// table, half the CPU time of the read.)
+/// (sqlx's SQLite driver, used before, hands each row from the connection's thread to the task
+/// reading it: about eight thread wake-ups for a 100-row table, half the CPU time of the read.)
 pub(super) struct Pool {
     path: PathBuf,
     /// Idle connections; a `std` mutex, held only to push or pop.
@@ -83,6 +72,13 @@ struct Conn {
 
 /// Device and inode of the database file (a file replaced by a rename gets a new one).
 type FileId = (u64, u64);
+
+/// Whether a job's connection comes from (and goes back to) the pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Use {
+    Pooled,
+    Alone,
+}
 
 /// What a job gave, and whether its deadline had passed when it ended (its query was then
 /// interrupted, whatever error SQLite gave for it).
@@ -131,6 +127,23 @@ impl Pool {
         &self,
         job: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
     ) -> Result<Ran<T>, RequestError> {
+        self.run_on(Use::Pooled, job).await
+    }
+
+    /// `run` on a connection opened for `job` alone and closed after it (the manifest's checks,
+    /// the SQL tool: nothing a statement sets on its connection outlives it).
+    pub(super) async fn run_alone<T: Send + 'static>(
+        &self,
+        job: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    ) -> Result<Ran<T>, RequestError> {
+        self.run_on(Use::Alone, job).await
+    }
+
+    async fn run_on<T: Send + 'static>(
+        &self,
+        use_: Use,
+        job: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    ) -> Result<Ran<T>, RequestError> {
         let _permit = self
             .permits
             .acquire()
@@ -145,7 +158,10 @@ impl Pool {
         let reused = match self.idle.lock() {
             Ok(mut idle) => {
                 idle.retain(|c| c.file == file);
-                idle.pop()
+                match use_ {
+                    Use::Pooled => idle.pop(),
+                    Use::Alone => None,
+                }
             }
             Err(_) => None,
         };
@@ -173,8 +189,10 @@ impl Pool {
             opened_in_job.store(true, Ordering::Release);
             let result = job(&conn.conn);
             let timed_out = Self::now_ms(epoch) >= conn.deadline.load(Ordering::Relaxed);
-            // An interrupted read (`deadline` 0) or a WAL database's connection is closed here.
+            // An interrupted read (`deadline` 0), a connection used alone or a WAL database's
+            // is closed here.
             if conn.reuse
+                && use_ == Use::Pooled
                 && conn.deadline.swap(u64::MAX, Ordering::Relaxed) != 0
                 && let Ok(mut idle) = idle.lock()
             {
@@ -278,6 +296,7 @@ fn immutable_uri(path: &Path) -> String {
 pub(super) fn sqlite_message(e: &rusqlite::Error) -> String {
     match e {
         rusqlite::Error::SqliteFailure(_, Some(message)) => message.clone(),
+        rusqlite::Error::SqlInputError { msg, .. } => msg.clone(),
         other => other.to_string(),
     }
 }
@@ -312,11 +331,6 @@ impl Found {
     /// Opened `immutable`: a WAL database without a `-wal` (see the module doc).
     pub fn immutable(self) -> bool {
         self.wal && self.no_wal_file
-    }
-
-    /// `base` for this file (the build-time checks' sqlx options).
-    pub fn options(self, base: SqliteConnectOptions) -> SqliteConnectOptions {
-        base.immutable(self.immutable())
     }
 }
 

@@ -14,10 +14,9 @@ use std::fmt::Write as _;
 
 use base64::Engine as _;
 use chrono::{Days, NaiveDate, NaiveDateTime, NaiveTime, TimeDelta};
-use serde::ser::SerializeSeq;
 use serde_json::value::RawValue;
 
-use crate::providers::sqlite::rows::{Weigh, json_text_weight};
+use crate::providers::sql::rows::Cell;
 use sqlx::postgres::{PgRow, PgTypeInfo, PgTypeKind};
 use sqlx::{Column as _, Row as _, TypeInfo as _, ValueRef as _};
 
@@ -175,71 +174,6 @@ fn json(text: String) -> Result<Cell, String> {
     RawValue::from_string(text)
         .map(Cell::Json)
         .map_err(|e| format!("JSON the server sent does not parse: {e}"))
-}
-
-/// One value of a result.
-#[derive(Debug, Clone)]
-pub(super) enum Cell {
-    Null,
-    Bool(bool),
-    Int(i64),
-    Float(f64),
-    Text(String),
-    /// JSON text as the database stored it (checked, written as is).
-    Json(Box<RawValue>),
-    Array(Vec<Cell>),
-}
-
-impl Weigh for Cell {
-    fn weight(&self) -> usize {
-        match self {
-            Cell::Null | Cell::Bool(_) => 5,
-            Cell::Int(_) | Cell::Float(_) => 24,
-            Cell::Text(t) => json_text_weight(t),
-            Cell::Json(raw) => raw.get().len(),
-            Cell::Array(items) => items.iter().map(|c| c.weight() + 1).sum::<usize>() + 2,
-        }
-    }
-}
-
-impl PartialEq for Cell {
-    fn eq(&self, other: &Self) -> bool {
-        match (self, other) {
-            (Cell::Null, Cell::Null) => true,
-            (Cell::Bool(a), Cell::Bool(b)) => a == b,
-            (Cell::Int(a), Cell::Int(b)) => a == b,
-            (Cell::Float(a), Cell::Float(b)) => a == b,
-            (Cell::Text(a), Cell::Text(b)) => a == b,
-            (Cell::Json(a), Cell::Json(b)) => a.get() == b.get(),
-            (Cell::Array(a), Cell::Array(b)) => a == b,
-            _ => false,
-        }
-    }
-}
-
-impl serde::Serialize for Cell {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Cell::Null => s.serialize_unit(),
-            Cell::Bool(b) => s.serialize_bool(*b),
-            Cell::Int(i) => s.serialize_i64(*i),
-            // JSON has no NaN or infinities; PostgreSQL's floats do.
-            Cell::Float(f) if f.is_nan() => s.serialize_str("NaN"),
-            Cell::Float(f) if f.is_infinite() => {
-                s.serialize_str(if *f > 0.0 { "Infinity" } else { "-Infinity" })
-            }
-            Cell::Float(f) => s.serialize_f64(*f),
-            Cell::Text(t) => s.serialize_str(t),
-            Cell::Json(raw) => raw.serialize(s),
-            Cell::Array(items) => {
-                let mut seq = s.serialize_seq(Some(items.len()))?;
-                for item in items {
-                    seq.serialize_element(item)?;
-                }
-                seq.end()
-            }
-        }
-    }
 }
 
 /// Every column's cells of one row, by the decoders of its columns (`None`: a type the plan did

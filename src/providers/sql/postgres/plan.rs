@@ -13,6 +13,12 @@
 //! `SELECT q.c1, q.c2::text … FROM (statement) AS q(c1, c2 …) LIMIT row_limit + 1`: at most one row
 //! more than the answer holds leaves the server, and a column whose type has no JSON mapping here
 //! (ranges, geometric types, composites, money…) is cast to its text.
+//!
+//! Sizes: a row's values that can be large (text, bytea, json, arrays, what is cast to text) are
+//! measured on the server first (`octet_length`, which reads a stored value's header, not the
+//! value), and a row whose values together exceed `max_size` comes back with them left out and
+//! its size in a last column (`mcp_size`): a value no answer could hold never leaves the server
+//! (four reads of a 150 MB row held 1 018 MiB before).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -21,13 +27,13 @@ use sqlx::postgres::{PgConnection, PgTypeInfo, Postgres};
 use sqlx::{AssertSqlSafe, Column as _, Executor as _, Row as _, SqlSafeStr as _, Statement as _};
 
 use super::rows::Decoder;
-use crate::providers::sql::{self, Dialect};
-use crate::providers::sqlite::rows::unique_names;
+use crate::providers::sql::rows::unique_names;
+use crate::providers::sql::text::{self as sql, Dialect};
 
 /// How a parameter's value is meant to be typed (its declared `type`; template variables are
 /// strings).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Kind {
+pub(super) enum Kind {
     Text,
     Integer,
     Number,
@@ -72,6 +78,8 @@ pub(super) struct Plan {
     pub(super) names: Vec<String>,
     pub(super) binds: Vec<BindAs>,
     pub(super) kinds: Vec<Kind>,
+    /// The last column is the row's measured size (`mcp_size`), not one of `names`.
+    pub(super) sized: bool,
 }
 
 /// Statements that read rows and can be wrapped as a subquery.
@@ -88,6 +96,7 @@ pub(super) async fn make(
     sql: &str,
     kinds: &[Kind],
     row_limit: u64,
+    max_size: usize,
 ) -> Result<Plan, sqlx::Error> {
     let mut declared = vec![false; kinds.len()];
     let (statement, inferred) = loop {
@@ -149,25 +158,55 @@ pub(super) async fn make(
     let names = unique_names(columns.iter().map(|c| c.name()));
     let wrappable =
         sql::first_keyword(sql, Dialect::Postgres).is_some_and(|k| WRAPPABLE.contains(&k.as_str()));
+    let mut sized = false;
     let sql = if wrappable {
         let limit = row_limit.saturating_add(1);
         if columns.is_empty() {
             format!("SELECT FROM (\n{with_casts}\n) AS q LIMIT {limit}")
         } else {
-            let list: Vec<String> = columns
+            let decoded: Vec<Option<Decoder>> = columns
+                .iter()
+                .map(|c| Decoder::for_type(c.type_info()))
+                .collect();
+            let measures: Vec<String> = decoded
                 .iter()
                 .enumerate()
-                .map(|(i, c)| match Decoder::for_type(c.type_info()) {
-                    Some(_) => format!("q.c{}", i + 1),
-                    None => format!("q.c{}::text", i + 1),
+                .filter_map(|(i, d)| measure(i + 1, d.as_ref()))
+                .collect();
+            sized = !measures.is_empty();
+            let max = max_size;
+            let list: Vec<String> = decoded
+                .iter()
+                .enumerate()
+                .map(|(i, d)| {
+                    let n = i + 1;
+                    let value = match d {
+                        Some(_) => format!("q.c{n}"),
+                        None => format!("q.c{n}::text"),
+                    };
+                    if sized && measure(n, d.as_ref()).is_some() {
+                        format!("CASE WHEN s.mcp_size > {max} THEN NULL ELSE {value} END")
+                    } else {
+                        value
+                    }
                 })
                 .collect();
             let aliases: Vec<String> = (1..=columns.len()).map(|i| format!("c{i}")).collect();
-            format!(
-                "SELECT {} FROM (\n{with_casts}\n) AS q({}) LIMIT {limit}",
-                list.join(", "),
-                aliases.join(", ")
-            )
+            if sized {
+                format!(
+                    "SELECT {}, s.mcp_size FROM (\n{with_casts}\n) AS q({}) \
+                     CROSS JOIN LATERAL (SELECT {} AS mcp_size) AS s LIMIT {limit}",
+                    list.join(", "),
+                    aliases.join(", "),
+                    measures.join(" + ")
+                )
+            } else {
+                format!(
+                    "SELECT {} FROM (\n{with_casts}\n) AS q({}) LIMIT {limit}",
+                    list.join(", "),
+                    aliases.join(", ")
+                )
+            }
         }
     } else {
         with_casts
@@ -177,7 +216,21 @@ pub(super) async fn make(
         names,
         binds,
         kinds: kinds.to_vec(),
+        sized,
     })
+}
+
+/// The size on the server of column `n`'s value, for a column whose values can be large (`None`
+/// for fixed-size types): a bytea's length, else its text's (a no-op cast for text, varchar and
+/// json; a conversion for jsonb and arrays), as `int8`.
+fn measure(n: usize, decoder: Option<&Decoder>) -> Option<String> {
+    match decoder {
+        Some(Decoder::Bytea) => Some(format!("coalesce(octet_length(q.c{n}), 0)::int8")),
+        Some(Decoder::Text | Decoder::Json | Decoder::Jsonb | Decoder::Array(_)) | None => {
+            Some(format!("coalesce(octet_length(q.c{n}::text), 0)::int8"))
+        }
+        Some(_) => None,
+    }
 }
 
 /// Prepares `sql` with its parameter types left to PostgreSQL; a parameter it cannot type

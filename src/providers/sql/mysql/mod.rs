@@ -1,0 +1,670 @@
+//! The MySQL / MariaDB engine (`[mysql.NAME]`), through sqlx's MySQL driver: the `CREATE`
+//! statements of the URL's database (`SHOW CREATE TABLE` / `VIEW`), its tables and views, and
+//! statements run prepared (the binary protocol: one statement per run, never several). `pool.rs`
+//! holds the connections and transactions, `rows.rs` the values → JSON, `changes.rs` the stamps
+//! subscribed URIs are polled by, `section.rs` the section's own keys.
+//!
+//! Invariants: read-only by the engine — every statement runs in `START TRANSACTION READ ONLY`
+//! with the statement time limit, and that transaction is rolled back, never committed; `LOCAL
+//! INFILE` is never enabled. What it does not cover (an account with `FILE`, `SUPER` or all
+//! privileges can read and write server files, `SELECT … INTO OUTFILE`) `check` warns about and the
+//! SQL tool refuses. Values are always bound, never spliced; the only names spliced into SQL are
+//! tables the catalog listed (backquoted). Nothing connects at start. A statement whose rows
+//! were not all read (more than `row_limit`, or `max_size` reached) has its connection closed
+//! and its statement stopped (`KILL QUERY`) rather than read to its end; at most `DRAIN` more
+//! rows are read first, so a query a little longer than `row_limit` keeps its connection.
+
+mod changes;
+mod pool;
+mod rows;
+mod section;
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use sqlx::mysql::MySqlConnection;
+use sqlx::{AssertSqlSafe, Column as _, Executor as _, Row as _, SqlSafeStr as _};
+
+pub(crate) use section::SECTION;
+#[cfg(test)]
+pub(crate) use section::URL_RULES;
+
+use pool::{BeginError, Flavor, Pool, is_connection_error};
+use rows::cells;
+
+use super::engine::{Engine, Listed, Target};
+use super::query::Statement;
+use super::rows::{Cell, Rows, TooBig, Within, unique_names};
+use super::server::{GRACE, Voice};
+use super::text::{self, Dialect};
+use super::url::DbUrl;
+use crate::manifest::Loc;
+use crate::manifest::expand::{format_duration, format_size};
+use crate::params::Typed;
+use crate::providers::RequestError;
+use crate::quote::{Quote, quote};
+
+/// The longest table name MySQL and MariaDB allow.
+const MAX_IDENTIFIER: usize = 64;
+/// Rows read past `row_limit` before a statement's connection is given up instead: reading a
+/// few more is cheaper than stopping the statement and opening another connection.
+const DRAIN: usize = 1000;
+/// How long the set of MariaDB's JSON columns is trusted.
+const JSON_COLUMNS_FRESH: Duration = Duration::from_secs(30);
+
+/// The table types listed (MariaDB's system-versioned tables are tables).
+const LISTED_TYPES: &str = "('BASE TABLE', 'VIEW', 'SYSTEM VERSIONED')";
+
+/// One MySQL or MariaDB database.
+#[derive(Debug)]
+pub(crate) struct Mysql {
+    /// `[mysql.NAME]`, for messages.
+    entry: String,
+    row_limit: u64,
+    /// The largest answer, in bytes of JSON (`max_size`).
+    max_size: usize,
+    poll_interval: Duration,
+    url_loc: Loc,
+    /// "database `shop` on db.example.com:3306 as `app`": what messages name (no password).
+    target: String,
+    url: DbUrl,
+    timeout: Duration,
+    pool: Pool,
+    /// `accept_writes_outside_transaction`.
+    accept_risks: bool,
+    /// The last risks found, and when.
+    risks_seen: std::sync::Mutex<Option<(Instant, Option<String>)>>,
+    /// MariaDB's JSON columns (`(schema.table, column)`), and when they were read.
+    json_columns: std::sync::Mutex<Option<(Instant, JsonColumns)>>,
+    /// Which server answered (known once a connection opened).
+    flavor: Arc<OnceLock<Flavor>>,
+    /// Whether the current outage was already said (by `check`).
+    down_reported: AtomicBool,
+}
+
+/// MariaDB's JSON columns, as `(schema.table, column)`.
+type JsonColumns = Arc<HashSet<(String, String)>>;
+
+/// Why a statement failed.
+enum Failure {
+    Db(sqlx::Error),
+    Decode(String),
+    /// The first row alone is larger than `max_size`.
+    TooBig,
+}
+
+impl From<sqlx::Error> for Failure {
+    fn from(e: sqlx::Error) -> Self {
+        Failure::Db(e)
+    }
+}
+
+/// How far a statement's rows were read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Read {
+    /// To their end: the connection can serve the next request.
+    Whole,
+    /// Not: the statement may still be sending.
+    Cut,
+}
+
+impl Mysql {
+    /// A transaction for one request, or the request's error.
+    async fn begin(&self) -> Result<pool::Lease, RequestError> {
+        match self.pool.begin().await {
+            Ok(lease) => {
+                self.down_reported.store(false, Ordering::Relaxed);
+                Ok(lease)
+            }
+            Err(e) => Err(RequestError::Refused(self.begin_failed(&e))),
+        }
+    }
+
+    fn limit(&self) -> usize {
+        usize::try_from(self.row_limit).unwrap_or(usize::MAX)
+    }
+
+    /// Runs one statement in its own transaction: at most `row_limit` rows as JSON.
+    async fn fetch(
+        &self,
+        uri: &str,
+        sql: &str,
+        args: Vec<&Typed>,
+        bounded: bool,
+    ) -> Result<String, RequestError> {
+        let first = text::first_keyword(sql, Dialect::Mysql).unwrap_or_default();
+        if !text::MYSQL_READ_KEYWORDS.contains(&first.as_str()) {
+            return Err(RequestError::Refused(format!(
+                "{} only statements that read run here (found `{first}`)",
+                self.entry
+            )));
+        }
+        let has_args = !args.is_empty();
+        let mut lease = self.begin().await?;
+        let run = async {
+            let json = self.json_columns(lease.conn()).await;
+            collect(
+                lease.conn(),
+                sql,
+                &args,
+                (self.limit(), self.max_size),
+                &json,
+                bounded,
+            )
+            .await
+        };
+        match tokio::time::timeout(self.timeout + GRACE, run).await {
+            Ok(Ok((rows, read))) => {
+                match read {
+                    Read::Whole => lease.finish(),
+                    Read::Cut => lease.abandon(),
+                }
+                Ok(rows.to_json())
+            }
+            Ok(Err(Failure::Db(e))) if is_connection_error(&e) => {
+                lease.discard();
+                Err(RequestError::Refused(self.connect_failed(&e)))
+            }
+            Ok(Err(Failure::Db(e))) => {
+                lease.finish();
+                Err(self.statement_failed(uri, has_args, &e))
+            }
+            Ok(Err(Failure::Decode(why))) => {
+                lease.abandon();
+                Err(RequestError::Internal(format!(
+                    "{} a value cannot be read: {why}",
+                    self.entry
+                )))
+            }
+            Ok(Err(Failure::TooBig)) => {
+                lease.abandon();
+                Err(RequestError::Refused(format!(
+                    "{} the answer would hold a row larger than {} (`max_size` of the source); select fewer or smaller columns (e.g. `LEFT`, `LENGTH`)",
+                    self.entry,
+                    format_size(self.max_size as u64)
+                )))
+            }
+            Err(_) => {
+                lease.abandon();
+                Err(self.timed_out())
+            }
+        }
+    }
+
+    /// MariaDB's JSON columns (a `LONGTEXT` with a `json_valid` check), read at most every
+    /// `JSON_COLUMNS_FRESH`; none on MySQL (its JSON type says so itself) or when they cannot be
+    /// read.
+    async fn json_columns(&self, conn: &mut MySqlConnection) -> JsonColumns {
+        if self.flavor.get() != Some(&Flavor::Mariadb) {
+            return Arc::default();
+        }
+        if let Ok(cached) = self.json_columns.lock()
+            && let Some((at, set)) = cached.as_ref()
+            && at.elapsed() < JSON_COLUMNS_FRESH
+        {
+            return set.clone();
+        }
+        let rows = sqlx::query(
+            "SELECT CONCAT(CONSTRAINT_SCHEMA, '.', TABLE_NAME), CONSTRAINT_NAME, CHECK_CLAUSE \
+             FROM information_schema.CHECK_CONSTRAINTS \
+             WHERE LEVEL = 'Column' AND CHECK_CLAUSE LIKE 'json_valid(%'",
+        )
+        .fetch_all(&mut *conn)
+        .await
+        .unwrap_or_default();
+        let set: HashSet<(String, String)> = rows
+            .iter()
+            .filter_map(|r| {
+                let text = |i| {
+                    r.try_get_unchecked::<&[u8], _>(i)
+                        .ok()
+                        .map(|b| String::from_utf8_lossy(b).into_owned())
+                };
+                let (table, column, clause) = (text(0)?, text(1)?, text(2)?);
+                (clause == format!("json_valid(`{}`)", column.replace('`', "``")))
+                    .then_some((table, column))
+            })
+            .collect();
+        let set = Arc::new(set);
+        if let Ok(mut cached) = self.json_columns.lock() {
+            *cached = Some((Instant::now(), set.clone()));
+        }
+        set
+    }
+
+    /// Ends a request's transaction after a catalog query, mapping its errors.
+    fn settle<T>(
+        &self,
+        lease: pool::Lease,
+        result: Result<Result<T, sqlx::Error>, tokio::time::error::Elapsed>,
+    ) -> Result<T, RequestError> {
+        self.voice().settle(lease, result, |e| self.db_failed(e))
+    }
+
+    /// How this source words what goes wrong.
+    fn voice(&self) -> Voice<'_> {
+        Voice {
+            entry: &self.entry,
+            target: &self.target,
+            url: &self.url,
+            timeout: self.timeout,
+            message: db_message,
+        }
+    }
+
+    /// Tables and views of the database, by name (bytewise order).
+    async fn listing(&self) -> Result<Vec<(String, String)>, RequestError> {
+        let mut lease = self.begin().await?;
+        let query = listed(lease.conn(), None);
+        let result = tokio::time::timeout(self.timeout + GRACE, query).await;
+        let mut names = self.settle(lease, result)?;
+        names.sort();
+        Ok(names)
+    }
+
+    /// The `CREATE` statements of the listed tables and views, in name order.
+    async fn create_statements(&self) -> Result<String, RequestError> {
+        let mut lease = self.begin().await?;
+        let work = async {
+            let conn = lease.conn();
+            let mut names = listed(&mut *conn, None).await?;
+            names.sort();
+            let mut out = String::new();
+            for (name, _) in names {
+                let sql = format!("SHOW CREATE TABLE {}", quote_name(&name));
+                let row = sqlx::query(AssertSqlSafe(sql))
+                    .fetch_one(&mut *conn)
+                    .await?;
+                let ddl: &[u8] = row.try_get_unchecked(1)?;
+                out.push_str(&String::from_utf8_lossy(ddl));
+                out.push_str(";\n\n");
+            }
+            Ok::<_, sqlx::Error>(out)
+        };
+        let result = tokio::time::timeout(self.timeout + GRACE, work).await;
+        self.settle(lease, result)
+    }
+
+    fn begin_failed(&self, e: &BeginError) -> String {
+        self.voice().begin_failed::<pool::My>(e)
+    }
+
+    fn connect_failed(&self, e: &sqlx::Error) -> String {
+        self.voice().connect_failed(e)
+    }
+
+    fn timed_out(&self) -> RequestError {
+        self.voice().timed_out()
+    }
+
+    /// A statement's error: its time limit says so; a value the server cannot take as its
+    /// parameter's type is invalid params; anything else is the server's message.
+    fn statement_failed(&self, uri: &str, has_args: bool, e: &sqlx::Error) -> RequestError {
+        let number = error_number(e);
+        // ER_STATEMENT_TIMEOUT (MariaDB), ER_QUERY_TIMEOUT (MySQL), ER_QUERY_INTERRUPTED.
+        if matches!(number, Some(1969 | 3024 | 1317)) {
+            return self.timed_out();
+        }
+        // Incorrect value / truncated wrong value for a parameter.
+        if has_args && matches!(number, Some(1292 | 1366 | 1411 | 1367)) {
+            return RequestError::InvalidParams(format!(
+                "{}: {}",
+                quote(uri, Quote::Code),
+                quote(&self.scrub(&db_message(e)), Quote::Plain)
+            ));
+        }
+        self.db_failed(e)
+    }
+
+    fn db_failed(&self, e: &sqlx::Error) -> RequestError {
+        let mut message = format!("{} {}", self.entry, db_message(e));
+        // ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION
+        if error_number(e) == Some(1792) {
+            message.push_str(" (every statement runs in a read-only transaction)");
+        }
+        match e {
+            sqlx::Error::Database(_) => RequestError::Refused(self.scrub(&message)),
+            _ => RequestError::Internal(self.scrub(&message)),
+        }
+    }
+
+    /// `text` with the URL's password replaced by `***`.
+    fn scrub(&self, text: &str) -> String {
+        self.voice().scrub(text)
+    }
+
+    /// `check`: connects (with the connect timeout), says what the account can do outside the
+    /// transaction, and has the server prepare every statement.
+    async fn check_warnings(&self, statements: &[Statement]) -> Vec<(Loc, String)> {
+        let mut lease = match self.pool.begin().await {
+            Ok(l) => l,
+            Err(e) => {
+                self.down_reported.store(true, Ordering::Relaxed);
+                return vec![(self.url_loc, self.voice().unreachable::<pool::My>(&e))];
+            }
+        };
+        let mut out = Vec::new();
+        if let Ok(Some(found)) = risky_grants(lease.conn()).await {
+            out.push((
+                self.url_loc,
+                format!(
+                    "{} connects to {} as an account that {found}: a read-only transaction does not stop it reading and writing server files (`SELECT … INTO OUTFILE`, `LOAD_FILE`); connect as an account without them (the SQL tool refuses to run until then, unless `accept_writes_outside_transaction = true`)",
+                    self.entry, self.target
+                ),
+            ));
+        }
+        for s in statements {
+            let conn = lease.conn();
+            let prepared = conn.prepare(AssertSqlSafe(s.sql.to_string()).into_sql_str());
+            match tokio::time::timeout(self.timeout + GRACE, prepared).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) if is_connection_error(&e) => {
+                    out.push((self.url_loc, self.connect_failed(&e)));
+                    lease.discard();
+                    return out;
+                }
+                Ok(Err(e)) => out.push((
+                    s.loc,
+                    format!(
+                        "{} the server rejects the SQL: {}",
+                        s.context,
+                        self.scrub(&db_message(&e))
+                    ),
+                )),
+                Err(_) => {
+                    out.push((
+                        s.loc,
+                        format!(
+                            "{} the server did not prepare the SQL within {}",
+                            s.context,
+                            format_duration(self.timeout)
+                        ),
+                    ));
+                    lease.abandon();
+                    return out;
+                }
+            }
+        }
+        lease.finish();
+        out
+    }
+
+    /// What the account can do outside the transaction, for the SQL tool (cached a few
+    /// seconds); `None` when nothing, or when it cannot be asked (the statement then fails the
+    /// same way).
+    async fn risks(&self) -> Option<String> {
+        if let Ok(cached) = self.risks_seen.lock()
+            && let Some((at, found)) = cached.as_ref()
+            && at.elapsed() < Duration::from_secs(10)
+        {
+            return found.clone();
+        }
+        let mut lease = self.begin().await.ok()?;
+        let asked = tokio::time::timeout(self.timeout + GRACE, risky_grants(lease.conn())).await;
+        let found = self.settle(lease, asked).ok()?;
+        if let Ok(mut cached) = self.risks_seen.lock() {
+            *cached = Some((Instant::now(), found.clone()));
+        }
+        found
+    }
+}
+
+/// The tables and views of the connection's database (`(name, TABLE_TYPE)`), all of them or the
+/// one named `only`.
+async fn listed(
+    conn: &mut MySqlConnection,
+    only: Option<&str>,
+) -> Result<Vec<(String, String)>, sqlx::Error> {
+    let mut sql = format!(
+        "SELECT TABLE_NAME, CAST(TABLE_TYPE AS CHAR) FROM information_schema.TABLES \
+         WHERE TABLE_SCHEMA = DATABASE() AND TABLE_TYPE IN {LISTED_TYPES}"
+    );
+    if only.is_some() {
+        sql.push_str(" AND TABLE_NAME = ?");
+    }
+    let mut query = sqlx::query(AssertSqlSafe(sql));
+    if let Some(name) = only {
+        query = query.bind(name);
+    }
+    let rows = query.fetch_all(conn).await?;
+    let text = |r: &sqlx::mysql::MySqlRow, i| -> Result<String, sqlx::Error> {
+        let b: &[u8] = r.try_get_unchecked(i)?;
+        Ok(String::from_utf8_lossy(b).into_owned())
+    };
+    let mut out = Vec::with_capacity(rows.len());
+    for r in &rows {
+        let name = text(r, 0)?;
+        // The catalog compares names without regard to case; a table is named exactly.
+        if only.is_none_or(|o| o == name) {
+            out.push((name, text(r, 1)?));
+        }
+    }
+    Ok(out)
+}
+
+/// What the account's grants allow beyond reading: `FILE`, `SUPER` or all privileges on `*.*`
+/// ("holds FILE, SUPER"), from `SHOW GRANTS` (which also shows what roles give).
+async fn risky_grants(conn: &mut MySqlConnection) -> Result<Option<String>, sqlx::Error> {
+    let rows = conn.fetch_all("SHOW GRANTS").await?;
+    let mut found: Vec<&str> = Vec::new();
+    for r in &rows {
+        let Ok(b) = r.try_get_unchecked::<&[u8], _>(0) else {
+            continue;
+        };
+        let grant = String::from_utf8_lossy(b).to_ascii_uppercase();
+        let Some((privileges, rest)) = grant
+            .strip_prefix("GRANT ")
+            .and_then(|g| g.split_once(" ON "))
+        else {
+            continue;
+        };
+        if !rest.trim_start().starts_with("*.*") {
+            continue;
+        }
+        for (word, shown) in [
+            ("ALL PRIVILEGES", "all privileges"),
+            ("FILE", "FILE"),
+            ("SUPER", "SUPER"),
+        ] {
+            let held = privileges
+                .split(',')
+                .any(|p| p.trim() == word || (word == "ALL PRIVILEGES" && p.trim() == "ALL"));
+            if held && !found.contains(&shown) {
+                found.push(shown);
+            }
+        }
+    }
+    Ok((!found.is_empty()).then(|| format!("holds {}", found.join(", "))))
+}
+
+/// Runs a statement with its values bound and keeps at most `limit` rows and `max_size` bytes
+/// (reading one more row to know whether there were more). A `bounded` statement (a table read
+/// with its own `LIMIT`) is read to its end; any other is read at most `DRAIN` rows further, then
+/// cut.
+async fn collect(
+    conn: &mut MySqlConnection,
+    sql: &str,
+    args: &[&Typed],
+    (limit, max_size): (usize, usize),
+    json: &HashSet<(String, String)>,
+    bounded: bool,
+) -> Result<(Rows<Cell>, Read), Failure> {
+    use futures_util::TryStreamExt as _;
+    // Prepared first (sqlx keeps it per connection): its columns name and type an empty answer
+    // too.
+    let statement = conn
+        .prepare(AssertSqlSafe(sql.to_owned()).into_sql_str())
+        .await?;
+    let columns = sqlx::Statement::columns(&statement);
+    let names = unique_names(columns.iter().map(|c| c.name()));
+    let mut query = sqlx::query(AssertSqlSafe(sql.to_owned()));
+    for a in args {
+        query = match a {
+            Typed::Null => query.bind(None::<String>),
+            Typed::Integer(n) => query.bind(*n),
+            Typed::Number(f) => query.bind(*f),
+            Typed::Boolean(b) => query.bind(*b),
+            Typed::Text(s) => query.bind(s.as_str()),
+            // Queries declare no array parameters (refused when the manifest is checked).
+            Typed::List(items) => query.bind(items.join("\n")),
+        };
+    }
+    let mut out = Within::<Cell>::new(names, limit, max_size);
+    let mut stream = query.fetch(&mut *conn);
+    let mut extra = 0;
+    let mut done = false;
+    // The columns the run sent are the ones to decode by: a parameter's type is known only
+    // then (`SELECT ?` prepares as binary, runs as the text it was given).
+    let mut run_decoders: Option<Vec<rows::Decoder>> = None;
+    while let Some(row) = stream.try_next().await? {
+        if done || out.full() {
+            done = true;
+            extra += 1;
+            if !bounded && extra > DRAIN {
+                return Ok((out.into_rows(), Read::Cut));
+            }
+            continue;
+        }
+        let decoders =
+            run_decoders.get_or_insert_with(|| rows::decoders(row.columns().iter(), json));
+        let row = cells(&row, decoders).map_err(Failure::Decode)?;
+        if !out.push(row).map_err(|TooBig| Failure::TooBig)? {
+            return Ok((out.into_rows(), Read::Cut));
+        }
+    }
+    Ok((out.into_rows(), Read::Whole))
+}
+
+/// A table name as one backquoted identifier.
+fn quote_name(name: &str) -> String {
+    format!("`{}`", name.replace('`', "``"))
+}
+
+fn error_number(e: &sqlx::Error) -> Option<u16> {
+    match e {
+        sqlx::Error::Database(d) => d
+            .try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()
+            .map(|m| m.number()),
+        _ => None,
+    }
+}
+
+/// What the server (or the connection) said, without sqlx's wrapping.
+fn db_message(e: &sqlx::Error) -> String {
+    match e {
+        sqlx::Error::Database(d) => d.message().to_owned(),
+        sqlx::Error::Io(io) => io.to_string(),
+        sqlx::Error::Tls(t) => format!("TLS: {t}"),
+        other => other.to_string(),
+    }
+}
+
+/// "database `shop` on db.example.com:3306 as `app`" (or the socket).
+fn describe_target(o: &sqlx::mysql::MySqlConnectOptions) -> String {
+    let place = match o.get_socket() {
+        Some(path) => format!("the socket {}", path.display()),
+        None => format!("{}:{}", o.get_host(), o.get_port()),
+    };
+    match o.get_database() {
+        Some(db) => format!("database `{db}` on {place} as `{}`", o.get_username()),
+        None => format!("{place} as `{}`", o.get_username()),
+    }
+}
+
+impl Engine for Mysql {
+    const DIALECT: Dialect = Dialect::Mysql;
+
+    async fn tables(&self) -> Result<Vec<Listed>, RequestError> {
+        Ok(self
+            .listing()
+            .await?
+            .into_iter()
+            .map(|(name, kind)| (name, if kind == "VIEW" { "View" } else { "Table" }))
+            .collect())
+    }
+
+    /// While the database cannot be reached nothing tells, so the name is taken.
+    async fn is_listed(&self, name: &str) -> bool {
+        match self.listing().await {
+            Ok(names) => names.iter().any(|(n, _)| n == name),
+            Err(_) => true,
+        }
+    }
+
+    async fn schema(&self) -> Result<String, RequestError> {
+        self.create_statements().await
+    }
+
+    async fn read_table(&self, name: &str) -> Result<Option<String>, RequestError> {
+        if name.len() > MAX_IDENTIFIER || name.contains('\0') {
+            return Ok(None);
+        }
+        let mut lease = self.begin().await?;
+        let found =
+            tokio::time::timeout(self.timeout + GRACE, listed(lease.conn(), Some(name))).await;
+        let found = self.settle(lease, found)?;
+        if found.is_empty() {
+            return Ok(None);
+        }
+        let limit = self.row_limit.saturating_add(1);
+        let sql = format!("SELECT * FROM {} LIMIT {limit}", quote_name(name));
+        let uri = format!("{} table {name}", self.entry);
+        self.fetch(&uri, &sql, Vec::new(), true).await.map(Some)
+    }
+
+    async fn run(
+        &self,
+        uri: &str,
+        statement: &Statement,
+        args: &[Typed],
+    ) -> Result<String, RequestError> {
+        // `?` placeholders, in the order they appear.
+        let bound: Vec<&Typed> = statement.bound(args).collect();
+        self.fetch(uri, &statement.sql, bound, false).await
+    }
+
+    async fn run_adhoc(&self, sql: &str) -> Result<String, RequestError> {
+        self.fetch("the SQL tool's statement", sql, Vec::new(), false)
+            .await
+    }
+
+    async fn adhoc_refusal(&self) -> Option<String> {
+        if self.accept_risks {
+            return None;
+        }
+        let found = self.risks().await?;
+        Some(format!(
+            "{} refused: the SQL tool runs only when the account cannot write outside its read-only transaction, and it {found}; connect as an account without them, or set `accept_writes_outside_transaction = true` in {} to run it anyway",
+            self.entry, self.entry
+        ))
+    }
+
+    async fn warnings(&self, statements: &[Statement]) -> Vec<(Loc, String)> {
+        self.check_warnings(statements).await
+    }
+
+    fn poll_interval(&self) -> Option<Duration> {
+        Some(self.poll_interval)
+    }
+
+    async fn stamps(&self, targets: &[Target]) -> Option<Vec<String>> {
+        self.stamps_of(targets).await
+    }
+
+    fn reported_down(&self) -> bool {
+        self.down_reported.load(Ordering::Relaxed)
+    }
+
+    fn schema_about(&self) -> String {
+        format!(
+            "The CREATE statements of the tables and views of {} ({})",
+            self.entry, self.target
+        )
+    }
+
+    async fn close(&self) {
+        self.pool.close().await;
+    }
+}

@@ -1,0 +1,187 @@
+//! `[postgres.NAME]`'s own keys (`schemas`, and the server keys: `url`, `max_connections`,
+//! `poll_interval`, `accept_writes_outside_transaction`) and their checks, and how the source is
+//! built (without connecting).
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use schemars::{JsonSchema, SchemaGenerator};
+use serde::Deserialize;
+use sqlx::ConnectOptions as _;
+use sqlx::postgres::PgConnectOptions;
+use toml::Spanned;
+use toml::de::DeValue;
+
+use super::pool::{Pg, Pool};
+use super::{Postgres, describe_target};
+use crate::manifest::raw::Sp;
+use crate::manifest::{Checker, Diagnostics};
+use crate::providers::sql::SqlSource;
+use crate::providers::sql::section::{Built, DatabaseDef, EngineDef, Section, keys};
+use crate::providers::sql::server::{CONNECT_TIMEOUT, ServerKeys};
+use crate::providers::sql::url::UrlRules;
+
+/// `postgres://user:password@host:5432/db?sslmode=require`: the parameters sqlx understands are
+/// passed on; anything else (libpq's `channel_binding`, `target_session_attrs`, …) is left out.
+pub(crate) const URL_RULES: UrlRules = UrlRules {
+    schemes: &["postgres", "postgresql"],
+    example: "postgres://user:password@host:5432/database?sslmode=require",
+    known: &[
+        "sslmode",
+        "ssl-mode",
+        "sslrootcert",
+        "ssl-root-cert",
+        "ssl-ca",
+        "sslcert",
+        "ssl-cert",
+        "sslkey",
+        "ssl-key",
+        "host",
+        "hostaddr",
+        "port",
+        "dbname",
+        "user",
+        "password",
+        "application_name",
+        "options",
+    ],
+    known_prefixes: &["options["],
+    defaults: &[("application_name", "mcp-manifest")],
+};
+
+/// The section.
+pub(crate) static SECTION: PostgresSection = PostgresSection;
+
+pub(crate) struct PostgresSection;
+
+/// `[postgres.NAME]`'s own keys (the server keys are `ServerKeys`).
+#[derive(Debug, Deserialize, JsonSchema)]
+struct RawPostgres {
+    /// Schemas whose tables and views are listed (default ["public"]). Tables of the first are
+    /// named by their name, the others as `schema.table`.
+    #[schemars(length(min = 1))]
+    schemas: Option<Sp<Vec<Sp<String>>>>,
+}
+
+/// The checked keys.
+#[derive(Debug)]
+struct PostgresDef {
+    server: ServerKeys,
+    /// At least one; the first one's tables are named without their schema.
+    schemas: Vec<String>,
+}
+
+impl Section for PostgresSection {
+    fn name(&self) -> &'static str {
+        "postgres"
+    }
+
+    fn about(&self) -> &'static str {
+        "PostgreSQL databases, read by the engine only (every statement in a rolled-back `READ ONLY` transaction)."
+    }
+
+    fn keys_schema(&self, generator: &mut SchemaGenerator) -> schemars::Schema {
+        let own = RawPostgres::json_schema(generator);
+        ServerKeys::schema(
+            generator,
+            own,
+            "Connection URL, e.g. \"${DATABASE_URL}\" or \"postgres://user:password@host:5432/db?sslmode=require\"; TLS through `sslmode`. The password is never printed.",
+        )
+    }
+
+    fn check(
+        &self,
+        cx: &mut Checker<'_>,
+        name: &str,
+        value: &Spanned<DeValue<'_>>,
+    ) -> Option<Arc<dyn EngineDef>> {
+        let p: RawPostgres = keys(cx, "postgres", name, value)?;
+        let before = cx.problems();
+        let mut schemas: Vec<String> = Vec::new();
+        match &p.schemas {
+            None => schemas.push("public".into()),
+            Some(list) => {
+                if list.get().is_empty() {
+                    cx.err(list, format!("[postgres.{name}] `schemas` is empty; name at least one schema (default [\"public\"])"),
+                    );
+                }
+                for s in list.get() {
+                    if s.get().is_empty() || s.get().contains('\0') {
+                        cx.err(
+                            s,
+                            format!(
+                                "[postgres.{name}] `{}` is not a schema name",
+                                s.get().escape_debug()
+                            ),
+                        );
+                    } else if schemas.contains(s.get()) {
+                        cx.err(
+                            s,
+                            format!("[postgres.{name}] schema `{}` is listed twice", s.get()),
+                        );
+                    } else {
+                        schemas.push(s.get().clone());
+                    }
+                }
+            }
+        }
+        let server = ServerKeys::check(cx, "postgres", name, value, &URL_RULES);
+        // An entry with a problem has no meaning (a source without a URL): set aside.
+        if cx.problems() != before {
+            return None;
+        }
+        Some(Arc::new(PostgresDef {
+            server: server?,
+            schemas,
+        }))
+    }
+}
+
+impl EngineDef for PostgresDef {
+    /// Without connecting: the URL must parse into sqlx's options.
+    fn build<'a>(
+        &'a self,
+        def: &'a DatabaseDef,
+        diags: &'a mut Diagnostics,
+    ) -> Pin<Box<dyn Future<Output = Option<Built>> + Send + 'a>> {
+        Box::pin(async move {
+            let entry = def.entry();
+            let server = &self.server;
+            let options = match PgConnectOptions::from_url(server.url.url()) {
+                Ok(o) => o,
+                Err(e) => {
+                    let why = server.url.scrub(&e.to_string());
+                    diags.push(server.url_loc, format!("{entry} `url`: {why}"));
+                    return None;
+                }
+            };
+            let target = describe_target(&options);
+            let driver = Pg::new(
+                options,
+                def.timeout,
+                server.url.connect_timeout.unwrap_or(CONNECT_TIMEOUT),
+            );
+            let pool = Pool::new(driver, server.max_connections);
+            let engine = Postgres {
+                entry,
+                schemas: self.schemas.clone(),
+                row_limit: def.row_limit.max(1),
+                max_size: usize::try_from(def.max_size).unwrap_or(usize::MAX),
+                poll_interval: server.poll_interval,
+                url_loc: server.url_loc,
+                target,
+                url: server.url.clone(),
+                timeout: def.timeout,
+                pool,
+                plans: std::sync::Mutex::new(HashMap::new()),
+                accept_risks: server.accept_risks,
+                risks_seen: std::sync::Mutex::new(None),
+                down_reported: AtomicBool::new(false),
+            };
+            SqlSource::build(def, engine, diags).await
+        })
+    }
+}
