@@ -15,8 +15,8 @@
 //!
 //! # A value cannot become an option
 //!
-//! A value whose text would be the first character of an argv element and begins with `-` is
-//! refused (`--output=FILE` given as a branch name would be read by `git` as an option), unless a
+//! A value whose text would be the first character of an argv element and begins with `-` (on
+//! Windows also `/`, `process::OPTION_PREFIXES`) is refused (`--output=FILE` given as a branch name would be read by `git` as an option), unless a
 //! literal `--` element (one with no placeholder) comes earlier in the argv actually built, or
 //! the name is allowed to (`allow_dash = true`). A `-` later in an element (`{base}...{head}`
 //! with `head = "-x"`, `--name={x}`) is only data and is always fine.
@@ -603,6 +603,14 @@ mod tests {
         );
         // A lone `-` (stdin for many programs) is a dash too.
         assert!(made.args(&one(&[("head", "-")]), &|_| false).is_err());
+        // A switch on Windows (`dir /s`), a path elsewhere.
+        let slash = made.args(&one(&[("x", "/s")]), &|_| false);
+        if crate::process::OPTION_PREFIXES.contains(&'/') {
+            let refused = slash.unwrap_err();
+            assert!(refused.message("argument").contains("`-` or `/`"));
+        } else {
+            assert_eq!(slash.unwrap(), ["/s"]);
+        }
     }
 
     #[test]

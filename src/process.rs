@@ -109,6 +109,7 @@ impl Ending {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Exit {
     Code(i32),
+    #[cfg_attr(windows, expect(dead_code, reason = "no signals on Windows"))]
     Signal(i32),
 }
 

@@ -9,7 +9,7 @@
 //! - `bytes N`: prints N bytes `x`; `forever`: prints `y` lines until killed;
 //! - `stdin`: prints how many bytes standard input held;
 //! - `sleep MS`; `exit CODE`;
-//! - `pid FILE`: writes its pid to FILE; `append FILE TEXT`: appends TEXT and a newline;
+//! - `pid FILE`: writes its pid to FILE (whole once it exists); `append FILE TEXT`: appends TEXT and a newline;
 //! - `wait FILE`: waits until FILE exists;
 //! - `spawn FILE`: starts itself in the background as `pid FILE sleep 300000` (a grandchild
 //!   that outlives it unless its tree is killed) and does not wait for it.
@@ -65,8 +65,11 @@ fn main() {
                 std::process::exit(next(&mut args, "exit").parse().unwrap());
             }
             "pid" => {
+                // Written aside, then renamed: once the file exists it holds the whole pid.
                 let file = next(&mut args, "pid");
-                std::fs::write(&file, std::process::id().to_string()).unwrap();
+                let part = format!("{file}.{}.part", std::process::id());
+                std::fs::write(&part, std::process::id().to_string()).unwrap();
+                std::fs::rename(&part, &file).unwrap();
             }
             "append" => {
                 let file = next(&mut args, "append");

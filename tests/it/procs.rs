@@ -3,6 +3,9 @@
 //! queue), `[server] path`, honest annotations and `ok_exit_codes`. Processes are observed
 //! through /proc, waiting with deadlines (never a fixed sleep where a state can be polled).
 
+// Most tests here watch processes through /proc (Linux); the helpers are unused elsewhere.
+#![cfg_attr(not(target_os = "linux"), allow(dead_code, unused_imports))]
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -93,6 +96,7 @@ const SPAWNED: [&str; 6] = [
 ];
 
 #[test]
+#[cfg(target_os = "linux")] // processes observed through /proc; sh scripts, setsid
 fn after_kill_9_of_the_server_no_tool_process_is_left() {
     let f = Fixture::new();
     f.manifest(SPAWNER);
@@ -132,6 +136,7 @@ fn after_kill_9_of_the_server_no_tool_process_is_left() {
 }
 
 #[test]
+#[cfg(target_os = "linux")] // processes observed through /proc; sh scripts, setsid
 fn a_setsid_escapee_does_not_outlive_a_normal_exit() {
     let f = Fixture::new();
     f.manifest(
@@ -156,6 +161,7 @@ echo done
 }
 
 #[test]
+#[cfg(target_os = "linux")] // processes observed through /proc; sh scripts, setsid
 fn cancellation_and_timeout_reach_escaped_processes() {
     let f = Fixture::new();
     f.manifest(
@@ -199,6 +205,7 @@ params.tag = { type = "string" }
 }
 
 #[test]
+#[cfg(target_os = "linux")] // processes observed through /proc; sh scripts, setsid
 fn max_processes_bounds_running_tools_and_queues_in_order() {
     let f = Fixture::new();
     f.manifest(
@@ -298,6 +305,7 @@ params.id = { type = "string" }
 }
 
 #[test]
+#[cfg(unix)] // sh scripts, execute bits, signals
 fn server_path_comes_first_and_errors_name_the_path_searched() {
     let f = Fixture::new();
     let tool = f.write("bin/hello-tool", "#!/bin/sh\necho \"hello from $0\"\n");
@@ -403,6 +411,7 @@ destructive = false
 }
 
 #[test]
+#[cfg_attr(windows, ignore = "its tools run grep, which Windows lacks")]
 fn ok_exit_codes_make_no_match_a_success_with_empty_text() {
     let f = Fixture::new();
     f.write("notes.txt", "alpha\nbeta\n");
@@ -498,6 +507,7 @@ ok_exit_codes = [-1]
 }
 
 #[test]
+#[cfg(target_os = "linux")] // processes observed through /proc; sh scripts, setsid
 fn a_tool_that_kills_its_supervisor_still_has_its_whole_tree_killed() {
     // Issue 35: the supervisor is killed by the tool itself (`kill -9 $PPID`), so it cannot
     // clean up. The server sees its report end without an ending, kills the tool's group and (as
@@ -543,6 +553,7 @@ wait
 }
 
 #[test]
+#[cfg(unix)] // sh scripts, execute bits, signals
 fn the_programs_own_ending_is_reported_and_scripts_without_interpreter_run_in_sh() {
     let f = Fixture::new();
     let script = |name: &str, text: &str| {
@@ -592,6 +603,7 @@ command = ["{broken}"]
 }
 
 #[test]
+#[cfg(target_os = "linux")] // processes observed through /proc; sh scripts, setsid
 fn a_program_starts_clean_stdin_at_eof_no_extra_descriptors_no_signal_ignored_or_blocked() {
     // Each checked by the program itself (a shell would hold descriptors of its own).
     let f = Fixture::new();
@@ -663,4 +675,52 @@ max_output = "1KiB"
     let r = s.ok("tools/call", json!({"name": "exact", "arguments": {}}));
     assert_eq!(r["isError"], false, "exactly max_output is not cut: {r}");
     assert_eq!(r["content"][0]["text"], "x".repeat(1024));
+}
+
+#[test]
+fn timeout_cancel_and_exit_kill_the_grandchildren_on_every_platform() {
+    // The helper starts a grandchild and then sleeps (or exits at once): its whole tree goes on
+    // timeout, on cancellation and when it exits (Unix: its supervisor; Windows: its job).
+    use crate::tools::{alive, read_pid, wait_gone};
+    let f = Fixture::new();
+    let helper = crate::support::helper_path();
+    f.manifest(&format!(
+        r#"
+[tools.slow]
+command = ["{helper}", "spawn", "{{tag}}.gc", "wait", "{{tag}}.gc", "pid", "{{tag}}.tool", "sleep", "100000"]
+timeout = "3s"
+params.tag = {{ type = "string" }}
+
+[tools.quick]
+command = ["{helper}", "spawn", "quick.gc", "wait", "quick.gc", "outln", "done"]
+"#
+    ));
+    let mut s = f.serve().started();
+    let r = s.ok(
+        "tools/call",
+        json!({"name": "slow", "arguments": {"tag": "t"}}),
+    );
+    let text = r["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("timed out after 3s"), "{r}");
+    wait_gone(read_pid(&f, "t.tool"), "the timed-out tool");
+    wait_gone(read_pid(&f, "t.gc"), "the timed-out tool's grandchild");
+
+    s.send(&json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "slow", "arguments": {"tag": "c"}}}));
+    let started = pids(&f.root(), &["c.tool", "c.gc"]);
+    assert!(started.iter().all(|&p| alive(p)), "{started:?}");
+    s.send(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 7}}),
+    );
+    for p in started {
+        wait_gone(p, "a cancelled call's process");
+    }
+
+    let r = s.ok("tools/call", json!({"name": "quick", "arguments": {}}));
+    assert_eq!(r["content"][0]["text"], "done\n", "{r}");
+    wait_gone(
+        read_pid(&f, "quick.gc"),
+        "what the tool left running when it exited",
+    );
 }

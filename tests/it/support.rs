@@ -51,6 +51,12 @@ pub fn helper() -> &'static Path {
     })
 }
 
+/// `helper()` as manifests write it: forward slashes (a TOML string needs no escapes, and
+/// Windows takes them too).
+pub fn helper_path() -> String {
+    helper().display().to_string().replace('\\', "/")
+}
+
 /// How long to wait for an answer before a test fails.
 pub const TIMEOUT: Duration = Duration::from_secs(20);
 
