@@ -53,6 +53,7 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
     close_inherited();
 
     let start = |program: &OsString, arg0: &OsString, rest: &[OsString]| {
+        #[expect(clippy::disallowed_methods, reason = "the supervisor starts the program")]
         Command::new(program)
             .arg0(arg0)
             .args(rest)
