@@ -65,6 +65,14 @@ pub(crate) async fn run(
     let sources_complete = !checked.sources_dropped && registry.source_count() == declared;
     diags.extend(prompt_uris(&registry, sources_complete).await);
     if mode != Mode::Errors {
+        // Only a manifest that is whole: sections dropped for an error are not "nothing".
+        let m = &registry.manifest;
+        if diags.errors() == 0 && declared == 0 && m.tools.is_empty() && m.prompts.is_empty() {
+            diags.warn(
+                Loc { line: 1, col: 1 },
+                "the manifest serves nothing: no [files], [sqlite], [postgres], [git], [templates], [tools] or [prompts] section (`mcp-manifest init --force` writes a starter one from what the folder holds)",
+            );
+        }
         diags.extend(static_warnings(&registry.manifest));
     }
     if mode == Mode::All {

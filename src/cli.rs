@@ -16,7 +16,8 @@ use crate::check::{self, Mode};
 use crate::manifest::{self, Diagnostics};
 use crate::providers::Body;
 use crate::registry::{PromptContent, PromptMessages, Registry};
-use crate::setup::{self, Client, init, register as reg};
+use crate::setup::platform::Os;
+use crate::setup::{self, Client, clients, init, register as reg};
 use crate::tools::{CallContext, ToolContent};
 
 const DEFAULT_MANIFEST: &str = "mcp-server.toml";
@@ -39,7 +40,9 @@ fn manifest_path(manifest: Option<&Path>) -> (PathBuf, String) {
 /// Loads and checks the manifest and builds its registry; diagnostics name the file as given.
 /// Every error of the manifest is reported, not only the first section's (see `check`).
 pub(crate) async fn load(manifest: Option<&Path>) -> Result<Registry, Diagnostics> {
-    load_with(manifest, Mode::Errors).await.map(|(r, _)| r)
+    let (registry, _) = load_with(manifest, Mode::Errors).await?;
+    registry.put_in_service();
+    Ok(registry)
 }
 
 /// `load`, with the warnings `mode` asks for.
@@ -815,11 +818,11 @@ pub async fn init(dir: Option<PathBuf>, force: bool) -> i32 {
         "Wrote {}{schema_note}.",
         init::shown(&manifest.display().to_string())
     );
-    let shown = init::shown(&shell_word(&manifest.display().to_string()));
+    let shown = init::shown(&clients::shell_word(&manifest.display().to_string()));
     let _ = writeln!(out, "Next:  mcp-manifest check {shown}");
     let _ = writeln!(
         out,
-        "Then:  mcp-manifest register claude-desktop {shown}   (or claude-code, cursor, vscode, windsurf, codex, gemini)"
+        "Then:  mcp-manifest register claude-desktop {shown}   (or claude-code, cursor, vscode, windsurf, codex, gemini, copilot, qwen, opencode)"
     );
     OK
 }
@@ -871,20 +874,10 @@ fn register_checked(args: &RegisterArgs, registry: &Registry, path: &Path) -> Re
     let exe = std::env::current_exe()
         .and_then(std::fs::canonicalize)
         .map_err(|e| format!("cannot find this program's own path: {e}"))?;
-    let command = own_command(&exe);
-    let entry = reg::Entry {
-        command: utf8(&command)?,
-        args: vec!["serve".to_owned(), utf8(&manifest)?],
-        env,
-    };
+    let os = Os::current();
     let project = project_dir(args.project.as_deref(), &manifest)?;
-    let target = reg::target(
-        args.client,
-        args.user,
-        &project,
-        reg::Os::current(),
-        &setup::process_env,
-    )?;
+    let target = clients::target(args.client, args.user, &project, os, &setup::process_env)?;
+    let (entry, machine_paths) = entry_for(&target, &exe, os, &manifest, &project, env)?;
     if args.print {
         let _ = write!(
             std::io::stdout().lock(),
@@ -894,63 +887,149 @@ fn register_checked(args: &RegisterArgs, registry: &Registry, path: &Path) -> Re
         eprintln!(
             "mcp-manifest: --print: this entry goes in {} ({} scope); nothing written",
             target.path.display(),
-            target.scope
+            target.scope.as_str()
         );
         return Ok(());
     }
     let opts = reg::Opts {
         own: &exe,
         replace: args.replace,
+        project: &project,
     };
-    let done = reg::register(&target, &name, &entry, opts)?;
+    let state = state_of(os);
+    let done = reg::register(&target, &name, &entry, opts, state.as_ref())?;
     let mut out = std::io::stdout().lock();
     let file = target.path.display();
     for note in &done.notes {
         let _ = writeln!(out, "Note: {note}.");
     }
+    let scope = target.scope.as_str();
+    let title = args.client.title();
     match done.outcome {
         reg::Outcome::Unchanged => {
             let _ = writeln!(
                 out,
-                "`{name}` is already registered for {} in {file}; nothing changed.",
-                args.client.title()
+                "`{name}` is already registered for {title} in {file}; nothing changed."
             );
-            return Ok(());
         }
         reg::Outcome::Added => {
             let _ = writeln!(
                 out,
-                "Registered `{name}` for {} in {file} ({} scope).",
-                args.client.title(),
-                target.scope
+                "Registered `{name}` for {title} in {file} ({scope} scope)."
             );
         }
         reg::Outcome::Updated => {
             let _ = writeln!(
                 out,
-                "Updated `{name}` for {} in {file} ({} scope).",
-                args.client.title(),
-                target.scope
+                "Updated `{name}` for {title} in {file} ({scope} scope)."
             );
         }
     }
-    if let Some(b) = &done.backup {
-        let _ = writeln!(out, "  backup   {}", b.display());
+    if done.outcome != reg::Outcome::Unchanged {
+        if let Some(b) = &done.backup {
+            let _ = writeln!(out, "  backup   {}", b.display());
+        }
+        let _ = writeln!(out, "  command  {}", entry.command);
+        let _ = writeln!(out, "  args     {}", entry.args.join(" "));
+        for (k, v) in &entry.env {
+            let _ = writeln!(out, "  env      {k}={v}");
+        }
     }
-    let _ = writeln!(out, "  command  {}", entry.command);
-    let _ = writeln!(out, "  args     {}", entry.args.join(" "));
-    for (k, v) in &entry.env {
-        let _ = writeln!(out, "  env      {k}={v}");
+    if let Some(why) = machine_paths {
+        let _ = writeln!(
+            out,
+            "Warning: {file} is a project file, meant to be committed, but holds this machine's paths: {why}. Each teammate runs `mcp-manifest register {}` on their own machine.",
+            args.client.id()
+        );
     }
-    if exe.components().any(|c| c.as_os_str() == "target") {
+    if exe.components().any(|c| c.as_os_str() == "target") && entry.command != "mcp-manifest" {
         let _ = writeln!(
             out,
             "Note: this binary is a build output ({}); `cargo clean` removes it. `cargo install --path .` gives a lasting path (then register again).",
             entry.command
         );
     }
-    let _ = writeln!(out, "{}", reg::after_register(args.client, &target, &name));
+    let gate = clients::gate(args.client, &target, &name, &project);
+    let _ = writeln!(out, "Still needed ({}): {}.", gate.kind, gate.step);
+    if let Some(cmd) = &gate.command {
+        let _ = writeln!(out, "  run:    {cmd}");
+    }
+    if let Some(check) = &gate.check {
+        let _ = writeln!(out, "  check:  {check}");
+    }
     Ok(())
+}
+
+/// The entry `register` writes for `target`, and why it holds this machine's paths when a
+/// project file cannot do without them. A user's file gets absolute paths; a project file
+/// the program's name when the `mcp-manifest` on PATH is this program, and the manifest's path
+/// as the client resolves it (relative, or `${workspaceFolder}/…`).
+fn entry_for(
+    target: &clients::Target,
+    exe: &Path,
+    os: Os,
+    manifest: &Path,
+    project: &Path,
+    env: Vec<(String, String)>,
+) -> Result<(reg::Entry, Option<String>), String> {
+    let (command, on_path) = own_command(exe, os);
+    let absolute = utf8(manifest)?;
+    if target.scope == clients::Scope::User {
+        let entry = reg::Entry {
+            command: utf8(&command)?,
+            args: vec!["serve".to_owned(), absolute],
+            env,
+        };
+        return Ok((entry, None));
+    }
+    let mut why = Vec::new();
+    let command = if on_path {
+        "mcp-manifest".to_owned()
+    } else {
+        why.push(format!(
+            "the program's path ({}: no `mcp-manifest` on PATH is this program)",
+            command.display()
+        ));
+        utf8(&command)?
+    };
+    let relative = manifest.strip_prefix(project).ok().and_then(|r| {
+        let parts: Option<Vec<&str>> = r.components().map(|c| c.as_os_str().to_str()).collect();
+        parts.map(|p| p.join("/"))
+    });
+    let manifest_arg = match (target.paths, relative) {
+        (clients::Paths::Relative, Some(rel)) => rel,
+        (clients::Paths::WorkspaceFolder, Some(rel)) => format!("${{workspaceFolder}}/{rel}"),
+        (clients::Paths::Machine(reason), _) => {
+            why.push(format!("the manifest's path ({reason})"));
+            absolute
+        }
+        (clients::Paths::Absolute, _) => absolute,
+        (_, None) => {
+            why.push(format!(
+                "the manifest's path ({} is outside the project folder {})",
+                manifest.display(),
+                project.display()
+            ));
+            absolute
+        }
+    };
+    let entry = reg::Entry {
+        command,
+        args: vec!["serve".to_owned(), manifest_arg],
+        env,
+    };
+    Ok((entry, (!why.is_empty()).then(|| why.join("; "))))
+}
+
+/// Setup's state folder (backups of project files, the files `register` created).
+fn state_of(os: Os) -> Option<setup::state::State> {
+    setup::platform::Dirs {
+        os,
+        env: &setup::process_env,
+    }
+    .state()
+    .ok()
+    .map(|dir| setup::state::State { dir })
 }
 
 /// What `unregister` is asked to do.
@@ -990,18 +1069,14 @@ fn unregister_checked(args: &UnregisterArgs) -> Result<(), String> {
     };
     let abs = std::path::absolute(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let project = project_dir(args.project.as_deref(), &abs)?;
-    let target = reg::target(
-        args.client,
-        args.user,
-        &project,
-        reg::Os::current(),
-        &setup::process_env,
-    )?;
+    let os = Os::current();
+    let target = clients::target(args.client, args.user, &project, os, &setup::process_env)?;
     let own = std::env::current_exe()
         .and_then(std::fs::canonicalize)
         .unwrap_or_default();
+    let state = state_of(os);
     let mut out = std::io::stdout().lock();
-    match reg::unregister(&target, &name, &own)? {
+    match reg::unregister(&target, &name, &own, state.as_ref())? {
         None => {
             let _ = writeln!(
                 out,
@@ -1019,6 +1094,13 @@ fn unregister_checked(args: &UnregisterArgs) -> Result<(), String> {
             if let Some(b) = done.backup {
                 let _ = writeln!(out, "  backup   {}", b.display());
             }
+            for gone in &done.removed {
+                let _ = writeln!(
+                    out,
+                    "  removed  {} (register had created it; it held nothing else)",
+                    gone.display()
+                );
+            }
             for note in &done.notes {
                 let _ = writeln!(out, "Note: {note}.");
             }
@@ -1027,34 +1109,39 @@ fn unregister_checked(args: &UnregisterArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// The path written as an entry's command: `exe` (canonical), or the `mcp-manifest` found on
-/// PATH, or `argv[0]` when it is a path, when that is the same file: a symlinked install
-/// (`bin/mcp-manifest` → `Cellar/mcp-manifest/0.1.0/bin/mcp-manifest`) keeps working after an
-/// upgrade replaces the versioned folder.
-fn own_command(exe: &Path) -> PathBuf {
-    let name = if cfg!(windows) {
-        "mcp-manifest.exe"
-    } else {
-        "mcp-manifest"
-    };
-    let on_path = std::env::var_os("PATH")
+/// The path written as an entry's command, and whether it is the `mcp-manifest` found on
+/// PATH: `exe` (canonical), or the `mcp-manifest` on PATH, or `argv[0]` when it is a path, when
+/// that is the same file: a symlinked install (`bin/mcp-manifest` →
+/// `Cellar/mcp-manifest/0.1.0/bin/mcp-manifest`) keeps working after an upgrade replaces the
+/// versioned folder.
+fn own_command(exe: &Path, os: Os) -> (PathBuf, bool) {
+    let name = os.exe_name();
+    let on_path: Vec<PathBuf> = std::env::var_os("PATH")
         .map(|p| {
             std::env::split_paths(&p)
                 .filter(|d| d.is_absolute())
                 .map(|d| d.join(name))
-                .collect::<Vec<_>>()
+                .collect()
         })
         .unwrap_or_default();
+    // The first `mcp-manifest` on PATH is what a bare name runs.
+    let first = on_path.iter().find(|c| c.is_file());
+    if let Some(same) = on_path
+        .iter()
+        .find(|c| c.is_file() && reg::same_file(c, exe))
+    {
+        return (same.clone(), first == Some(same));
+    }
     let argv0 = std::env::args_os()
         .next()
         .map(PathBuf::from)
         .filter(|p| p.components().count() > 1)
         .and_then(|p| std::path::absolute(p).ok());
-    on_path
+    let found = argv0
         .into_iter()
-        .chain(argv0)
         .find(|c| c.is_file() && reg::same_file(c, exe))
-        .unwrap_or_else(|| exe.to_path_buf())
+        .unwrap_or_else(|| exe.to_path_buf());
+    (found, false)
 }
 
 /// The project folder of a project-scoped client: `--project`, else the manifest's folder.
@@ -1086,19 +1173,6 @@ fn entry_kind(m: &std::fs::Metadata) -> &'static str {
 
 fn cwd_text() -> String {
     std::env::current_dir().map_or_else(|e| format!("unknown: {e}"), |p| p.display().to_string())
-}
-
-/// `text` as one shell word (quoted when it holds anything but plain path characters).
-fn shell_word(text: &str) -> String {
-    let plain = !text.is_empty()
-        && text
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@%".contains(c));
-    if plain {
-        text.to_owned()
-    } else {
-        format!("'{}'", text.replace('\'', "'\\''"))
-    }
 }
 
 /// Writes `text`, ending it with a newline unless it already ends with one.

@@ -415,10 +415,21 @@ pub fn check(path: &Path, display: &str) -> Checked {
             let mut d = Diagnostics::new(display);
             let cwd = std::env::current_dir()
                 .map_or_else(|e| format!("unknown ({e})"), |p| p.display().to_string());
+            // A missing manifest is most often one not written yet.
+            let hint = if e.kind() == std::io::ErrorKind::NotFound {
+                let folder = abs
+                    .parent()
+                    .map_or_else(|| ".".into(), |p| p.display().to_string());
+                format!(
+                    "; `mcp-manifest init {folder}` writes a starter manifest from what the folder holds"
+                )
+            } else {
+                String::new()
+            };
             d.push(
                 Loc { line: 1, col: 1 },
                 format!(
-                    "cannot read the manifest: {e} (tried {}; working directory {cwd})",
+                    "cannot read the manifest: {e} (tried {}; working directory {cwd}){hint}",
                     abs.display()
                 ),
             );

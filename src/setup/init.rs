@@ -53,6 +53,11 @@ pub(crate) struct Findings {
     pub git: Option<PathBuf>,
     /// `README*` files at the top.
     pub readmes: Vec<String>,
+    /// Build manifests at the top (`Cargo.toml`, `pyproject.toml`, `package.json`), served with
+    /// the documentation: they say what the project is and how it builds.
+    pub build_files: Vec<String>,
+    /// The test command the project's build manifest names, when its program is on PATH.
+    pub test: Option<TestRunner>,
     /// Documentation files (by extension) outside the source folders, by extension.
     pub doc_exts: Vec<(String, usize)>,
     /// Documentation folders at the top.
@@ -157,6 +162,9 @@ pub(crate) fn inspect(dir: &Path) -> Findings {
             if depth == 0 && name.to_ascii_lowercase().starts_with("readme") {
                 f.readmes.push(name.clone());
             }
+            if depth == 0 && BUILD_FILES.contains(&name.as_str()) {
+                f.build_files.push(name.clone());
+            }
             let ext = Path::new(&name)
                 .extension()
                 .and_then(|e| e.to_str())
@@ -187,8 +195,70 @@ pub(crate) fn inspect(dir: &Path) -> Findings {
         }
     }
     f.doc_exts = doc_counts;
+    f.test = test_runner(dir, &f.build_files);
     f.elapsed = start.elapsed();
     f
+}
+
+/// Build manifests served with the documentation when found at the top.
+const BUILD_FILES: &[&str] = &["Cargo.toml", "pyproject.toml", "package.json"];
+
+/// A project's test command, offered as a `test` tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TestRunner {
+    pub argv: Vec<&'static str>,
+    /// What found it, for the report.
+    pub why: &'static str,
+}
+
+/// The test runner `dir`'s build manifest names, when its program is on PATH (init offers
+/// nothing it cannot back): `cargo test` for Cargo.toml, `npm test` for a package.json with a
+/// `test` script, `pytest` for a pyproject.toml (or a tests/ folder) with pytest installed.
+fn test_runner(dir: &Path, build_files: &[String]) -> Option<TestRunner> {
+    let has = |f: &str| build_files.iter().any(|b| b == f);
+    let on_path = |program: &str| {
+        std::env::var_os("PATH").is_some_and(|p| {
+            std::env::split_paths(&p).any(|d| d.is_absolute() && d.join(program).is_file())
+        })
+    };
+    if has("Cargo.toml") && on_path("cargo") {
+        return Some(TestRunner {
+            argv: vec!["cargo", "test", "--quiet"],
+            why: "Cargo.toml",
+        });
+    }
+    if has("package.json") && on_path("npm") {
+        let script = std::fs::read(dir.join("package.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .and_then(|v| v["scripts"]["test"].as_str().map(str::to_owned));
+        // npm's placeholder script only fails: no test there.
+        if script.is_some_and(|s| !s.contains("no test specified")) {
+            return Some(TestRunner {
+                argv: vec!["npm", "test", "--silent"],
+                why: "package.json's test script",
+            });
+        }
+    }
+    let python_tests = has("pyproject.toml") || dir.join("tests").is_dir();
+    if python_tests && on_path("pytest") && (has("pyproject.toml") || has_python_tests(dir)) {
+        return Some(TestRunner {
+            argv: vec!["pytest", "-q"],
+            why: "pytest",
+        });
+    }
+    None
+}
+
+/// Whether `dir/tests` holds a `test_*.py` file.
+fn has_python_tests(dir: &Path) -> bool {
+    std::fs::read_dir(dir.join("tests")).is_ok_and(|r| {
+        r.flatten().any(|e| {
+            let n = e.file_name();
+            let n = n.to_string_lossy();
+            n.starts_with("test_") && n.ends_with(".py")
+        })
+    })
 }
 
 fn gitignore_of(folder: &Path) -> Option<Gitignore> {
@@ -269,6 +339,7 @@ pub(crate) fn propose(f: &Findings) -> Vec<Section> {
     if !f.readmes.is_empty() {
         include.push("README*".to_owned());
     }
+    include.extend(f.build_files.iter().cloned());
     for (ext, _) in &f.doc_exts {
         include.push(format!("**/*.{ext}"));
     }
@@ -288,6 +359,7 @@ pub(crate) fn propose(f: &Findings) -> Vec<Section> {
         }
         body.push("description = \"Documentation\"".into());
         let mut what: Vec<String> = f.readmes.iter().map(|r| shown(r)).collect();
+        what.extend(f.build_files.iter().cloned());
         for (ext, n) in &f.doc_exts {
             what.push(format!(
                 "{n} *.{ext} file{}",
@@ -347,6 +419,24 @@ pub(crate) fn propose(f: &Findings) -> Vec<Section> {
                 f.other_files,
                 if f.other_files == 1 { "" } else { "s" }
             ),
+        });
+    }
+    if let Some(t) = &f.test {
+        let argv: Vec<String> = t.argv.iter().map(|a| (*a).to_owned()).collect();
+        out.push(Section {
+            kind: "tools",
+            name: "test".into(),
+            comment: vec![format!(
+                "Runs the project's tests ({}); a failure is the tool's error.",
+                t.why
+            )],
+            body: vec![
+                format!("command = {}", toml_array(&argv)),
+                "description = \"Run the project's test suite and return its output\"".into(),
+                "timeout = \"10m\"".into(),
+                "read_only = true".into(),
+            ],
+            summary: format!("test tool        {}", t.argv.join(" ")),
         });
     }
     let mut names: Vec<String> = Vec::new();
@@ -473,7 +563,7 @@ pub(crate) fn render(server_name: &str, sections: &[Section]) -> String {
          #   mcp-manifest check mcp-server.toml                    validate (every error at once)\n\
          #   mcp-manifest list mcp-server.toml                     what an assistant will see\n\
          #   mcp-manifest register claude-desktop mcp-server.toml  add it to a client\n\
-         #     (or claude-code, cursor, vscode, windsurf, codex, gemini)\n\
+         #     (or claude-code, cursor, vscode, windsurf, codex, gemini, copilot, qwen, opencode)\n\
          # Every key: the README's manifest reference, or `mcp-manifest schema`.\n\n",
     );
     s.push_str("[server]\n");
@@ -505,6 +595,7 @@ fn instructions(name: &str, sections: &[Section]) -> String {
     for x in sections {
         let part = match x.kind {
             "git" => "its git history (git://repo/log, git://repo/commit/{rev})".to_owned(),
+            "tools" => "a `test` tool that runs its test suite".to_owned(),
             "sqlite" => format!(
                 "the SQLite database `{}` (sqlite://{}/schema first)",
                 x.name, x.name
@@ -526,17 +617,18 @@ fn instructions(name: &str, sections: &[Section]) -> String {
 const EXAMPLES: &str = r#"
 # More you can add (uncomment and adapt; `mcp-manifest check` says what is wrong):
 #
-# [tools.search]
+# [tools.grep]
 # description = "Search the files for a regular expression (grep -E); prints FILE:LINE:TEXT"
 # command = ["grep", "-rnE", "--", "{pattern}", "."]
+# ok_exit_codes = [0, 1]   # grep exits 1 when no line matches: an answer, not an error
 # read_only = true
 # params.pattern = { type = "string", description = "Extended regular expression" }
 #
-# [templates.note]
-# uri = "note://{name}"
-# description = "One note by name"
-# mime_type = "text/markdown"
-# file = "notes/{name}.md"
+# [templates.text]
+# uri = "text:///{+path}"
+# description = "Any text file of this folder, by its path"
+# mime_type = "text/plain"
+# file = "{path}"
 #
 # [prompts.review]
 # description = "Review one file"

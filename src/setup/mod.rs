@@ -2,11 +2,15 @@
 //! `register` / `unregister` (this server in an MCP client's configuration file). Nothing here
 //! serves anything; it writes files the user asked for, never one it was not asked to touch.
 
+pub(crate) mod clients;
 pub(crate) mod init;
+mod json;
+pub(crate) mod platform;
 pub(crate) mod register;
+pub(crate) mod state;
 mod write;
 
-pub use register::Client;
+pub use clients::Client;
 pub(crate) use write::{
     create_new as create_file, entry_kind, replace as write_file, replace_entry,
 };

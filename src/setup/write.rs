@@ -13,6 +13,8 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
+use super::platform;
+
 /// Backups of one configuration file kept (`FILE.bak-YYYYMMDD-HHMMSS[-N]`, the newest).
 pub(crate) const KEEP_BACKUPS: usize = 3;
 
@@ -113,8 +115,17 @@ pub(crate) struct Locked {
     pub bytes: Vec<u8>,
     /// The mode and link count of the file as it was; `None` when this run created it.
     existed: Option<(u32, u64)>,
+    /// Folders this run made for the file, outermost first.
+    pub created_dirs: Vec<PathBuf>,
     /// Held for the lock; dropped (unlocked) after the rename.
     _file: Option<File>,
+}
+
+impl Locked {
+    /// Whether this run created the file.
+    pub(crate) fn created(&self) -> bool {
+        self.existed.is_none()
+    }
 }
 
 /// What [`Locked::commit`] did.
@@ -131,6 +142,7 @@ pub(crate) const MAX_CONFIG: u64 = 64 << 20;
 /// file is created empty (mode 0600, folders made) when `create`, else `Ok(None)`.
 pub(crate) fn lock(path: &Path, create: bool) -> io::Result<Option<Locked>> {
     let target = write_target(path)?;
+    let mut created_dirs = Vec::new();
     for _ in 0..100 {
         let mut created = false;
         match fs::metadata(&target) {
@@ -144,7 +156,13 @@ pub(crate) fn lock(path: &Path, create: bool) -> io::Result<Option<Locked>> {
                     return Ok(None);
                 }
                 if let Some(dir) = target.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    let missing: Vec<PathBuf> = dir
+                        .ancestors()
+                        .take_while(|a| !a.as_os_str().is_empty() && !a.exists())
+                        .map(Path::to_path_buf)
+                        .collect();
                     fs::create_dir_all(dir)?;
+                    created_dirs.extend(missing.into_iter().rev());
                 }
                 let mut o = OpenOptions::new();
                 o.write(true).create_new(true);
@@ -171,15 +189,11 @@ pub(crate) fn lock(path: &Path, create: bool) -> io::Result<Option<Locked>> {
         if let Some(refused) = not_regular(&meta) {
             return Err(refused);
         }
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::MetadataExt;
-            rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)?;
-            // Another run may have replaced the file while this one waited: lock the new one.
-            match fs::metadata(&target) {
-                Ok(now) if now.dev() == meta.dev() && now.ino() == meta.ino() => {}
-                _ => continue,
-            }
+        platform::lock_exclusive(&file)?;
+        // Another run may have replaced the file while this one waited: lock the new one.
+        match fs::metadata(&target) {
+            Ok(now) if platform::same_entry(&now, &meta) => {}
+            _ => continue,
         }
         let meta = file.metadata()?;
         if meta.len() > MAX_CONFIG {
@@ -208,6 +222,7 @@ pub(crate) fn lock(path: &Path, create: bool) -> io::Result<Option<Locked>> {
             target,
             bytes,
             existed,
+            created_dirs,
             _file: Some(file),
         }));
     }
@@ -220,15 +235,27 @@ impl Locked {
     /// Backs the file up (when it existed), then replaces it with `bytes` by temp + rename.
     /// The new file keeps the old one's mode; a file this run created gets 0600 when
     /// `private`, else the umask's default.
-    pub(crate) fn commit(&self, bytes: &[u8], private: bool) -> Result<Saved, String> {
+    /// Backups go to `backups` when given (a project file's, kept outside the project), else
+    /// beside the file.
+    pub(crate) fn commit(
+        &self,
+        bytes: &[u8],
+        private: bool,
+        backups: Option<&Path>,
+    ) -> Result<Saved, String> {
         let shown = self.target.display();
         clean_leftovers(&self.target);
         let mut notes = Vec::new();
         let backup = match self.existed {
             Some(_) if self.bytes.is_empty() => None,
             Some((mode, _)) => Some(
-                backup_bytes(&self.target, &self.bytes, mode)
-                    .map_err(|e| format!("{shown}: cannot make a backup, nothing written: {e}"))?,
+                backup_bytes(
+                    backups.unwrap_or_else(|| folder_of(&self.target)),
+                    &file_name(&self.target),
+                    &self.bytes,
+                    mode,
+                )
+                .map_err(|e| format!("{shown}: cannot make a backup, nothing written: {e}"))?,
             ),
             None => None,
         };
@@ -248,8 +275,27 @@ impl Locked {
                 "{shown} had {links} hard links: the new file replaced this one only, the other links keep the old content"
             ));
         }
-        prune_backups(&self.target);
+        if let Some(b) = &backup {
+            prune_backups(folder_of(b), &file_name(&self.target));
+        }
         Ok(Saved { backup, notes })
+    }
+
+    /// Removes the file (which this program created and which now holds nothing), then those
+    /// of `folders` that are empty, innermost first. What cannot be removed stays.
+    pub(crate) fn remove_file(self, folders: &[PathBuf]) -> Vec<PathBuf> {
+        let mut removed = Vec::new();
+        if fs::remove_file(&self.target).is_ok() {
+            removed.push(self.target.clone());
+        }
+        drop(self);
+        for dir in folders.iter().rev() {
+            // Fails, leaving it, unless it is an empty folder.
+            if fs::remove_dir(dir).is_ok() {
+                removed.push(dir.clone());
+            }
+        }
+        removed
     }
 }
 
@@ -323,12 +369,13 @@ pub(crate) fn create_new(path: &Path, bytes: &[u8]) -> io::Result<()> {
     }
 }
 
-/// Writes a backup of `bytes` beside `target`, named `FILE.bak-YYYYMMDD-HHMMSS` (UTC; `-N`
-/// added when taken), through a temporary file: a killed run never leaves a truncated backup.
-fn backup_bytes(target: &Path, bytes: &[u8], mode: u32) -> io::Result<PathBuf> {
+/// Writes a backup of `bytes` in `dir`, named `NAME.bak-YYYYMMDD-HHMMSS` (UTC; `-N` added when
+/// taken), through a temporary file: a killed run never leaves a truncated backup.
+fn backup_bytes(dir: &Path, name: &str, bytes: &[u8], mode: u32) -> io::Result<PathBuf> {
     let stamp =
         chrono::DateTime::<chrono::Utc>::from(std::time::SystemTime::now()).format("%Y%m%d-%H%M%S");
-    let name = file_name(target);
+    let target = dir.join(name);
+    let target = target.as_path();
     let tmp = temp_beside(target, "baktmp", bytes, mode)?;
     for n in 0..1000 {
         let suffix = if n == 0 {
@@ -376,10 +423,10 @@ fn file_name(path: &Path) -> String {
         .unwrap_or_else(|| "config".into())
 }
 
-/// The backups of `target` this program made, oldest first.
-fn backups_of(target: &Path) -> Vec<PathBuf> {
-    let prefix = format!("{}.bak-", file_name(target));
-    let Ok(read) = fs::read_dir(folder_of(target)) else {
+/// The backups of the file `name` in `dir` this program made, oldest first.
+fn backups_of(dir: &Path, name: &str) -> Vec<PathBuf> {
+    let prefix = format!("{name}.bak-");
+    let Ok(read) = fs::read_dir(dir) else {
         return Vec::new();
     };
     let mut found: Vec<((String, u32), PathBuf)> = Vec::new();
@@ -414,9 +461,9 @@ fn backups_of(target: &Path) -> Vec<PathBuf> {
     found.into_iter().map(|(_, p)| p).collect()
 }
 
-/// Removes all but the newest [`KEEP_BACKUPS`] backups of `target`.
-fn prune_backups(target: &Path) {
-    let all = backups_of(target);
+/// Removes all but the newest [`KEEP_BACKUPS`] backups of the file `name` in `dir`.
+fn prune_backups(dir: &Path, name: &str) {
+    let all = backups_of(dir, name);
     let extra = all.len().saturating_sub(KEEP_BACKUPS);
     for old in &all[..extra] {
         let _ = fs::remove_file(old);
@@ -541,8 +588,9 @@ mod tests {
     fn backups_never_overwrite_each_other() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("c.json");
-        let a = backup_bytes(&p, b"v1", 0o600).unwrap();
-        let b = backup_bytes(&p, b"v2", 0o600).unwrap();
+        let a = backup_bytes(dir.path(), "c.json", b"v1", 0o600).unwrap();
+        let b = backup_bytes(dir.path(), "c.json", b"v2", 0o600).unwrap();
+        assert_eq!(a.parent(), p.parent());
         assert_ne!(a, b);
         assert_eq!(fs::read(&a).unwrap(), b"v1");
         assert_eq!(fs::read(&b).unwrap(), b"v2");

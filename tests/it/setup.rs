@@ -236,11 +236,64 @@ fn init_in_an_empty_folder_and_its_examples_check() {
         .map(|l| l.strip_prefix("# ").or(l.strip_prefix('#')).unwrap_or(l))
         .collect::<Vec<_>>()
         .join("\n");
-    f.write("notes/a.md", "a\n");
     f.write("mcp-server.toml", format!("{head}\n{uncommented}\n"));
     let summary = checks(&f);
     assert!(summary.contains("prompts    1"), "{summary}");
     assert!(summary.contains("1 from the manifest"), "{summary}");
+    // And each runs, in this folder as init left it (nothing added by hand).
+    let root = f.root();
+    let out = ok(&run(
+        &root,
+        &root,
+        &["call", "grep", "pattern=no such text anywhere"],
+    ));
+    assert!(!out.contains("error"), "{out}");
+    let out = ok(&run(
+        &root,
+        &root,
+        &["call", "grep", "pattern=^\\[server\\]"],
+    ));
+    assert!(out.contains("mcp-server.toml:"), "{out}");
+    // (The manifest itself is never served; the schema init wrote beside it is.)
+    let out = ok(&run(
+        &root,
+        &root,
+        &["read", "text:///mcp-server.schema.json"],
+    ));
+    assert!(out.contains("\"$schema\""), "{out}");
+    let out = ok(&run(&root, &root, &["prompt", "review", "path=src/a.rs"]));
+    assert!(out.contains("Review src/a.rs"), "{out}");
+    let out = ok(&run(&root, &root, &["list"]));
+    assert!(out.contains("docs"), "{out}");
+}
+
+#[test]
+fn init_serves_build_manifests_and_offers_the_test_runner() {
+    let f = Fixture::new();
+    f.write(
+        "Cargo.toml",
+        "[package]\nname = \"t\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    );
+    f.write("src/lib.rs", "#[test]\nfn passes() {}\n");
+    f.write("README.md", "# T\n");
+    let out = ok(&run(&f.root(), &f.root(), &["init", "."]));
+    let text = std::fs::read_to_string(f.path("mcp-server.toml")).expect("manifest");
+    assert!(text.contains("\"Cargo.toml\""), "{text}");
+    let listing = list_json(&f);
+    assert!(
+        uris(&listing).iter().any(|u| u.ends_with("/Cargo.toml")),
+        "{listing}"
+    );
+    let has_cargo = std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("cargo").is_file()));
+    assert_eq!(text.contains("[tools.test]"), has_cargo, "{out}\n{text}");
+    if has_cargo {
+        assert!(out.contains("test tool        cargo test"), "{out}");
+        assert!(
+            text.contains("command = [\"cargo\", \"test\", \"--quiet\"]"),
+            "{text}"
+        );
+    }
 }
 
 #[test]
@@ -306,7 +359,11 @@ impl Setup {
     }
 
     fn backups(&self, file: &Path) -> Vec<PathBuf> {
-        let dir = file.parent().expect("folder");
+        self.backups_in(file.parent().expect("folder"), file)
+    }
+
+    /// The backups of `file` in `dir`.
+    fn backups_in(&self, dir: &Path, file: &Path) -> Vec<PathBuf> {
         let name = file
             .file_name()
             .expect("name")
@@ -323,97 +380,179 @@ impl Setup {
     }
 }
 
-/// A client, its scope flag, the file it must write (from HOME or the project), and the key
-/// that holds servers (`None` for Codex's TOML).
+/// A client, its scope flag, the file it must write (from HOME or the project), the key that
+/// holds servers (`None` for Codex's TOML), the entry it must hold, and where backups go.
 struct Case {
     client: &'static str,
     user: bool,
     file: PathBuf,
     key: Option<&'static str>,
-    stdio_type: bool,
+    entry: Value,
+    /// Backups of a project file go to the state folder, outside the project.
+    backups: PathBuf,
+}
+
+impl Setup {
+    /// Where backups of a project file `file` go.
+    fn state_backups(&self, file: &Path) -> PathBuf {
+        let folder: String = file
+            .parent()
+            .expect("folder")
+            .to_string_lossy()
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || matches!(c, '.' | '-') {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        self.home()
+            .join(".local/state/mcp-manifest/backups")
+            .join(folder)
+    }
 }
 
 fn cases(s: &Setup) -> Vec<Case> {
     let home = s.home();
     let project = s.project.root();
-    let case = |client, user, file: PathBuf, key, stdio_type| Case {
+    let bin = Setup::bin();
+    let abs = s.manifest();
+    let plain = |m: &str| json!({"command": bin, "args": ["serve", m]});
+    let stdio = |m: &str| json!({"type": "stdio", "command": bin, "args": ["serve", m]});
+    let case = |client, user, file: PathBuf, key, entry| Case {
         client,
         user,
+        backups: if user || matches!(client, "claude-desktop" | "windsurf" | "codex") {
+            file.parent().expect("folder").to_path_buf()
+        } else {
+            s.state_backups(&file)
+        },
         file,
         key,
-        stdio_type,
+        entry,
     };
+    let ws = "${workspaceFolder}/mcp-server.toml";
     vec![
         case(
             "claude-desktop",
             false,
             home.join(".config/Claude/claude_desktop_config.json"),
             Some("mcpServers"),
-            false,
+            plain(&abs),
         ),
         case(
             "claude-code",
             false,
             project.join(".mcp.json"),
             Some("mcpServers"),
-            true,
+            stdio(&abs),
         ),
         case(
             "claude-code",
             true,
             home.join(".claude.json"),
             Some("mcpServers"),
-            true,
+            stdio(&abs),
         ),
         case(
             "cursor",
             false,
             project.join(".cursor/mcp.json"),
             Some("mcpServers"),
-            false,
+            plain(ws),
         ),
         case(
             "cursor",
             true,
             home.join(".cursor/mcp.json"),
             Some("mcpServers"),
-            false,
+            plain(&abs),
         ),
         case(
             "vscode",
             false,
             project.join(".vscode/mcp.json"),
             Some("servers"),
-            true,
+            stdio(ws),
         ),
         case(
             "vscode",
             true,
             home.join(".config/Code/User/mcp.json"),
             Some("servers"),
-            true,
+            stdio(&abs),
         ),
         case(
             "windsurf",
             false,
             home.join(".codeium/windsurf/mcp_config.json"),
             Some("mcpServers"),
-            false,
+            plain(&abs),
         ),
-        case("codex", false, home.join(".codex/config.toml"), None, false),
+        case(
+            "codex",
+            false,
+            home.join(".codex/config.toml"),
+            None,
+            Value::Null,
+        ),
         case(
             "gemini",
             false,
             project.join(".gemini/settings.json"),
             Some("mcpServers"),
-            false,
+            plain("mcp-server.toml"),
         ),
         case(
             "gemini",
             true,
             home.join(".gemini/settings.json"),
             Some("mcpServers"),
+            plain(&abs),
+        ),
+        case(
+            "copilot",
             false,
+            project.join(".mcp.json"),
+            Some("mcpServers"),
+            stdio(&abs),
+        ),
+        case(
+            "copilot",
+            true,
+            home.join(".copilot/mcp-config.json"),
+            Some("mcpServers"),
+            json!({"type": "local", "command": bin, "args": ["serve", abs], "tools": ["*"]}),
+        ),
+        case(
+            "qwen",
+            false,
+            project.join(".qwen/settings.json"),
+            Some("mcpServers"),
+            plain("mcp-server.toml"),
+        ),
+        case(
+            "qwen",
+            true,
+            home.join(".qwen/settings.json"),
+            Some("mcpServers"),
+            plain(&abs),
+        ),
+        case(
+            "opencode",
+            false,
+            project.join("opencode.json"),
+            Some("mcp"),
+            json!({"type": "local", "command": [bin, "serve", abs], "enabled": true}),
+        ),
+        case(
+            "opencode",
+            true,
+            home.join(".config/opencode/opencode.json"),
+            Some("mcp"),
+            json!({"type": "local", "command": [bin, "serve", abs], "enabled": true}),
         ),
     ]
 }
@@ -449,6 +588,7 @@ fn every_client_keeps_other_servers_and_keys_and_runs_twice_without_change() {
         };
         std::fs::create_dir_all(c.file.parent().expect("folder")).expect("config folder");
         std::fs::write(&c.file, &original).expect("config file");
+        let before = s.backups_in(&c.backups, &c.file).len();
 
         let out = ok(&s.run(&args(&c, "register", &[])));
         assert!(out.contains("Registered `demo`"), "{label}: {out}");
@@ -457,21 +597,23 @@ fn every_client_keeps_other_servers_and_keys_and_runs_twice_without_change() {
             "{label}: {out}"
         );
         let written = std::fs::read_to_string(&c.file).expect("config after register");
-        let backups = s.backups(&c.file);
-        assert_eq!(backups.len(), 1, "{label}: one backup");
+        // One backup more (claude-code and copilot share .mcp.json: earlier ones stay).
+        let mut backups = s.backups_in(&c.backups, &c.file);
+        backups.sort();
+        assert_eq!(backups.len(), before + 1, "{label}: one backup");
         assert_eq!(
-            std::fs::read_to_string(&backups[0]).expect("backup"),
+            std::fs::read_to_string(backups.last().expect("backup")).expect("backup"),
             original,
             "{label}"
+        );
+        assert!(
+            !backups[0].starts_with(s.project.root()),
+            "{label}: a backup inside the project: {backups:?}"
         );
         match c.key {
             Some(key) => {
                 let mut v: Value = serde_json::from_str(&written).expect("strict JSON");
-                let mut entry = json!({"command": bin, "args": ["serve", manifest]});
-                if c.stdio_type {
-                    entry = json!({"type": "stdio", "command": bin, "args": ["serve", manifest]});
-                }
-                assert_eq!(v[key]["demo"], entry, "{label}");
+                assert_eq!(v[key]["demo"], c.entry, "{label}");
                 // Everything else is what it was, in the same order.
                 v[key]
                     .as_object_mut()
@@ -510,7 +652,11 @@ fn every_client_keeps_other_servers_and_keys_and_runs_twice_without_change() {
             written,
             "{label}"
         );
-        assert_eq!(s.backups(&c.file).len(), 1, "{label}");
+        assert_eq!(
+            s.backups_in(&c.backups, &c.file).len(),
+            before + 1,
+            "{label}"
+        );
 
         // unregister takes out ours only, and the file means what it meant before.
         let out = ok(&s.run(&args(&c, "unregister", &[])));
@@ -543,12 +689,50 @@ fn register_creates_missing_files_and_folders() {
         match c.key {
             Some(key) => {
                 let v: Value = serde_json::from_str(&written).expect("strict JSON");
-                assert_eq!(v[key]["demo"]["args"][0], "serve", "{label}");
+                assert_eq!(v[key]["demo"], c.entry, "{label}");
             }
             None => assert!(written.starts_with("[mcp_servers.demo]\n"), "{written}"),
         }
-        assert!(s.backups(&c.file).is_empty(), "{label}: nothing to back up");
+        assert!(
+            s.backups_in(&c.backups, &c.file).is_empty(),
+            "{label}: nothing to back up"
+        );
+        // unregister removes the file it created, and the folders made for it, once empty.
+        let out = ok(&s.run(&args(&c, "unregister", &[])));
+        assert!(out.contains("removed"), "{label}: {out}");
+        assert!(!c.file.exists(), "{label}: {out}");
+        let folder = c.file.parent().expect("folder");
+        if folder != s.project.root() && folder != s.home() {
+            assert!(!folder.exists(), "{label}: {out}");
+        }
+        // The project holds what it held before: the manifest and its docs.
+        let mut left: Vec<String> = std::fs::read_dir(s.project.root())
+            .expect("project")
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["docs", "mcp-server.toml"], "{label}");
     }
+}
+
+#[test]
+fn unregister_keeps_a_created_file_that_now_holds_more() {
+    let s = Setup::new();
+    ok(&s.run(&["register", "vscode"]));
+    let file = s.project.path(".vscode/mcp.json");
+    let text = std::fs::read_to_string(&file).expect("created");
+    // The user adds a setting of their own (JSONC: with a comment).
+    let text = text.replacen('{', "{\n  // mine\n  \"inputs\": [],", 1);
+    std::fs::write(&file, &text).expect("edit");
+    let out = ok(&s.run(&["unregister", "vscode"]));
+    assert!(!out.contains("removed "), "{out}");
+    let after = std::fs::read_to_string(&file).expect("kept");
+    assert!(
+        after.contains("// mine") && after.contains("\"inputs\": []"),
+        "{after}"
+    );
+    assert!(!after.contains("\"demo\""), "{after}");
 }
 
 #[test]
@@ -561,8 +745,11 @@ fn print_writes_nothing_and_shows_the_entry() {
     let v: Value = serde_json::from_str(&out).expect("the entry as JSON");
     assert_eq!(
         v,
-        json!({"servers": {"docs": {"type": "stdio", "command": bin, "args": ["serve", s.manifest()], "env": {"A": "1", "B": "x=y"}}}})
+        json!({"servers": {"docs": {"type": "stdio", "command": bin, "args": ["serve", "${workspaceFolder}/mcp-server.toml"], "env": {"A": "1", "B": "x=y"}}}})
     );
+    let out = ok(&s.run(&["register", "vscode", "--user", "--print"]));
+    let v: Value = serde_json::from_str(&out).expect("the entry as JSON");
+    assert_eq!(v["servers"]["demo"]["args"][1], s.manifest());
     let out = ok(&s.run(&["register", "codex", "--print"]));
     assert!(out.starts_with("[mcp_servers.demo]\ncommand = "), "{out}");
     // Nothing was written anywhere: not in the home folder, not in the project.
@@ -706,7 +893,13 @@ fn config_locations_follow_xdg_config_home_and_codex_home() {
     );
     ok(&run_with(&["register", "codex"]));
     assert!(codex.path().join("config.toml").is_file());
-    assert_eq!(std::fs::read_dir(s.home()).expect("home").count(), 0);
+    // Only setup's state (the files it created) went to the home folder.
+    let home: Vec<_> = std::fs::read_dir(s.home())
+        .expect("home")
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(home, [".local"]);
 }
 
 #[test]
