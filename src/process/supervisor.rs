@@ -53,7 +53,10 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
     close_inherited();
 
     let start = |program: &OsString, arg0: &OsString, rest: &[OsString]| {
-        #[expect(clippy::disallowed_methods, reason = "the supervisor starts the program")]
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the supervisor starts the program"
+        )]
         Command::new(program)
             .arg0(arg0)
             .args(rest)
@@ -165,18 +168,7 @@ fn cleanup(tool: Pid) {
 /// The supervisor's children (every thread's: an orphan is handed to any of them).
 #[cfg(target_os = "linux")]
 fn children() -> Vec<Pid> {
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return Vec::new();
-    };
-    tasks
-        .flatten()
-        .flat_map(|t| {
-            let text = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
-            text.split_whitespace()
-                .filter_map(|p| p.parse().ok().and_then(Pid::from_raw))
-                .collect::<Vec<_>>()
-        })
-        .collect()
+    super::os::own_children()
 }
 
 /// Elsewhere no orphan comes back to the supervisor: its only child is the tool.

@@ -337,8 +337,8 @@ fn sweep() {
     }
 }
 
-/// This process's children, every thread's.
-fn own_children() -> Vec<Pid> {
+/// This process's children, every thread's (Linux).
+pub(super) fn own_children() -> Vec<Pid> {
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
         return Vec::new();
     };
