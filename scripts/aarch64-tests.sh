@@ -1,16 +1,13 @@
 #!/usr/bin/env bash
-# The library's unit tests built for aarch64 and run under qemu-user, so that the aarch64 half
-# of the raw system calls (src/process/sys.rs: `svc 0`, used by every supervisor) and the rest
-# of the architecture-dependent code are compiled, linted (-D warnings) and run on every CI run,
-# not only on x86_64.
+# The library's unit tests built for aarch64 and run under qemu-user, so that the
+# architecture-dependent code (the socket queries and the libc structure layouts they use) is compiled, linted (-D warnings) and run on every CI run, not only
+# on x86_64. (Tool processes no longer make raw system calls: src/process/ has nothing
+# architecture-dependent, and its tests start programs only in the integration tests.)
 #
 # What qemu-user cannot show, and how the run deals with it (MCP_MANIFEST_TEST_EMULATED=1 tells
 # the tests they run emulated):
-# - it refuses `clone(CLONE_VM)` for a process that is not a thread (EINVAL), so the trial clone
-#   in src/process/launch.rs must pick the forked supervisor (a test checks that it does);
-# - it runs `clone(CLONE_VM | CLONE_VFORK)` as a plain fork, so an `execve` failure written by
-#   the child into shared memory never reaches the supervisor, which reports exit 127 instead
-#   of the missing program: the two tests of those messages are skipped here (they run natively).
+# - nothing this crate does needs a special case today (no raw system calls, no clone, no
+#   pwritev2); the variable stays so a test can say what the emulator cannot show.
 #
 #   scripts/aarch64-tests.sh
 #
@@ -46,6 +43,4 @@ export CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu"
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUSTFLAGS="-D warnings"
 export MCP_MANIFEST_TEST_EMULATED=1
-cargo test --locked --target "$target" --lib -- \
-  --skip process::tests::missing_programs_and_folders_are_named \
-  --skip process::tests::scripts_without_an_interpreter_line_run_in_sh_and_a_missing_interpreter_is_named
+cargo test --locked --target "$target" --lib

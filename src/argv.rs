@@ -15,8 +15,8 @@
 //!
 //! # A value cannot become an option
 //!
-//! A value whose text would be the first character of an argv element and begins with `-` is
-//! refused (`--output=FILE` given as a branch name would be read by `git` as an option), unless a
+//! A value whose text would be the first character of an argv element and begins with `-` (on
+//! Windows also `/`, `process::OPTION_PREFIXES`) is refused (`--output=FILE` given as a branch name would be read by `git` as an option), unless a
 //! literal `--` element (one with no placeholder) comes earlier in the argv actually built, or
 //! the name is allowed to (`allow_dash = true`). A `-` later in an element (`{base}...{head}`
 //! with `head = "-x"`, `--name={x}`) is only data and is always fine.
@@ -130,72 +130,50 @@ pub fn with_nul(values: &HashMap<String, Value>) -> Option<&str> {
         })
 }
 
-/// Linux refuses one argv or environment string longer than this (`MAX_ARG_STRLEN`, with its NUL).
-#[cfg(target_os = "linux")]
-const MAX_ARG_STRLEN: usize = 32 * 4096;
-
 /// Whether the system would refuse to start `program` with `args` and the inherited environment
 /// plus `env` because they are too large (`E2BIG`): a message saying which limit, else `None`.
 /// Checked before spawning, so a value that cannot be passed is the caller's invalid input, not a
 /// failure to start.
 pub fn too_large(program: &str, args: &[String], env: &[(String, String)]) -> Option<String> {
-    #[cfg(target_os = "linux")]
-    if let Some((i, a)) = args
-        .iter()
-        .enumerate()
-        .find(|(_, a)| a.len() >= MAX_ARG_STRLEN)
-    {
-        return Some(format!(
-            "argument {} would be {} bytes, more than the {} bytes the system passes in one argument",
-            i + 1,
-            a.len(),
-            MAX_ARG_STRLEN - 1
-        ));
-    }
-    #[cfg(target_os = "linux")]
-    if let Some((k, v)) = env
-        .iter()
-        .find(|(k, v)| k.len() + 1 + v.len() >= MAX_ARG_STRLEN)
-    {
-        return Some(format!(
-            "the environment variable `{k}` would be {} bytes, more than the {} bytes the system passes in one variable",
-            k.len() + 1 + v.len(),
-            MAX_ARG_STRLEN - 1
-        ));
+    if let Some(max) = crate::process::MAX_ARG_LEN {
+        if let Some((i, a)) = args.iter().enumerate().find(|(_, a)| a.len() >= max) {
+            return Some(format!(
+                "argument {} would be {} bytes, more than the {} bytes the system passes in one argument",
+                i + 1,
+                a.len(),
+                max - 1
+            ));
+        }
+        if let Some((k, v)) = env.iter().find(|(k, v)| k.len() + 1 + v.len() >= max) {
+            return Some(format!(
+                "the environment variable `{k}` would be {} bytes, more than the {} bytes the system passes in one variable",
+                k.len() + 1 + v.len(),
+                max - 1
+            ));
+        }
     }
     let strings = crate::process::arg_size;
     let argv: usize = std::iter::once(program.len())
         .chain(args.iter().map(String::len))
         .map(strings)
         .sum();
-    let inherited = crate::process::inherited()
-        .size_without(env.iter().map(|(n, _)| std::ffi::OsStr::new(n.as_str())));
-    let added: usize = env
-        .iter()
-        .map(|(k, v)| strings(k.len() + 1 + v.len()))
-        .sum();
-    let total = argv + inherited + added;
-    let limit = arg_max();
+    let total = if crate::process::ENV_IN_ARG_MAX {
+        let inherited = crate::process::inherited()
+            .size_without(env.iter().map(|(n, _)| std::ffi::OsStr::new(n.as_str())));
+        let added: usize = env
+            .iter()
+            .map(|(k, v)| strings(k.len() + 1 + v.len()))
+            .sum();
+        argv + inherited + added
+    } else {
+        argv
+    };
+    let limit = crate::process::arg_max();
     (total > limit).then(|| {
         format!(
-            "the command line would be {total} bytes with the environment, more than the {limit} bytes the system allows"
+            "the command line would be {total} bytes{}, more than the {limit} bytes the system allows",
+            if crate::process::ENV_IN_ARG_MAX { " with the environment" } else { "" }
         )
-    })
-}
-
-/// The system's limit on argv plus environment (`ARG_MAX`), less a page of headroom.
-/// Read once: glibc derives it from `RLIMIT_STACK` (a `getrlimit` per call), which the server
-/// never changes.
-fn arg_max() -> usize {
-    static ARG_MAX: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *ARG_MAX.get_or_init(|| {
-        // SAFETY: sysconf only reads a system value.
-        let n = unsafe { libc::sysconf(libc::_SC_ARG_MAX) };
-        usize::try_from(n)
-            .ok()
-            .filter(|n| *n > 0)
-            .unwrap_or(256 * 1024)
-            .saturating_sub(4096)
     })
 }
 
@@ -341,7 +319,7 @@ impl Argv {
                 for pieces in members {
                     if !after_dashdash
                         && let Some((name, value)) = leading_value(pieces, values, index)
-                        && value.starts_with('-')
+                        && value.starts_with(crate::process::OPTION_PREFIXES)
                         && !allow_dash(name)
                     {
                         return Err(DashValue {
@@ -370,9 +348,14 @@ impl DashValue {
     /// The rule it breaks, in the wording of `params` ("`x` must …"); `noun` is what the user
     /// calls it ("argument", "variable").
     pub fn message(&self, noun: &str) -> String {
+        let prefixes: Vec<String> = crate::process::OPTION_PREFIXES
+            .iter()
+            .map(|c| format!("`{c}`"))
+            .collect();
         format!(
-            "{noun} `{}` must not begin with `-` where it starts a command-line argument (it would be read as an option), got {}; put a literal \"--\" before it in `command` or set `allow_dash = true`",
+            "{noun} `{}` must not begin with {} where it starts a command-line argument (it would be read as an option), got {}; put a literal \"--\" before it in `command` or set `allow_dash = true`",
             self.name,
+            prefixes.join(" or "),
             crate::quote::quote(&self.value, crate::quote::Quote::Json)
         )
     }
@@ -620,6 +603,14 @@ mod tests {
         );
         // A lone `-` (stdin for many programs) is a dash too.
         assert!(made.args(&one(&[("head", "-")]), &|_| false).is_err());
+        // A switch on Windows (`dir /s`), a path elsewhere.
+        let slash = made.args(&one(&[("x", "/s")]), &|_| false);
+        if crate::process::OPTION_PREFIXES.contains(&'/') {
+            let refused = slash.unwrap_err();
+            assert!(refused.message("argument").contains("`-` or `/`"));
+        } else {
+            assert_eq!(slash.unwrap(), ["/s"]);
+        }
     }
 
     #[test]
@@ -627,7 +618,7 @@ mod tests {
         assert_eq!(too_large("echo", &["hi".into()], &[]), None);
         let big = "x".repeat(200 * 1024);
         let msg = too_large("echo", &["a".into(), big.clone()], &[]).unwrap();
-        if cfg!(target_os = "linux") {
+        if crate::process::MAX_ARG_LEN.is_some() {
             assert!(msg.starts_with("argument 2 would be 204800 bytes"), "{msg}");
         }
         let many: Vec<String> = (0..64).map(|_| "y".repeat(100 * 1024)).collect();
@@ -636,7 +627,7 @@ mod tests {
         let env = vec![("BIG".to_owned(), "z".repeat(100 * 1024))];
         assert!(too_large("echo", &[], &env).is_none());
         let env = vec![("BIG".to_owned(), "z".repeat(200 * 1024))];
-        if cfg!(target_os = "linux") {
+        if crate::process::MAX_ARG_LEN.is_some() {
             let msg = too_large("sh", &[], &env).unwrap();
             assert!(msg.starts_with("the environment variable `BIG`"), "{msg}");
         }

@@ -175,7 +175,7 @@ fn programs(m: &Manifest, w: &mut Diagnostics) {
                     check(what, program, *loc, &t.env, &t.cwd);
                 }
             }
-            Exec::Run(_, loc) => check(what, "sh", *loc, &t.env, &t.cwd),
+            Exec::Run(_, loc, shell) => check(what, shell.name(), *loc, &t.env, &t.cwd),
         }
     }
     for t in &m.templates {

@@ -35,6 +35,13 @@ pub(crate) mod tools;
 pub(crate) mod uri;
 pub(crate) mod watch;
 
+/// What the binary's `main` (and the tests' in-process servers) need of the process module: the
+/// supervisor entry point (`mcp-manifest __supervise …`, Unix), the server as a child subreaper
+/// (Linux), the supervisor binary of a process that is not `mcp-manifest`.
+pub mod processes {
+    pub use crate::process::{SUPERVISE, adopt_orphans, supervise, use_supervisor};
+}
+
 /// Runs `f` when the value it returns is dropped, however the scope is left (a panic too).
 pub(crate) fn scopeguard(f: impl FnOnce()) -> impl Drop {
     struct Guard<F: FnOnce()>(Option<F>);

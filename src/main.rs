@@ -186,6 +186,17 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // A tool's supervisor (`mcp-manifest __supervise …`, started by the server for every
+    // program it runs): nothing else of the binary is set up for it.
+    let mut argv = std::env::args_os();
+    if argv
+        .nth(1)
+        .is_some_and(|a| a == mcp_manifest::processes::SUPERVISE)
+    {
+        return mcp_manifest::processes::supervise(argv.collect());
+    }
+    // What a killed supervisor leaves behind comes back to the server (Linux), which kills it.
+    mcp_manifest::processes::adopt_orphans();
     tune_allocator();
     let args = Args::parse();
     init_logging();

@@ -261,8 +261,9 @@ pub struct Tool {
 pub enum Exec {
     /// argv, no shell; elements still hold their `{param}` placeholders.
     Command(Vec<ArgvItem>),
-    /// A script for `sh -c`; parameters arrive as environment variables.
-    Run(String, Loc),
+    /// A script for its shell (`sh -c` unless `shell` says otherwise); parameters arrive as
+    /// environment variables.
+    Run(String, Loc, crate::process::Shell),
 }
 
 #[derive(Debug, Clone)]
@@ -1307,8 +1308,29 @@ impl Checker<'_> {
             );
         }
         let exec = match (&t.command, &t.run) {
-            (Some(argv), None) => Exec::Command(self.argv(argv, key, &format!("tool `{name}`"))),
-            (None, Some(script)) => Exec::Run(script.get().clone(), self.loc(script)),
+            (Some(argv), None) => {
+                if let Some(shell) = &t.shell {
+                    self.err(
+                        shell,
+                        format!("tool `{name}`: `shell` is for `run` scripts; `command` runs its program without a shell"),
+                    );
+                }
+                Exec::Command(self.argv(argv, key, &format!("tool `{name}`")))
+            }
+            (None, Some(script)) => {
+                let shell = match (&t.shell, crate::process::Shell::default_here()) {
+                    (Some(shell), _) => *shell.get(),
+                    (None, Some(default)) => default,
+                    (None, None) => {
+                        self.err(
+                            script,
+                            format!("tool `{name}`: `run` needs `shell = \"powershell\"`, \"pwsh\", \"cmd\" or \"sh\" on this system (there is no default shell here)"),
+                        );
+                        return None;
+                    }
+                };
+                Exec::Run(script.get().clone(), self.loc(script), shell)
+            }
             (Some(_), Some(run)) => {
                 self.err(
                     run,

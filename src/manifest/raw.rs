@@ -574,8 +574,12 @@ pub struct RawTool {
     /// group (an array of strings, e.g. `["--max-count", "{max}"]`), dropped as a whole when a
     /// parameter it names has no value.
     pub command: Option<Vec<Sp<RawArg>>>,
-    /// A script run by `sh -c`; parameters arrive as environment variables named after them.
+    /// A script run by `shell` (`sh -c` by default); parameters arrive as environment variables
+    /// named after them.
     pub run: Option<Sp<String>>,
+    /// With `run`: the shell that runs the script, `"sh"`, `"cmd"`, `"powershell"` or `"pwsh"`
+    /// (default `"sh"`; required on Windows).
+    pub shell: Option<Sp<crate::process::Shell>>,
     /// Working directory (default: the manifest folder).
     pub cwd: Option<Sp<String>>,
     /// Variables added to the inherited environment.

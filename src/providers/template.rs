@@ -362,6 +362,7 @@ impl TemplateSource {
                     spec: ProcessSpec {
                         program: argv.program().to_owned(),
                         args: Vec::new(),
+                        raw_args: false,
                         cwd: cmd.cwd.clone(),
                         env: cmd.env.clone(),
                         timeout: cmd.timeout,

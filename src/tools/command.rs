@@ -29,7 +29,7 @@ pub(crate) struct ShellTool {
 
 enum Compiled {
     Argv(Argv),
-    Script(String),
+    Script(String, process::Shell),
 }
 
 impl fmt::Debug for ShellTool {
@@ -70,11 +70,15 @@ impl ShellTool {
                     None
                 }
             },
-            Exec::Run(script, loc) => {
-                for m in spliced_params(script, &declared) {
+            Exec::Run(script, loc, shell) => {
+                let names: Vec<String> = declared.iter().map(|(n, _)| n.clone()).collect();
+                for m in spliced_params(script, &declared)
+                    .into_iter()
+                    .chain(shell.splices(script, &names))
+                {
                     diags.push(*loc, format!("tool `{name}`: {m}"));
                 }
-                Some(Compiled::Script(script.clone()))
+                Some(Compiled::Script(script.clone(), *shell))
             }
         };
         if !def.cwd.is_dir() {
@@ -175,12 +179,13 @@ impl ShellTool {
     /// What to run for `values`; a value that would become an option is refused.
     fn spec(&self, values: &HashMap<String, argv::Value>) -> Result<ProcessSpec, argv::DashValue> {
         let mut env = self.def.env.clone();
-        let (program, args) = match &self.exec {
+        let (program, args, raw_args) = match &self.exec {
             Compiled::Argv(a) => (
                 a.program().to_owned(),
                 a.args(values, &|name| self.params.allows_dash(name))?,
+                false,
             ),
-            Compiled::Script(script) => {
+            Compiled::Script(script, shell) => {
                 // Parameters reach the script only as environment variables, never as text.
                 for (name, _) in self.params.declared() {
                     match values.get(&name) {
@@ -189,15 +194,14 @@ impl ShellTool {
                         None => env.push((name, String::new())),
                     }
                 }
-                (
-                    "sh".to_owned(),
-                    vec!["-c".to_owned(), script.clone(), self.def.name.clone()],
-                )
+                let c = shell.command(script, &self.def.name);
+                (c.program, c.args, c.raw)
             }
         };
         Ok(ProcessSpec {
             program,
             args,
+            raw_args,
             cwd: self.def.cwd.clone(),
             env,
             timeout: self.def.timeout,
@@ -213,12 +217,8 @@ impl ShellTool {
             Ending::Exited(code) if self.def.ok_exit_codes.contains(&code) => {
                 return self.success(stdout);
             }
-            Ending::Exited(code) => format!("tool `{name}` failed: exit code {code}"),
-            Ending::Signaled(sig) => {
-                format!(
-                    "tool `{name}` failed: killed by signal {sig}{}",
-                    signal_name(sig)
-                )
+            e @ (Ending::Exited(_) | Ending::Signaled(_)) => {
+                format!("tool `{name}` failed: {}", e.describe())
             }
             Ending::TimedOut => format!(
                 "tool `{name}` timed out after {}; its processes were killed",
@@ -344,19 +344,6 @@ fn clip(s: &str, max: usize) -> String {
         end -= 1;
     }
     format!("{}… ({} bytes in all)", &s[..end], s.len())
-}
-
-fn signal_name(sig: i32) -> &'static str {
-    match sig {
-        libc::SIGKILL => " (SIGKILL)",
-        libc::SIGTERM => " (SIGTERM)",
-        libc::SIGSEGV => " (SIGSEGV)",
-        libc::SIGABRT => " (SIGABRT)",
-        libc::SIGINT => " (SIGINT)",
-        libc::SIGPIPE => " (SIGPIPE)",
-        libc::SIGBUS => " (SIGBUS)",
-        _ => "",
-    }
 }
 
 #[cfg(test)]

@@ -3,6 +3,9 @@
 //! queue), `[server] path`, honest annotations and `ok_exit_codes`. Processes are observed
 //! through /proc, waiting with deadlines (never a fixed sleep where a state can be polled).
 
+// Most tests here watch processes through /proc (Linux); the helpers are unused elsewhere.
+#![cfg_attr(not(target_os = "linux"), allow(dead_code, unused_imports))]
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -93,6 +96,7 @@ const SPAWNED: [&str; 6] = [
 ];
 
 #[test]
+#[cfg(target_os = "linux")] // processes observed through /proc; sh scripts, setsid
 fn after_kill_9_of_the_server_no_tool_process_is_left() {
     let f = Fixture::new();
     f.manifest(SPAWNER);
@@ -132,6 +136,7 @@ fn after_kill_9_of_the_server_no_tool_process_is_left() {
 }
 
 #[test]
+#[cfg(target_os = "linux")] // processes observed through /proc; sh scripts, setsid
 fn a_setsid_escapee_does_not_outlive_a_normal_exit() {
     let f = Fixture::new();
     f.manifest(
@@ -156,6 +161,7 @@ echo done
 }
 
 #[test]
+#[cfg(target_os = "linux")] // processes observed through /proc; sh scripts, setsid
 fn cancellation_and_timeout_reach_escaped_processes() {
     let f = Fixture::new();
     f.manifest(
@@ -199,6 +205,7 @@ params.tag = { type = "string" }
 }
 
 #[test]
+#[cfg(target_os = "linux")] // processes observed through /proc; sh scripts, setsid
 fn max_processes_bounds_running_tools_and_queues_in_order() {
     let f = Fixture::new();
     f.manifest(
@@ -298,6 +305,7 @@ params.id = { type = "string" }
 }
 
 #[test]
+#[cfg(unix)] // sh scripts, execute bits, signals
 fn server_path_comes_first_and_errors_name_the_path_searched() {
     let f = Fixture::new();
     let tool = f.write("bin/hello-tool", "#!/bin/sh\necho \"hello from $0\"\n");
@@ -403,6 +411,7 @@ destructive = false
 }
 
 #[test]
+#[cfg_attr(windows, ignore = "its tools run grep, which Windows lacks")]
 fn ok_exit_codes_make_no_match_a_success_with_empty_text() {
     let f = Fixture::new();
     f.write("notes.txt", "alpha\nbeta\n");
@@ -494,5 +503,224 @@ ok_exit_codes = [-1]
     assert_eq!(
         f.diagnose("[server]\nmax_processes = 5000\n"),
         ["bad.toml:2:17: `max_processes` must be at most 4096, found 5000"]
+    );
+}
+
+#[test]
+#[cfg(target_os = "linux")] // processes observed through /proc; sh scripts, setsid
+fn a_tool_that_kills_its_supervisor_still_has_its_whole_tree_killed() {
+    // Issue 35: the supervisor is killed by the tool itself (`kill -9 $PPID`), so it cannot
+    // clean up. The server sees its report end without an ending, kills the tool's group and (as
+    // a child subreaper, Linux) every process that came back to it, escapees included.
+    let f = Fixture::new();
+    f.manifest(
+        r#"
+[tools.rogue]
+run = '''
+echo $$ > sh.pid
+sleep 300 & echo $! > child.pid
+setsid sh -c 'sleep 300 & echo $! > escaped.pid; wait' &
+while [ ! -s escaped.pid ]; do sleep 0.01; done
+kill -9 $PPID
+wait
+'''
+"#,
+    );
+    let mut s = f.serve_process().started();
+    let server = s.child.as_ref().expect("a process").id();
+    let r = s.ok("tools/call", json!({"name": "rogue", "arguments": {}}));
+    assert_eq!(r["isError"], true, "{r}");
+    let text = r["content"][0]["text"].as_str().unwrap_or_default();
+    // (Killed before it reported the program's pid, the call cannot start; either way the
+    // tree goes.)
+    assert!(
+        text.contains("killed by signal 9") || text.contains("ended before starting it"),
+        "{text}"
+    );
+    let tracked = pids(&f.root(), &["sh.pid", "child.pid", "escaped.pid"]);
+    until(Duration::from_secs(2), "the rogue tool's tree gone", || {
+        tracked.iter().all(|&p| !running(p))
+    });
+    // Reaped too: nothing of it is left as the server's child (not even a zombie).
+    until(
+        Duration::from_secs(2),
+        "no child of the server left",
+        || children_of(server).is_empty(),
+    );
+    // And the server goes on.
+    let r = s.ok("tools/call", json!({"name": "rogue", "arguments": {}}));
+    assert_eq!(r["isError"], true, "{r}");
+}
+
+#[test]
+#[cfg(unix)] // sh scripts, execute bits, signals
+fn the_programs_own_ending_is_reported_and_scripts_without_interpreter_run_in_sh() {
+    let f = Fixture::new();
+    let script = |name: &str, text: &str| {
+        let file = f.write(name, text);
+        let mut perms = std::fs::metadata(&file).expect("stat").permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+        std::fs::set_permissions(&file, perms).expect("chmod");
+        file.display().to_string()
+    };
+    let plain = script("plain", "echo \"ran by sh: $0 $1\"\n");
+    let broken = script("broken", "#!/no/such/interpreter\n");
+    f.manifest(&format!(
+        r#"
+[tools.segv]
+run = 'kill -SEGV $$'
+
+[tools.max]
+run = 'exit 255'
+
+[tools.plain]
+command = ["{plain}", "one"]
+
+[tools.broken]
+command = ["{broken}"]
+"#
+    ));
+    let mut s = f.serve().started();
+    let mut text = |name: &str| {
+        let r = s.ok("tools/call", json!({"name": name, "arguments": {}}));
+        r["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let t = text("segv");
+    assert!(t.contains("failed: killed by signal 11 (SIGSEGV)"), "{t}");
+    let t = text("max");
+    assert!(t.contains("failed: exit code 255"), "{t}");
+    // ENOEXEC: the shell runs it, with the arguments (as `execvp` does).
+    assert_eq!(text("plain"), format!("ran by sh: {plain} one\n"));
+    // The kernel's own ENOENT (the interpreter is missing) names the program.
+    let t = text("broken");
+    assert!(
+        t.contains(&format!("program `{broken}` does not exist")),
+        "{t}"
+    );
+}
+
+#[test]
+#[cfg(target_os = "linux")] // processes observed through /proc; sh scripts, setsid
+fn a_program_starts_clean_stdin_at_eof_no_extra_descriptors_no_signal_ignored_or_blocked() {
+    // Each checked by the program itself (a shell would hold descriptors of its own).
+    let f = Fixture::new();
+    let helper = crate::support::helper().display().to_string();
+    f.manifest(&format!(
+        r#"
+[tools.stdin]
+command = ["{helper}", "stdin"]
+
+[tools.fds]
+command = ["ls", "/proc/self/fd"]
+
+[tools.signals]
+command = ["grep", "-E", "^Sig(Ign|Blk)", "/proc/self/status"]
+"#
+    ));
+    let mut s = f.serve().started();
+    let mut text = |name: &str| {
+        let r = s.ok("tools/call", json!({"name": name, "arguments": {}}));
+        assert_eq!(r["isError"], false, "{r}");
+        r["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    // stdin is the null device: at EOF at once.
+    assert_eq!(text("stdin"), "0");
+    // Only 0, 1 and 2 (3 is `ls`'s own listing): not the server's, not the supervisor's
+    // socket, not what the server inherited without close-on-exec.
+    assert_eq!(text("fds"), "0\n1\n2\n3\n");
+    // SIGPIPE back to its default action (Rust ignores it), no signal blocked.
+    let status = text("signals");
+    let mask = |name: &str| {
+        let line = status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("{name} in {status}"));
+        u64::from_str_radix(line.split_whitespace().nth(1).unwrap_or_default(), 16)
+            .unwrap_or(u64::MAX)
+    };
+    assert_eq!(mask("SigBlk:"), 0, "{status}");
+    assert_eq!(mask("SigIgn:") & (1 << (libc::SIGPIPE - 1)), 0, "{status}");
+}
+
+#[test]
+fn output_over_the_cap_is_cut_even_when_the_program_exits_first() {
+    // The helper writes everything into the pipe and exits before the reader reaches the cap.
+    let f = Fixture::new();
+    let helper = crate::support::helper().display().to_string();
+    f.manifest(&format!(
+        r#"
+[tools.over]
+command = ["{helper}", "bytes", "5000"]
+max_output = "1KiB"
+
+[tools.exact]
+command = ["{helper}", "bytes", "1024"]
+max_output = "1KiB"
+"#
+    ));
+    let mut s = f.serve().started();
+    for _ in 0..10 {
+        let r = s.ok("tools/call", json!({"name": "over", "arguments": {}}));
+        assert_eq!(r["isError"], true, "{r}");
+        let text = r["content"][0]["text"].as_str().unwrap_or_default();
+        assert!(text.starts_with(&"x".repeat(1024)), "{text}");
+        assert!(text.contains("[output cut"), "{text}");
+    }
+    let r = s.ok("tools/call", json!({"name": "exact", "arguments": {}}));
+    assert_eq!(r["isError"], false, "exactly max_output is not cut: {r}");
+    assert_eq!(r["content"][0]["text"], "x".repeat(1024));
+}
+
+#[test]
+fn timeout_cancel_and_exit_kill_the_grandchildren_on_every_platform() {
+    // The helper starts a grandchild and then sleeps (or exits at once): its whole tree goes on
+    // timeout, on cancellation and when it exits (Unix: its supervisor; Windows: its job).
+    use crate::tools::{alive, read_pid, wait_gone};
+    let f = Fixture::new();
+    let helper = crate::support::helper_path();
+    f.manifest(&format!(
+        r#"
+[tools.slow]
+command = ["{helper}", "spawn", "{{tag}}.gc", "wait", "{{tag}}.gc", "pid", "{{tag}}.tool", "sleep", "100000"]
+timeout = "3s"
+params.tag = {{ type = "string" }}
+
+[tools.quick]
+command = ["{helper}", "spawn", "quick.gc", "wait", "quick.gc", "outln", "done"]
+"#
+    ));
+    let mut s = f.serve().started();
+    let r = s.ok(
+        "tools/call",
+        json!({"name": "slow", "arguments": {"tag": "t"}}),
+    );
+    let text = r["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("timed out after 3s"), "{r}");
+    wait_gone(read_pid(&f, "t.tool"), "the timed-out tool");
+    wait_gone(read_pid(&f, "t.gc"), "the timed-out tool's grandchild");
+
+    s.send(&json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "slow", "arguments": {"tag": "c"}}}));
+    let started = pids(&f.root(), &["c.tool", "c.gc"]);
+    assert!(started.iter().all(|&p| alive(p)), "{started:?}");
+    s.send(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 7}}),
+    );
+    for p in started {
+        wait_gone(p, "a cancelled call's process");
+    }
+
+    let r = s.ok("tools/call", json!({"name": "quick", "arguments": {}}));
+    assert_eq!(r["content"][0]["text"], "done\n", "{r}");
+    wait_gone(
+        read_pid(&f, "quick.gc"),
+        "what the tool left running when it exited",
     );
 }

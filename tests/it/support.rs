@@ -10,6 +10,53 @@ use serde_json::{Value, json};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_mcp-manifest");
 
+/// The test helper program (tests/helper/proc_helper.rs: echoes, sleeps, starts grandchildren,
+/// exits with a code), so that process tests need no `sh`, `echo` or `printf`. Built once per
+/// test run with `rustc` next to the test binary, or named by `MCP_MANIFEST_TEST_HELPER` (a
+/// cross-built one, for tests run under Wine).
+pub fn helper() -> &'static Path {
+    static HELPER: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    HELPER.get_or_init(|| {
+        if let Some(path) = std::env::var_os("MCP_MANIFEST_TEST_HELPER") {
+            return PathBuf::from(path);
+        }
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/helper/proc_helper.rs");
+        let me = std::env::current_exe().expect("the test binary");
+        let dir = me.parent().and_then(Path::parent).expect("target/debug");
+        let out = dir.join(format!("proc-helper{}", std::env::consts::EXE_SUFFIX));
+        let fresh = |out: &Path| {
+            let built = std::fs::metadata(out).and_then(|m| m.modified());
+            let written = std::fs::metadata(&source).and_then(|m| m.modified());
+            matches!((built, written), (Ok(b), Ok(w)) if b >= w)
+        };
+        if !fresh(&out) {
+            // Built under a name of its own, then renamed: test binaries running at once never
+            // see half a file.
+            let partial = dir.join(format!(
+                "proc-helper-{}{}",
+                std::process::id(),
+                std::env::consts::EXE_SUFFIX
+            ));
+            let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+            let status = Command::new(rustc)
+                .args(["--edition", "2021", "-C", "opt-level=1", "-o"])
+                .arg(&partial)
+                .arg(&source)
+                .status()
+                .expect("rustc (to build the test helper)");
+            assert!(status.success(), "building {} failed", source.display());
+            std::fs::rename(&partial, &out).expect("rename the test helper");
+        }
+        out
+    })
+}
+
+/// `helper()` as manifests write it: forward slashes (a TOML string needs no escapes, and
+/// Windows takes them too).
+pub fn helper_path() -> String {
+    helper().display().to_string().replace('\\', "/")
+}
+
 /// How long to wait for an answer before a test fails.
 pub const TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -20,6 +67,8 @@ pub struct Fixture {
 
 impl Fixture {
     pub fn new() -> Fixture {
+        // In-process servers start their tools' supervisors from the real binary.
+        mcp_manifest::processes::use_supervisor(Path::new(BIN));
         Fixture {
             dir: tempfile::tempdir().expect("temp dir"),
         }

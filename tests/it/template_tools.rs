@@ -62,7 +62,7 @@ vars.id = { type = "integer", minimum = 1, description = "The customer's id" }
 
 [templates.shout]
 uri = "shout://{word}{?times}"
-command = ["printf", "%s:%s", "{word}", "{times}"]
+command = ["{helper}", "out", "{word}", "out", ":", "out", "{times}"]
 vars.word = { enum = ["hi", "ho"] }
 vars.times = { type = "integer", default = 2, maximum = 9 }
 "#;
@@ -88,7 +88,7 @@ fn fixture() -> Fixture {
     git(&repo, &["commit", "-q", "-m", "first"]);
     f.write("repo/dir/f.txt", "version two\n");
     git(&repo, &["commit", "-q", "-am", "second"]);
-    f.manifest(MANIFEST);
+    f.manifest(&MANIFEST.replace("{helper}", &crate::support::helper_path()));
     f
 }
 
@@ -137,6 +137,10 @@ fn call_error(s: &mut Server, name: &str, args: Value) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "its fixture repository is made with the git CLI, which Windows (and Wine) lacks"
+)]
 fn every_template_is_a_typed_tool_with_the_contracts_schema_and_annotations() {
     let f = fixture();
     let mut s = f.serve().started();
@@ -215,6 +219,10 @@ fn every_template_is_a_typed_tool_with_the_contracts_schema_and_annotations() {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "its fixture repository is made with the git CLI, which Windows (and Wine) lacks"
+)]
 fn calls_answer_the_same_bytes_as_resources_read() {
     let f = fixture();
     let mut s = f.serve().started();
@@ -293,6 +301,10 @@ fn calls_answer_the_same_bytes_as_resources_read() {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "its fixture repository is made with the git CLI, which Windows (and Wine) lacks"
+)]
 fn bad_arguments_fail_as_the_reads_fail_with_the_reason() {
     let f = fixture();
     let mut s = f.serve().started();
@@ -386,6 +398,10 @@ fn bad_arguments_fail_as_the_reads_fail_with_the_reason() {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "its fixture repository is made with the git CLI, which Windows (and Wine) lacks"
+)]
 fn list_resources_lists_templates_with_their_variables_and_tools() {
     let f = fixture();
     let mut s = f.serve().started();
@@ -448,6 +464,10 @@ fn list_resources_lists_templates_with_their_variables_and_tools() {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "its fixture repository is made with the git CLI, which Windows (and Wine) lacks"
+)]
 fn tool_false_renames_and_template_tools_off() {
     let f = fixture();
     let text = MANIFEST
@@ -463,7 +483,8 @@ fn tool_false_renames_and_template_tools_off() {
         .replace(
             "description = \"The shop\"\n",
             "description = \"The shop\"\ntool = false\n",
-        );
+        )
+        .replace("{helper}", &crate::support::helper_path());
     f.manifest(&text);
     let mut s = f.serve().started();
     let all = tools(&mut s);
@@ -488,7 +509,10 @@ fn tool_false_renames_and_template_tools_off() {
     assert!(read_text(&mut s, "customer://1").contains("Ada"));
     drop(s);
 
-    f.manifest(&format!("[server]\ntemplate_tools = false\n{MANIFEST}"));
+    f.manifest(&format!(
+        "[server]\ntemplate_tools = false\n{}",
+        MANIFEST.replace("{helper}", &crate::support::helper_path())
+    ));
     let mut s = f.serve().started();
     let names: Vec<String> = tools(&mut s)
         .iter()
@@ -498,6 +522,10 @@ fn tool_false_renames_and_template_tools_off() {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "its fixture repository is made with the git CLI, which Windows (and Wine) lacks"
+)]
 fn name_clashes_are_manifest_errors_naming_both_entries() {
     let f = fixture();
     // The other entry is named by its place in the same file, as the diagnostic's own prefix.
@@ -564,6 +592,10 @@ fn name_clashes_are_manifest_errors_naming_both_entries() {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "its fixture repository is made with the git CLI, which Windows (and Wine) lacks"
+)]
 fn an_edit_that_changes_the_templates_changes_the_tools() {
     let f = fixture();
     let mut s = f.serve().started();
@@ -573,7 +605,8 @@ fn an_edit_that_changes_the_templates_changes_the_tools() {
         json!({"uri": f.uri("notes/alpha.md")}),
     );
     f.manifest(&format!(
-        "{MANIFEST}\n[templates.memo]\nuri = \"memo://{{topic}}\"\nfile = \"notes/{{topic}}.md\"\n"
+        "{}\n[templates.memo]\nuri = \"memo://{{topic}}\"\nfile = \"notes/{{topic}}.md\"\n",
+        MANIFEST.replace("{helper}", &crate::support::helper_path())
     ));
     s.wait_for(|v| v["method"] == "notifications/tools/list_changed");
     let all = tools(&mut s);
@@ -624,6 +657,10 @@ fn overlapping_sources_list_each_uri_once() {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "its fixture repository is made with the git CLI, which Windows (and Wine) lacks"
+)]
 fn list_names_the_tool_of_each_template() {
     let f = fixture();
     let out = f.run(&["list"]);
@@ -657,7 +694,10 @@ fn a_cancelled_template_tool_call_kills_the_templates_process() {
     use crate::tools::{alive, read_pid, wait_gone};
     let f = Fixture::new();
     f.manifest(
-        "[templates.slow]\nuri = \"slow://{n}\"\ncommand = [\"sh\", \"-c\", \"echo $$ > pid.txt; exec sleep 100\", \"{n}\"]\ntimeout = \"60s\"\n",
+        &format!(
+            "[templates.slow]\nuri = \"slow://{{n}}\"\ncommand = [\"{}\", \"pid\", \"pid.txt\", \"sleep\", \"100000\", \"out\", \"{{n}}\"]\ntimeout = \"60s\"\n",
+            crate::support::helper_path()
+        ),
     );
     let mut s = f.serve().started();
     s.send(&json!({"jsonrpc": "2.0", "id": "c", "method": "tools/call", "params": {"name": "slow", "arguments": {"n": "x"}}}));

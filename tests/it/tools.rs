@@ -8,8 +8,11 @@ use serde_json::{Value, json};
 
 use crate::support::{Fixture, Server, stderr, stdout};
 
-/// Prints each argument followed by a NUL byte, so the test sees argv exactly.
-const DUMP: &str = "for a in \"$@\"; do printf '%s\\0' \"$a\"; done\n";
+/// `manifest` with `{helper}` naming the test helper program (support::helper; its `args` verb
+/// prints each argument followed by a NUL byte, so the test sees argv exactly).
+fn with_helper(manifest: &str) -> String {
+    manifest.replace("{helper}", &crate::support::helper_path())
+}
 
 fn call(s: &mut Server, name: &str, args: Value) -> Value {
     s.ok("tools/call", json!({"name": name, "arguments": args}))
@@ -26,7 +29,7 @@ fn is_error(result: &Value) -> bool {
     result["isError"] == json!(true)
 }
 
-/// The argv elements a `dump.sh` run printed.
+/// The argv elements the helper's `args` printed.
 fn dumped(result: &Value) -> Vec<String> {
     assert!(!is_error(result), "{result}");
     let t = text(result);
@@ -35,9 +38,30 @@ fn dumped(result: &Value) -> Vec<String> {
     parts
 }
 
+#[cfg(unix)]
 pub fn alive(pid: i32) -> bool {
     // SAFETY: kill with signal 0 only checks that the process exists.
     unsafe { libc::kill(pid, 0) == 0 }
+}
+
+/// Whether process `pid` still runs (not merely exists: a handle may keep an ended one).
+#[cfg(windows)]
+pub fn alive(pid: i32) -> bool {
+    use windows_sys::Win32::Foundation::{CloseHandle, STILL_ACTIVE};
+    use windows_sys::Win32::System::Threading::{
+        GetExitCodeProcess, OpenProcess, PROCESS_QUERY_LIMITED_INFORMATION,
+    };
+    // SAFETY: a handle opened here and closed here; the exit code is written to a local.
+    unsafe {
+        let h = OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, 0, pid as u32);
+        if h.is_null() {
+            return false;
+        }
+        let mut code = 0u32;
+        let ok = GetExitCodeProcess(h, &mut code) != 0;
+        CloseHandle(h);
+        ok && code == STILL_ACTIVE as u32
+    }
 }
 
 /// Waits until `pid` no longer exists (the server reaps its children; orphaned grandchildren
@@ -97,14 +121,13 @@ fn hostile_values() -> Vec<String> {
 #[test]
 fn hostile_values_reach_the_program_as_one_literal_argv_element() {
     let f = Fixture::new();
-    f.write("dump.sh", DUMP);
-    f.manifest(
+    f.manifest(&with_helper(
         r#"
 [tools.argv]
-command = ["sh", "dump.sh", "{v}", "pre-{v}-post"]
+command = ["{helper}", "args", "{v}", "pre-{v}-post"]
 params.v = { type = "string", allow_dash = true }
 "#,
-    );
+    ));
     let mut s = f.serve().started();
     let values = hostile_values();
     assert!(values.len() >= 12);
@@ -125,6 +148,10 @@ params.v = { type = "string", allow_dash = true }
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "its tools are `run` scripts in sh, which Windows (and Wine) lacks"
+)]
 fn hostile_values_reach_run_scripts_as_literal_environment_values() {
     let f = Fixture::new();
     f.manifest(
@@ -149,6 +176,10 @@ params.v = { type = "string" }
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "its tools are `run` scripts in sh, which Windows (and Wine) lacks"
+)]
 fn tools_are_listed_after_the_resource_tools_with_schemas_and_explicit_annotations() {
     let f = Fixture::new();
     f.manifest(
@@ -225,17 +256,16 @@ params.tags = { type = "array", required = false }
 #[test]
 fn optional_parameters_drop_their_element_or_group_and_arrays_repeat() {
     let f = Fixture::new();
-    f.write("dump.sh", DUMP);
-    f.manifest(
+    f.manifest(&with_helper(
         r#"
 [tools.grep]
-command = ["sh", "dump.sh", ["--max-count", "{max}"], "--color={color}", ["-g", "{globs}"], "--", "{pattern}"]
+command = ["{helper}", "args", ["--max-count", "{max}"], "--color={color}", ["-g", "{globs}"], "--", "{pattern}"]
 params.pattern = { type = "string" }
 params.max = { type = "integer", required = false }
 params.color = { type = "string", default = "never" }
 params.globs = { type = "array", required = false, allow_dash = true }
 "#,
-    );
+    ));
     let mut s = f.serve().started();
     let r = call(&mut s, "grep", json!({"pattern": "fn main"}));
     assert_eq!(dumped(&r), ["--color=never", "--", "fn main"]);
@@ -267,6 +297,10 @@ params.globs = { type = "array", required = false, allow_dash = true }
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "its tools are `run` scripts in sh, which Windows (and Wine) lacks"
+)]
 fn bad_arguments_are_error_results_naming_the_parameter_and_the_rule() {
     let f = Fixture::new();
     f.manifest(
@@ -315,6 +349,10 @@ params.name = { type = "string", pattern = "^[a-z]+$" }
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "its tools are `run` scripts in sh, which Windows (and Wine) lacks"
+)]
 fn non_zero_exit_is_an_error_with_the_code_and_the_end_of_stderr() {
     let f = Fixture::new();
     f.manifest(
@@ -353,6 +391,10 @@ command = ["./bin/nope"]
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "its tools are `run` scripts in sh, which Windows (and Wine) lacks"
+)]
 fn timeout_kills_the_process_and_its_grandchild() {
     let f = Fixture::new();
     f.manifest(
@@ -380,6 +422,10 @@ timeout = "500ms"
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "its tools are `run` scripts in sh, which Windows (and Wine) lacks"
+)]
 fn what_a_program_leaves_running_in_its_group_is_killed_when_it_exits() {
     let f = Fixture::new();
     f.manifest(
@@ -405,6 +451,10 @@ run = 'sleep 100 & echo $! > gc.pid; echo done'
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "its tools are `run` scripts in sh, which Windows (and Wine) lacks"
+)]
 fn cancellation_kills_the_process_group_and_sends_no_answer() {
     let f = Fixture::new();
     f.manifest(
@@ -437,6 +487,10 @@ run = 'sleep 100 & echo $! > gc.pid; echo $$ > sh.pid; echo started >&2; wait'
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "its tools are `run` scripts in sh, which Windows (and Wine) lacks"
+)]
 fn output_beyond_max_output_is_cut_with_a_marker() {
     let f = Fixture::new();
     f.manifest(
@@ -468,6 +522,10 @@ max_output = "1KiB"
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "its tools are `run` scripts in sh, which Windows (and Wine) lacks"
+)]
 fn json_output_becomes_structured_content_checked_against_the_schema() {
     let f = Fixture::new();
     f.manifest(
@@ -511,6 +569,10 @@ output = "json"
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "its tools are `run` scripts in sh, which Windows (and Wine) lacks"
+)]
 fn progress_is_reported_while_the_process_runs_and_before_the_answer() {
     let f = Fixture::new();
     f.manifest(
@@ -563,6 +625,10 @@ run = 'sleep 0.7; echo done'
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "its tools are `run` scripts in sh, which Windows (and Wine) lacks"
+)]
 fn stdin_eof_with_a_running_tool_exits_within_one_second_and_kills_it() {
     let f = Fixture::new();
     f.manifest(
@@ -584,10 +650,13 @@ run = 'echo $$ > sh.pid; echo started >&2; sleep 100'
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "its tools are `run` scripts in sh, which Windows (and Wine) lacks"
+)]
 fn cli_call_types_arguments_by_the_schema_and_exits_1_on_error() {
     let f = Fixture::new();
-    f.write("dump.sh", DUMP);
-    f.manifest(
+    f.manifest(&with_helper(
         r#"
 [tools.add]
 run = 'echo $((a + b))'
@@ -595,14 +664,14 @@ params.a = { type = "integer" }
 params.b = { type = "integer", default = 1 }
 
 [tools.args]
-command = ["sh", "dump.sh", "{flag}", "{words}"]
+command = ["{helper}", "args", "{flag}", "{words}"]
 params.flag = { type = "boolean" }
 params.words = { type = "array" }
 
 [tools.fail]
 run = 'echo broken >&2; exit 4'
 "#,
-    );
+    ));
     let out = f.run(&["call", "add", "a=40", "b=2"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(stdout(&out), "42\n");
@@ -668,6 +737,25 @@ fn placeholder_and_process_mistakes_are_manifest_errors_with_a_place() {
         [
             "bad.toml:2:7: tool `t`: `{count}` in `run`: parameters are never spliced into the script; they arrive as environment variables: write \"$count\" (or \"$${count}\" for the braced form)"
         ]
+    );
+    assert_eq!(
+        diagnose("[tools.t]\ncommand = [\"ls\"]\nshell = \"sh\"\n"),
+        [
+            "bad.toml:3:9: tool `t`: `shell` is for `run` scripts; `command` runs its program without a shell"
+        ]
+    );
+    assert_eq!(
+        diagnose(
+            "[tools.t]\nrun = 'echo %Name% !name!'\nshell = \"cmd\"\nparams.name = { type = \"string\" }\n"
+        ),
+        [
+            "bad.toml:2:7: tool `t`: `%name%` in a `cmd` script is expanded before the line is parsed (a value's `&` or `|` would run); write `!name!`"
+        ]
+    );
+    let lines = diagnose("[tools.t]\nrun = 'x'\nshell = \"bash\"\n");
+    assert!(
+        lines.len() == 1 && lines[0].starts_with("bad.toml:3:9:") && lines[0].contains("pwsh"),
+        "{lines:?}"
     );
     assert_eq!(
         diagnose("[tools.t]\ncommand = [[\"ls\"], \"x\"]\n"),

@@ -1,0 +1,102 @@
+//! A small program the process tests run instead of `sh`, `echo` or `printf`, so that the same
+//! tests run on every platform. Built by the test support (`support::helper()`) with `rustc`,
+//! std only. Its arguments are verbs, run in order:
+//!
+//! - `args A B …` (last): prints each following argument and a NUL byte;
+//! - `env NAME`: prints the variable's value (nothing when unset);
+//! - `out TEXT` / `outln TEXT`: prints TEXT (and a newline); `err TEXT`: TEXT and a newline on
+//!   stderr;
+//! - `bytes N`: prints N bytes `x`; `forever`: prints `y` lines until killed;
+//! - `stdin`: prints how many bytes standard input held;
+//! - `sleep MS`; `exit CODE`;
+//! - `pid FILE`: writes its pid to FILE (whole once it exists); `append FILE TEXT`: appends TEXT and a newline;
+//! - `wait FILE`: waits until FILE exists;
+//! - `spawn FILE`: starts itself in the background as `pid FILE sleep 300000` (a grandchild
+//!   that outlives it unless its tree is killed) and does not wait for it.
+
+use std::io::{Read, Write};
+use std::time::Duration;
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let mut out = std::io::stdout();
+    let next = |args: &mut dyn Iterator<Item = String>, verb: &str| {
+        args.next()
+            .unwrap_or_else(|| panic!("`{verb}` needs an argument"))
+    };
+    while let Some(verb) = args.next() {
+        match verb.as_str() {
+            "args" => {
+                for a in args.by_ref() {
+                    out.write_all(a.as_bytes()).unwrap();
+                    out.write_all(b"\0").unwrap();
+                }
+            }
+            "env" => {
+                let name = next(&mut args, "env");
+                if let Some(v) = std::env::var_os(&name) {
+                    out.write_all(v.to_string_lossy().as_bytes()).unwrap();
+                }
+            }
+            "out" => out.write_all(next(&mut args, "out").as_bytes()).unwrap(),
+            "outln" => writeln!(out, "{}", next(&mut args, "outln")).unwrap(),
+            "err" => eprintln!("{}", next(&mut args, "err")),
+            "bytes" => {
+                let n: usize = next(&mut args, "bytes").parse().unwrap();
+                out.write_all(&vec![b'x'; n]).unwrap();
+            }
+            "forever" => loop {
+                if out.write_all(b"y\n").is_err() {
+                    std::process::exit(1);
+                }
+            },
+            "stdin" => {
+                let mut buf = Vec::new();
+                let _ = std::io::stdin().read_to_end(&mut buf);
+                write!(out, "{}", buf.len()).unwrap();
+            }
+            "sleep" => {
+                let ms: u64 = next(&mut args, "sleep").parse().unwrap();
+                out.flush().unwrap();
+                std::thread::sleep(Duration::from_millis(ms));
+            }
+            "exit" => {
+                out.flush().unwrap();
+                std::process::exit(next(&mut args, "exit").parse().unwrap());
+            }
+            "pid" => {
+                // Written aside, then renamed: once the file exists it holds the whole pid.
+                let file = next(&mut args, "pid");
+                let part = format!("{file}.{}.part", std::process::id());
+                std::fs::write(&part, std::process::id().to_string()).unwrap();
+                std::fs::rename(&part, &file).unwrap();
+            }
+            "append" => {
+                let file = next(&mut args, "append");
+                let text = next(&mut args, "append");
+                let mut f = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(file)
+                    .unwrap();
+                writeln!(f, "{text}").unwrap();
+            }
+            "wait" => {
+                let file = next(&mut args, "wait");
+                while !std::path::Path::new(&file).exists() {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            }
+            "spawn" => {
+                let file = next(&mut args, "spawn");
+                std::process::Command::new(std::env::current_exe().unwrap())
+                    .args(["pid", &file, "sleep", "300000"])
+                    .stdin(std::process::Stdio::null())
+                    .spawn()
+                    .unwrap();
+            }
+            other => panic!("unknown verb `{other}`"),
+        }
+    }
+    out.flush().unwrap();
+}
