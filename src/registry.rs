@@ -708,6 +708,11 @@ impl Registry {
         args: serde_json::Map<String, Value>,
         cx: CallContext,
     ) -> Result<ToolResult, RequestError> {
+        if let Some(seen) = &cx.seen
+            && !seen.tool(name)
+        {
+            return Err(unknown_tool(name));
+        }
         if name == crate::manifest::SEARCH_TOOL_NAME
             && let Some(search) = &self.search
         {
@@ -715,19 +720,16 @@ impl Registry {
         }
         match name {
             "list_resources" if self.manifest.server.resource_tools => {
-                Ok(self.list_resources_tool(&args).await)
+                Ok(self.list_resources_tool(&args, &cx).await)
             }
             "read_resource" if self.manifest.server.resource_tools => {
-                Ok(self.read_resource_tool(&args).await)
+                Ok(self.read_resource_tool(&args, &cx).await)
             }
             _ => match self.tools.iter().find(|t| t.name() == name) {
                 Some(tool) => Ok(tool.call(&args, cx).await),
                 None => match self.template_tools.iter().find(|t| t.name() == name) {
                     Some(tool) => Ok(self.call_template_tool(tool, &args, cx).await),
-                    None => Err(RequestError::InvalidParams(format!(
-                        "unknown tool {}",
-                        quote(name, Quote::Code)
-                    ))),
+                    None => Err(unknown_tool(name)),
                 },
             },
         }
@@ -764,7 +766,11 @@ impl Registry {
         tool.result(&uri, read)
     }
 
-    async fn list_resources_tool(&self, args: &serde_json::Map<String, Value>) -> ToolResult {
+    async fn list_resources_tool(
+        &self,
+        args: &serde_json::Map<String, Value>,
+        cx: &CallContext,
+    ) -> ToolResult {
         let cursor = match args.get("cursor") {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) => Some(s.as_str()),
@@ -807,6 +813,13 @@ impl Registry {
         let mut resources = Vec::new();
         let mut resource_templates = Vec::new();
         for item in page {
+            let uri = match item {
+                Listed::Resource(r) => &r.uri,
+                Listed::Template(t) => &t.uri_template,
+            };
+            if !cx.sees_resource(uri) {
+                continue;
+            }
             match item {
                 Listed::Resource(r) => {
                     let mut o = json!({ "uri": r.uri, "name": r.name });
@@ -862,11 +875,19 @@ impl Registry {
             .map(TemplateTool::name)
     }
 
-    async fn read_resource_tool(&self, args: &serde_json::Map<String, Value>) -> ToolResult {
+    async fn read_resource_tool(
+        &self,
+        args: &serde_json::Map<String, Value>,
+        cx: &CallContext,
+    ) -> ToolResult {
         let Some(uri) = args.get("uri").and_then(Value::as_str) else {
             return ToolResult::error("`uri` is required and must be a string");
         };
-        match self.read(uri).await {
+        let read = match cx.sees_resource(uri) {
+            true => self.read(uri).await,
+            false => Err(not_found(uri)),
+        };
+        match read {
             Ok(contents) => ToolResult {
                 content: contents
                     .into_iter()
@@ -881,6 +902,16 @@ impl Registry {
             Err(e) => ToolResult::error(e.to_string()),
         }
     }
+}
+
+/// The answer to a call of a tool this server does not have (or the caller does not see).
+pub(crate) fn unknown_tool(name: &str) -> RequestError {
+    RequestError::InvalidParams(format!("unknown tool {}", quote(name, Quote::Code)))
+}
+
+/// The answer to a read of a resource this server does not serve (or the caller does not see).
+pub(crate) fn not_found(uri: &str) -> RequestError {
+    RequestError::NotFound(uri.to_owned())
 }
 
 /// One item of `list_resources`' pages.

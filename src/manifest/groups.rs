@@ -136,6 +136,9 @@ pub fn filter(
     }
 }
 
+/// Group names that would clash with another path under the MCP endpoint.
+pub const RESERVED: [&str; 1] = ["server-card"];
+
 /// `[groups.NAME]` from its raw entry.
 pub fn group(
     key: &Key,
@@ -143,6 +146,16 @@ pub fn group(
     loc: &dyn Fn(&Sp<String>) -> Loc,
     err: &mut dyn FnMut(&Sp<String>, String),
 ) -> Group {
+    if RESERVED.contains(&key.get().as_str()) {
+        err(
+            key,
+            format!(
+                "`[groups.{}]`: that name is reserved (`/mcp/{}` is the server card); choose another",
+                key.get(),
+                key.get()
+            ),
+        );
+    }
     Group {
         name: key.get().clone(),
         loc: loc(key),

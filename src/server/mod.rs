@@ -55,6 +55,21 @@ use transport::{LineTransport, Output, Quick};
 pub(crate) struct Handler {
     shared: Arc<Shared>,
     session: Arc<Session>,
+    /// The `[groups.NAME]` this session was opened on (`serve --group`, `<path>/NAME`); none:
+    /// the default endpoint (`[server] expose`).
+    group: Option<Arc<str>>,
+}
+
+impl Handler {
+    /// What this session's endpoint shows (`None`: everything), in the current snapshot.
+    fn seen(&self, snap: &Snapshot) -> Option<Arc<crate::manifest::Filter>> {
+        snap.seen(self.group.as_deref())
+    }
+}
+
+/// Whether `seen` (`None`: everything) shows the resource or resource template `uri`.
+fn sees_resource(seen: &Option<Arc<crate::manifest::Filter>>, uri: &str) -> bool {
+    seen.as_ref().is_none_or(|f| f.resource(uri))
 }
 
 /// The serverInfo `_meta` for a stateless-era request (those carry their version in `_meta`).
@@ -100,10 +115,21 @@ struct Gate(Handler);
 /// What a `subscriptions/listen` needs before rmcp acknowledges it (on stdio in `Gate`, over
 /// HTTP in front of rmcp): the watcher watches what the manifest needs, and every URI it names is
 /// one a source serves.
-async fn admit_listen(shared: &Shared, uris: &[String]) -> Result<(), ErrorData> {
+async fn admit_listen(
+    shared: &Shared,
+    group: Option<&str>,
+    uris: &[String],
+) -> Result<(), ErrorData> {
     shared.watching().await;
-    let registry = shared.registry();
+    let snap = shared.snapshot();
+    let seen = snap.seen(group);
+    let registry = &snap.registry;
     for uri in uris {
+        if !sees_resource(&seen, uri) {
+            let mut e = error(crate::registry::not_found(uri));
+            e.code = rmcp::model::ErrorCode::INVALID_PARAMS;
+            return Err(e);
+        }
         // `subscriptions/listen` exists only in 2026-07-28, where not found is -32602 (rmcp
         // turns -32002 into it only for what a `ServerHandler` answers).
         registry.check_serves(uri).await.map_err(|e| {
@@ -127,7 +153,12 @@ impl rmcp::Service<RoleServer> for Gate {
                 .notifications
                 .resource_subscriptions
                 .as_deref();
-            admit_listen(&self.0.shared, uris.unwrap_or_default()).await?;
+            admit_listen(
+                &self.0.shared,
+                self.0.group.as_deref(),
+                uris.unwrap_or_default(),
+            )
+            .await?;
         }
         // The method and what the client named, cut like a message quotes them: a log line is
         // not a copy of a 14 MB URI.
@@ -203,8 +234,11 @@ impl ServerHandler for Handler {
         // Answered only once the watch that sees this URI's changes is in place, and only for
         // a URI the server would read.
         self.shared.watching().await;
-        self.shared
-            .registry()
+        let snap = self.shared.snapshot();
+        if !sees_resource(&self.seen(&snap), &params.uri) {
+            return Err(error(crate::registry::not_found(&params.uri)));
+        }
+        snap.registry
             .check_serves(&params.uri)
             .await
             .map_err(error)?;
@@ -271,8 +305,14 @@ impl ServerHandler for Handler {
             .list_resources_page(cursor)
             .await
             .map_err(error)?;
-        let mut result =
-            ListResourcesResult::with_all_items(items.into_iter().map(resource).collect());
+        let seen = self.seen(&snap);
+        let mut result = ListResourcesResult::with_all_items(
+            items
+                .into_iter()
+                .filter(|r| sees_resource(&seen, &r.uri))
+                .map(resource)
+                .collect(),
+        );
         result.next_cursor = next;
         result.meta = server_meta(&snap, &cx);
         Ok(result)
@@ -285,7 +325,9 @@ impl ServerHandler for Handler {
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         reserve(&cx, transport::LIST_RESERVE).await;
         let snap = self.shared.snapshot();
-        let all = snap.registry.templates();
+        let seen = self.seen(&snap);
+        let mut all = snap.registry.templates();
+        all.retain(|t| sees_resource(&seen, &t.uri_template));
         let page = one_page(&snap, &cx, &params, &all, |t| {
             let mut rt = ResourceTemplate::new(&t.uri_template, &t.name);
             rt.description = t.description.clone();
@@ -305,6 +347,9 @@ impl ServerHandler for Handler {
     ) -> Result<ReadResourceResponse, ErrorData> {
         reserve(&cx, transport::READ_RESERVE).await;
         let snap = self.shared.snapshot();
+        if !sees_resource(&self.seen(&snap), &params.uri) {
+            return Err(error(crate::registry::not_found(&params.uri)));
+        }
         let registry = &snap.registry;
         // A cancelled read stops here: dropping it kills a command template's process group
         // (rmcp sends no answer for a cancelled request).
@@ -334,7 +379,14 @@ impl ServerHandler for Handler {
         let context: HashMap<String, String> =
             params.context.and_then(|c| c.arguments).unwrap_or_default();
         let arg = &params.argument;
+        let seen = self.seen(&snap);
         let answer = match &params.r#ref {
+            Reference::Resource(r) if !sees_resource(&seen, &r.uri) => {
+                Err(crate::registry::not_found(&r.uri))
+            }
+            Reference::Prompt(p) if seen.as_ref().is_some_and(|f| !f.prompt(&p.name)) => Err(
+                RequestError::InvalidParams(format!("unknown prompt {}", quote(&p.name, Quote::Code))),
+            ),
             Reference::Resource(r) => {
                 registry
                     .complete_resource(&r.uri, &arg.name, &arg.value, &context)
@@ -366,7 +418,18 @@ impl ServerHandler for Handler {
                 rmcp::model::ListToolsRequestMethod,
             >());
         }
-        let page = one_page(&snap, &cx, &params, snap.tools(), Clone::clone)?;
+        let page = match self.seen(&snap) {
+            None => one_page(&snap, &cx, &params, snap.tools(), Clone::clone)?,
+            Some(seen) => {
+                let shown: Vec<_> = snap
+                    .tools()
+                    .iter()
+                    .filter(|t| seen.tool(&t.name))
+                    .cloned()
+                    .collect();
+                one_page(&snap, &cx, &params, &shown, Clone::clone)?
+            }
+        };
         let mut result = ListToolsResult::with_all_items(page.items);
         result.next_cursor = page.next;
         result.meta = page.meta;
@@ -396,6 +459,7 @@ impl ServerHandler for Handler {
         let call = CallContext {
             cancel: cx.ct.clone(),
             progress,
+            seen: self.seen(&snap),
         };
         // A call of an HTTP session that ends is dropped, which kills its processes.
         let result =
@@ -425,7 +489,11 @@ impl ServerHandler for Handler {
                 rmcp::model::ListPromptsRequestMethod,
             >());
         }
-        let page = one_page(&snap, &cx, &params, &snap.registry.prompt_infos(), prompt)?;
+        let mut all = snap.registry.prompt_infos();
+        if let Some(seen) = self.seen(&snap) {
+            all.retain(|p| seen.prompt(&p.name));
+        }
+        let page = one_page(&snap, &cx, &params, &all, prompt)?;
         let mut result = ListPromptsResult::with_all_items(page.items);
         result.next_cursor = page.next;
         result.meta = page.meta;
@@ -442,6 +510,15 @@ impl ServerHandler for Handler {
             return Err(ErrorData::method_not_found::<
                 rmcp::model::GetPromptRequestMethod,
             >());
+        }
+        if self
+            .seen(&snap)
+            .is_some_and(|f| !f.prompt(&params.name))
+        {
+            return Err(error(RequestError::InvalidParams(format!(
+                "unknown prompt {}",
+                quote(&params.name, Quote::Code)
+            ))));
         }
         // A prompt may embed resources.
         reserve(&cx, transport::READ_RESERVE).await;
@@ -480,11 +557,12 @@ async fn reserve(cx: &RequestContext<RoleServer>, bytes: usize) {
 }
 
 /// Serves `registry` on stdin/stdout until stdin closes (or SIGTERM), then returns within ~1 s.
-pub(crate) async fn serve_stdio(registry: Registry) -> anyhow::Result<()> {
+pub(crate) async fn serve_stdio(registry: Registry, group: Option<&str>) -> anyhow::Result<()> {
     // rmcp's thread may write a short answer to stdout itself (`Output::write_directly`), and
     // the reader watches stdin a moment after answering (`Output::spin_on_input`).
     serve_on(
         registry,
+        group,
         (std::io::stdin(), Some(libc::STDIN_FILENO)),
         (std::io::stdout(), Some(libc::STDOUT_FILENO)),
         terminate_signal(),
@@ -497,7 +575,7 @@ pub(crate) async fn serve_stdio(registry: Registry) -> anyhow::Result<()> {
 /// from a cached listing and a `tools/list` page (serialized once per manifest), when the
 /// params are plain (no `_meta`). Everything else, errors
 /// included, goes through rmcp.
-fn shortcut(shared: Arc<Shared>) -> transport::Shortcut {
+fn shortcut(shared: Arc<Shared>, group: Option<Arc<str>>) -> transport::Shortcut {
     #[derive(serde::Deserialize)]
     #[serde(deny_unknown_fields)]
     struct Read {
@@ -512,6 +590,10 @@ fn shortcut(shared: Arc<Shared>) -> transport::Shortcut {
     Box::new(move |method, params| {
         let start = std::time::Instant::now();
         let snap = shared.snapshot();
+        // A session that sees a subset goes through the handler, which filters.
+        if snap.seen(group.as_deref()).is_some() {
+            return None;
+        }
         let (result, subject) = match method {
             "resources/read" => {
                 let p: Read = serde_json::from_str(params?.get()).ok()?;
@@ -561,6 +643,7 @@ fn shortcut(shared: Arc<Shared>) -> transport::Shortcut {
 /// every process a tool started is killed and everything answered is written.
 pub(crate) async fn serve<R, W>(
     registry: Registry,
+    group: Option<&str>,
     input: R,
     output: W,
     shutdown: impl Future<Output = ()>,
@@ -569,12 +652,13 @@ where
     R: Read + Send + 'static,
     W: Write + Send + 'static,
 {
-    serve_on(registry, (input, None), (output, None), shutdown).await
+    serve_on(registry, group, (input, None), (output, None), shutdown).await
 }
 
 /// `serve`, with the file descriptors `input` reads from and `output` writes to when there are.
 async fn serve_on<R, W>(
     registry: Registry,
+    group: Option<&str>,
     (input, input_fd): (R, Option<std::os::fd::RawFd>),
     (output, output_fd): (W, Option<std::os::fd::RawFd>),
     shutdown: impl Future<Output = ()>,
@@ -594,12 +678,27 @@ where
     if let Some(fd) = input_fd {
         output.spin_on_input(fd);
     }
+    if let Some(g) = group
+        && registry.manifest.group(g).is_none()
+    {
+        let names: Vec<&str> = registry.manifest.groups.iter().map(|g| g.name.as_str()).collect();
+        anyhow::bail!(
+            "no group `{g}` in {}; {}",
+            registry.manifest.file,
+            match names.is_empty() {
+                true => "it declares no [groups]".to_owned(),
+                false => format!("its groups are: {}", names.join(", ")),
+            }
+        );
+    }
+    let group: Option<Arc<str>> = group.map(Arc::from);
     let shared = Shared::new(registry);
-    output.shortcut(shortcut(shared.clone()));
+    output.shortcut(shortcut(shared.clone(), group.clone()));
     let transport = LineTransport::new(input, &output, eof.clone());
     let handler = Gate(Handler {
         session: shared.open_session(eof.clone()),
         shared: shared.clone(),
+        group,
     });
     let watching = tokio::spawn(shared.clone().watch_loop());
     let _stop_watching = scopeguard(move || watching.abort());

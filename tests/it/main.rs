@@ -10,6 +10,7 @@ mod check;
 mod cli;
 mod files;
 mod git;
+mod groups;
 mod http;
 mod hygiene;
 mod manifest_errors;

@@ -138,6 +138,7 @@ pub(crate) async fn serve(
             Ok(Handler {
                 session: factory_shared.open_session(CancellationToken::new()),
                 shared: factory_shared.clone(),
+                group: None,
             })
         },
         sessions.clone(),
@@ -727,7 +728,7 @@ async fn admit_listen(shared: &Shared, body: &[u8]) -> Result<(), Response<Body>
                 .collect()
         })
         .unwrap_or_default();
-    match super::admit_listen(shared, &uris).await {
+    match super::admit_listen(shared, None, &uris).await {
         Ok(()) => Ok(()),
         Err(e) => Err(json_response(
             StatusCode::OK,
