@@ -21,7 +21,8 @@ use serde_json::{Value, json};
 use crate::manifest::{Group, HttpAuth, Manifest};
 
 /// The `$schema` every card carries.
-pub const SCHEMA: &str = "https://static.modelcontextprotocol.io/schemas/v1/server-card.schema.json";
+pub const SCHEMA: &str =
+    "https://static.modelcontextprotocol.io/schemas/v1/server-card.schema.json";
 
 /// The card's media type.
 pub const MEDIA_TYPE: &str = "application/mcp-server-card+json";
@@ -271,9 +272,8 @@ mod tests {
 
     #[test]
     fn names_from_repository_website_or_local() {
-        let m = manifest(
-            "[server]\nname = \"shop\"\nrepository = \"https://github.com/acme/shop\"\n",
-        );
+        let m =
+            manifest("[server]\nname = \"shop\"\nrepository = \"https://github.com/acme/shop\"\n");
         assert_eq!(card(&m, None, None)["name"], "io.github.acme/shop");
         assert_eq!(card(&m, None, None)["repository"]["source"], "github");
         let m = manifest("[server]\nname = \"shop\"\nwebsite = \"https://docs.acme.com/x\"\n");
@@ -287,11 +287,19 @@ mod tests {
     #[test]
     fn description_falls_back_and_is_cut() {
         let long = "x".repeat(300);
-        let m = manifest(&format!("[server]\nname = \"s\"\ninstructions = \"{long}\"\n"));
+        let m = manifest(&format!(
+            "[server]\nname = \"s\"\ninstructions = \"{long}\"\n"
+        ));
         let c = card(&m, None, None);
-        assert_eq!(c["description"].as_str().map(|d| d.chars().count()), Some(100));
+        assert_eq!(
+            c["description"].as_str().map(|d| d.chars().count()),
+            Some(100)
+        );
         let m = manifest("[server]\nname = \"s\"\n");
-        assert_eq!(card(&m, None, None)["description"], "s served over MCP by mcp-manifest");
+        assert_eq!(
+            card(&m, None, None)["description"],
+            "s served over MCP by mcp-manifest"
+        );
     }
 
     #[test]
@@ -304,7 +312,10 @@ mod tests {
         let c = card(&m, None, url.as_deref());
         assert_eq!(c["remotes"][0]["url"], "http://127.0.0.1:8080/mcp");
         assert_eq!(c["remotes"][0]["headers"][0]["name"], "Authorization");
-        assert_eq!(c["remotes"][0]["supportedProtocolVersions"][4], "2026-07-28");
+        assert_eq!(
+            c["remotes"][0]["supportedProtocolVersions"][4],
+            "2026-07-28"
+        );
         assert!(card(&m, None, None).get("remotes").is_none());
     }
 

@@ -449,16 +449,14 @@ async fn groups(registry: &Registry, warnings: bool) -> Diagnostics {
     let m = &registry.manifest;
     let mut out = Diagnostics::new(m.file.clone());
     let tools: Vec<String> = registry.tools().into_iter().map(|t| t.name).collect();
-    let filters: Vec<(String, &manifest::Filter)> = std::iter::once((
-        "[server] expose".to_owned(),
-        &m.server.expose,
-    ))
-    .chain(
-        m.groups
-            .iter()
-            .map(|g| (format!("[groups.{}]", g.name), &g.filter)),
-    )
-    .collect();
+    let filters: Vec<(String, &manifest::Filter)> =
+        std::iter::once(("[server] expose".to_owned(), &m.server.expose))
+            .chain(
+                m.groups
+                    .iter()
+                    .map(|g| (format!("[groups.{}]", g.name), &g.filter)),
+            )
+            .collect();
     let wants_resources = filters.iter().any(|(_, f)| {
         f.patterns()
             .iter()
@@ -476,7 +474,11 @@ async fn groups(registry: &Registry, warnings: bool) -> Diagnostics {
         );
         resources.extend(registry.templates().into_iter().map(|t| t.uri_template));
     }
-    let prompts: Vec<String> = registry.prompt_infos().into_iter().map(|p| p.name).collect();
+    let prompts: Vec<String> = registry
+        .prompt_infos()
+        .into_iter()
+        .map(|p| p.name)
+        .collect();
     for (entry, filter) in &filters {
         for (kind, pattern) in filter.patterns() {
             let (pool, noun): (Vec<&String>, &str) = match kind {

@@ -297,7 +297,10 @@ pub async fn card(manifest: Option<PathBuf>, group: Option<&str>, http: Option<&
     };
     let endpoint = crate::card::endpoint(&m, listen);
     let card = crate::card::card(&m, group, endpoint.as_deref());
-    println!("{}", serde_json::to_string_pretty(&card).unwrap_or_default());
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&card).unwrap_or_default()
+    );
     OK
 }
 

@@ -93,7 +93,9 @@ pub fn about(
         if !ok {
             err(
                 &icon.src,
-                format!("[server] icon `src` must be an https:// URL or a data:image/ URI, found `{src}`"),
+                format!(
+                    "[server] icon `src` must be an https:// URL or a data:image/ URI, found `{src}`"
+                ),
             );
             continue;
         }

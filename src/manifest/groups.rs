@@ -110,7 +110,6 @@ impl Filter {
 #[derive(Debug, Clone)]
 pub struct Group {
     pub name: String,
-    pub loc: Loc,
     pub description: Option<String>,
     pub filter: Filter,
 }
@@ -158,7 +157,6 @@ pub fn group(
     }
     Group {
         name: key.get().clone(),
-        loc: loc(key),
         description: raw.description.as_ref().map(|d| d.get().clone()),
         filter: filter(raw, loc, err),
     }
@@ -224,7 +222,10 @@ mod tests {
         assert!(!f.tool("repo_blob"), "excluded");
         assert!(!f.tool("shop_table"), "not listed");
         assert!(f.resource("git://repo/log"), "resources left out: all");
-        assert!(!f.resource("file:///secret/a/b.md"), "excluded, `*` crosses `/`");
+        assert!(
+            !f.resource("file:///secret/a/b.md"),
+            "excluded, `*` crosses `/`"
+        );
         assert!(!f.prompt("review"), "[] keeps no prompt");
         assert!(Filter::everything().is_everything());
         assert!(!f.is_everything());

@@ -384,9 +384,12 @@ impl ServerHandler for Handler {
             Reference::Resource(r) if !sees_resource(&seen, &r.uri) => {
                 Err(crate::registry::not_found(&r.uri))
             }
-            Reference::Prompt(p) if seen.as_ref().is_some_and(|f| !f.prompt(&p.name)) => Err(
-                RequestError::InvalidParams(format!("unknown prompt {}", quote(&p.name, Quote::Code))),
-            ),
+            Reference::Prompt(p) if seen.as_ref().is_some_and(|f| !f.prompt(&p.name)) => {
+                Err(RequestError::InvalidParams(format!(
+                    "unknown prompt {}",
+                    quote(&p.name, Quote::Code)
+                )))
+            }
             Reference::Resource(r) => {
                 registry
                     .complete_resource(&r.uri, &arg.name, &arg.value, &context)
@@ -511,10 +514,7 @@ impl ServerHandler for Handler {
                 rmcp::model::GetPromptRequestMethod,
             >());
         }
-        if self
-            .seen(&snap)
-            .is_some_and(|f| !f.prompt(&params.name))
-        {
+        if self.seen(&snap).is_some_and(|f| !f.prompt(&params.name)) {
             return Err(error(RequestError::InvalidParams(format!(
                 "unknown prompt {}",
                 quote(&params.name, Quote::Code)
@@ -681,7 +681,12 @@ where
     if let Some(g) = group
         && registry.manifest.group(g).is_none()
     {
-        let names: Vec<&str> = registry.manifest.groups.iter().map(|g| g.name.as_str()).collect();
+        let names: Vec<&str> = registry
+            .manifest
+            .groups
+            .iter()
+            .map(|g| g.name.as_str())
+            .collect();
         anyhow::bail!(
             "no group `{g}` in {}; {}",
             registry.manifest.file,

@@ -96,7 +96,10 @@ impl Snapshot {
         }
         let mut seen = HashMap::new();
         let expose = &m.server.expose;
-        seen.insert(None, (!expose.is_everything()).then(|| Arc::new(expose.clone())));
+        seen.insert(
+            None,
+            (!expose.is_everything()).then(|| Arc::new(expose.clone())),
+        );
         for g in &m.groups {
             seen.insert(Some(g.name.clone()), Some(Arc::new(g.filter.clone())));
         }

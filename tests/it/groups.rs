@@ -80,7 +80,10 @@ fn a_group_session_lists_reads_and_calls_only_its_subset() {
     assert_eq!(e["code"], m["code"], "{e} {m}");
     assert_eq!(e["code"], -32002);
     let draft = f.uri("docs/public/drafts/d.md");
-    assert_eq!(s.err("resources/read", json!({"uri": draft}))["code"], -32002);
+    assert_eq!(
+        s.err("resources/read", json!({"uri": draft}))["code"],
+        -32002
+    );
     let ok = s.ok("resources/read", json!({"uri": f.uri("docs/public/a.md")}));
     assert_eq!(ok["contents"][0]["text"], "needle in public\n");
 
@@ -88,16 +91,28 @@ fn a_group_session_lists_reads_and_calls_only_its_subset() {
     // to the group's resources.
     let e = s.err("tools/call", json!({"name": "hidden", "arguments": {}}));
     assert_eq!(e["code"], -32602, "{e}");
-    assert!(e["message"].as_str().unwrap_or_default().contains("unknown tool `hidden`"), "{e}");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("unknown tool `hidden`"),
+        "{e}"
+    );
     let read = s.ok(
         "tools/call",
         json!({"name": "read_resource", "arguments": {"uri": secret}}),
     );
     assert_eq!(read["isError"], true, "{read}");
-    let listed = s.ok("tools/call", json!({"name": "list_resources", "arguments": {}}));
+    let listed = s.ok(
+        "tools/call",
+        json!({"name": "list_resources", "arguments": {}}),
+    );
     let text = listed.to_string();
     assert!(text.contains("public/a.md"), "{text}");
-    assert!(!text.contains("secret") && !text.contains("drafts"), "{text}");
+    assert!(
+        !text.contains("secret") && !text.contains("drafts"),
+        "{text}"
+    );
     let found = s.ok(
         "tools/call",
         json!({"name": "search_files", "arguments": {"pattern": "needle"}}),
@@ -131,7 +146,10 @@ fn a_group_session_lists_reads_and_calls_only_its_subset() {
         s.err("resources/subscribe", json!({"uri": secret}))["code"],
         -32002
     );
-    s.ok("resources/subscribe", json!({"uri": f.uri("docs/public/a.md")}));
+    s.ok(
+        "resources/subscribe",
+        json!({"uri": f.uri("docs/public/a.md")}),
+    );
 }
 
 #[test]
@@ -188,7 +206,9 @@ prompts = ["none"]
     );
     let text = lines.join("\n");
     assert!(
-        text.contains("bad.toml:6:26: [groups.g] `tools`: `serach_*` matches no tool; the tools are:"),
+        text.contains(
+            "bad.toml:6:26: [groups.g] `tools`: `serach_*` matches no tool; the tools are:"
+        ),
         "{text}"
     );
     assert!(
@@ -196,12 +216,16 @@ prompts = ["none"]
         "{text}"
     );
     assert!(
-        text.contains("bad.toml:8:12: [groups.g] `prompts`: `none` matches no prompt; there are no prompts"),
+        text.contains(
+            "bad.toml:8:12: [groups.g] `prompts`: `none` matches no prompt; there are no prompts"
+        ),
         "{text}"
     );
     assert_eq!(
         f.diagnose("[groups.server-card]\ntools = []\n"),
-        ["bad.toml:1:9: `[groups.server-card]`: that name is reserved (`/mcp/server-card` is the server card); choose another"]
+        [
+            "bad.toml:1:9: `[groups.server-card]`: that name is reserved (`/mcp/server-card` is the server card); choose another"
+        ]
     );
     let mut many = String::new();
     for i in 0..41 {
@@ -210,12 +234,18 @@ prompts = ["none"]
     // 41 tools and the two resource tools.
     let lines = f.check_lines(&many);
     assert!(
-        lines.iter().any(|l| l.contains("warning: clients of the default endpoint see 43 tools")),
+        lines
+            .iter()
+            .any(|l| l.contains("warning: clients of the default endpoint see 43 tools")),
         "{lines:?}"
     );
-    let lines = f.check_lines(&format!("[server]\nexpose = {{ tools = [\"t1*\"] }}\n{many}"));
+    let lines = f.check_lines(&format!(
+        "[server]\nexpose = {{ tools = [\"t1*\"] }}\n{many}"
+    ));
     assert!(
-        !lines.iter().any(|l| l.contains("clients of the default endpoint see")),
+        !lines
+            .iter()
+            .any(|l| l.contains("clients of the default endpoint see")),
         "{lines:?}"
     );
 }

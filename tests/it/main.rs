@@ -6,6 +6,7 @@
 
 mod support;
 
+mod cards;
 mod check;
 mod cli;
 mod files;

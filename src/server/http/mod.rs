@@ -33,10 +33,11 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::{Body, Bytes, HttpBody};
+use axum::extract::Path;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, Response, StatusCode, header};
 use axum::middleware::{self, Next};
-use axum::routing::get;
+use axum::routing::{any, get};
 use futures_util::Stream;
 use http_body_util::BodyExt;
 use rmcp::model::{ClientJsonRpcMessage, ErrorData, ServerJsonRpcMessage};
@@ -54,6 +55,7 @@ use tokio_util::sync::CancellationToken;
 
 mod answers;
 mod conns;
+mod endpoints;
 
 use super::auth::Auth;
 use super::shared::{Shared, Throttled, lock};
@@ -133,6 +135,7 @@ pub(crate) async fn serve(
         inner: local,
         live: Arc::new(Mutex::new(HashMap::new())),
     });
+    let groups = endpoints::Groups::new(shared.clone(), sessions.clone(), config.clone());
     let service = StreamableHttpService::new(
         move || {
             Ok(Handler {
@@ -161,8 +164,41 @@ pub(crate) async fn serve(
         body_timeout: http.idle_timeout,
         answers: answers::Budget::new(answers::ANSWER_BUDGET),
     });
+    let (card_shared, catalog_shared) = (shared.clone(), shared.clone());
     let app = Router::new()
         .route_service("/mcp", service)
+        .route_service("/mcp/{group}", groups)
+        .route(
+            "/mcp/server-card",
+            any(move |method: Method, headers: HeaderMap| {
+                let shared = card_shared.clone();
+                async move { endpoints::card_response(&shared, bound, None, &method, &headers) }
+            }),
+        )
+        .route(
+            "/mcp/{group}/server-card",
+            any({
+                let shared = shared.clone();
+                move |Path(group): Path<String>, method: Method, headers: HeaderMap| {
+                    let shared = shared.clone();
+                    async move {
+                        endpoints::card_response(&shared, bound, Some(&group), &method, &headers)
+                    }
+                }
+            }),
+        )
+        .route(
+            "/.well-known/ai-catalog.json",
+            any(move |method: Method, headers: HeaderMap| {
+                let shared = catalog_shared.clone();
+                async move {
+                    match endpoints::catalog_response(&shared, bound, &method, &headers) {
+                        Some(r) => r,
+                        None => not_found().await,
+                    }
+                }
+            }),
+        )
         .route("/healthz", get(healthz))
         .route("/.well-known/oauth-protected-resource", get(metadata))
         .route(
@@ -578,10 +614,15 @@ async fn front_layer(State(front): State<Arc<Front>>, req: Request, next: Next) 
         cut: false,
     };
     let cors = front.allowed_origin(req.headers()).cloned();
-    if path != "/mcp" {
-        let response = next.run(req).await;
-        return entry.finish(response);
-    }
+    let group = match endpoints::path(&path) {
+        endpoints::Path::Mcp => None,
+        endpoints::Path::Group(g) => Some(g.to_owned()),
+        // Cards, health, metadata: public, answered without authentication.
+        _ => {
+            let response = next.run(req).await;
+            return entry.finish(response);
+        }
+    };
     if method == Method::OPTIONS {
         return entry.finish(preflight(cors));
     }
@@ -642,7 +683,7 @@ async fn front_layer(State(front): State<Arc<Front>>, req: Request, next: Next) 
         };
         entry.rpc = rpc_method(&bytes);
         if entry.rpc.as_deref() == Some("subscriptions/listen")
-            && let Err(refusal) = admit_listen(&front.shared, &bytes).await
+            && let Err(refusal) = admit_listen(&front.shared, group.as_deref(), &bytes).await
         {
             return entry.finish(with_cors(refusal, cors));
         }
@@ -715,7 +756,11 @@ async fn front_layer(State(front): State<Arc<Front>>, req: Request, next: Next) 
 
 /// rmcp acknowledges a `subscriptions/listen` before the handler sees it: what it needs first
 /// (`super::admit_listen`) is checked here. A refusal is the request's JSON-RPC error.
-async fn admit_listen(shared: &Shared, body: &[u8]) -> Result<(), Response<Body>> {
+async fn admit_listen(
+    shared: &Shared,
+    group: Option<&str>,
+    body: &[u8],
+) -> Result<(), Response<Body>> {
     let Ok(request) = serde_json::from_slice::<serde_json::Value>(body) else {
         // rmcp answers what does not parse.
         return Ok(());
@@ -728,7 +773,7 @@ async fn admit_listen(shared: &Shared, body: &[u8]) -> Result<(), Response<Body>
                 .collect()
         })
         .unwrap_or_default();
-    match super::admit_listen(shared, None, &uris).await {
+    match super::admit_listen(shared, group, &uris).await {
         Ok(()) => Ok(()),
         Err(e) => Err(json_response(
             StatusCode::OK,
