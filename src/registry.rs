@@ -15,11 +15,13 @@ use crate::prompts::{PromptDef, PromptInfo, Rendered};
 use crate::providers::files::FilesSource;
 use crate::providers::git::GitSource;
 use crate::providers::postgres::PostgresSource;
+use crate::providers::skills::{Skill, SkillsSource};
 use crate::providers::sqlite::SqliteSource;
 use crate::providers::template::{Roots, TemplateSource};
 use crate::providers::{
     Body, ChangeEffect, Completion, CompletionRequest, Contents, Database, MAX_URI_BYTES, PageOf,
-    RequestError, ResourceInfo, Source, TemplateInfo, check_uri_length, check_uri_length_at,
+    RequestError, ResourceInfo, Source, TemplateInfo, blocking, check_uri_length,
+    check_uri_length_at,
 };
 use crate::quote::{Quote, quote};
 use crate::tools::templates::{TemplateSpec, TemplateTool};
@@ -51,6 +53,8 @@ pub(crate) struct Registry {
     files: Vec<Arc<FilesSource>>,
     /// `search_files`, when a files source has `search = true`.
     search: Option<SearchTool>,
+    /// The skills sources (also in `sources`), for `skills/list` and `skills/get`.
+    skills: Vec<Arc<SkillsSource>>,
     /// The processes tools and command templates started (shared with the registries that
     /// replace this one after a manifest edit).
     pub children: Arc<Children>,
@@ -123,6 +127,14 @@ impl Registry {
                 placed.push((def.loc, Arc::new(src)));
             }
         }
+        let mut skills = Vec::new();
+        for def in &manifest.skills {
+            if let Some(src) = SkillsSource::build(def, &mut diags) {
+                let src = Arc::new(src);
+                skills.push(src.clone());
+                placed.push((def.loc, src));
+            }
+        }
         let roots = Roots::of(&manifest.templates).await;
         for def in &manifest.templates {
             if let Some(t) =
@@ -162,6 +174,7 @@ impl Registry {
             prompts,
             files,
             search,
+            skills,
             children,
         };
         (registry, diags)
@@ -177,6 +190,51 @@ impl Registry {
             &self.manifest.server.path,
             self.manifest.server.max_processes,
         );
+    }
+
+    /// Whether the manifest serves skills (the Skills extension is declared).
+    pub fn has_skills(&self) -> bool {
+        !self.manifest.skills.is_empty()
+    }
+
+    /// Every skill of every `[skills]` source, in manifest order, a skill URI listed once
+    /// (blocking work on a blocking thread).
+    pub async fn skills(&self) -> Vec<Skill> {
+        let sources = self.skills.clone();
+        blocking(move || {
+            let mut out: Vec<Skill> = Vec::new();
+            for s in &sources {
+                for skill in s.skills() {
+                    if !out.iter().any(|o| o.uri == skill.uri) {
+                        out.push(skill);
+                    }
+                }
+            }
+            out
+        })
+        .await
+        .unwrap_or_default()
+    }
+
+    /// The skill whose `SKILL.md` is `uri`, or invalid params (SEP-2640: `-32602` with a
+    /// message naming the URI).
+    pub async fn skill(&self, uri: &str) -> Result<Skill, RequestError> {
+        let sources: Vec<Arc<SkillsSource>> = self
+            .skills
+            .iter()
+            .filter(|s| s.owns_uri(uri))
+            .cloned()
+            .collect();
+        let wanted = uri.to_owned();
+        let found = blocking(move || sources.iter().find_map(|s| s.skill(&wanted)))
+            .await
+            .map_err(|e| RequestError::Internal(e.to_string()))?;
+        found.ok_or_else(|| {
+            RequestError::InvalidParams(format!(
+                "No skill is served at {}",
+                quote(uri, Quote::Code)
+            ))
+        })
     }
 
     /// How many sources were built (`build_partial` leaves out those with problems).

@@ -11,6 +11,7 @@ pub(crate) mod folders;
 pub(crate) mod git;
 pub(crate) mod paths;
 pub(crate) mod postgres;
+pub(crate) mod skills;
 pub(crate) mod sql;
 pub(crate) mod sqlite;
 pub(crate) mod template;

@@ -67,6 +67,33 @@ impl Handler {
     }
 }
 
+/// How long a client may treat a skills answer as current (`ttlMs`): a minute; the server
+/// announces changes with `list_changed` anyway.
+const SKILLS_TTL_MS: u64 = 60_000;
+
+/// A skill entry as rmcp's SEP-2640 types shape it.
+fn skill(s: crate::providers::skills::Skill) -> rmcp::model::Skill {
+    let mut extra = s.frontmatter;
+    let text = |v: Option<serde_json::Value>| match v {
+        Some(serde_json::Value::String(t)) => t,
+        _ => String::new(),
+    };
+    let name = text(extra.remove("name"));
+    let description = text(extra.remove("description"));
+    let mut frontmatter = rmcp::model::SkillFrontmatter::new(name, description);
+    frontmatter.extra = extra;
+    rmcp::model::Skill::new(
+        s.uri,
+        frontmatter,
+        rmcp::model::SkillResources::Files(
+            s.files
+                .into_iter()
+                .map(|f| rmcp::model::SkillResource::new(f.uri, f.digest, f.size))
+                .collect(),
+        ),
+    )
+}
+
 /// Whether `seen` (`None`: everything) shows the resource or resource template `uri`.
 fn sees_resource(seen: &Option<Arc<crate::manifest::Filter>>, uri: &str) -> bool {
     seen.as_ref().is_none_or(|f| f.resource(uri))
@@ -219,6 +246,19 @@ impl ServerHandler for Handler {
         request: CustomRequest,
         _cx: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
+        // A skills method whose params rmcp could not take (no `uri`, a `cursor` that is not a
+        // string) arrives here: its params are wrong, the method is not unknown.
+        if self.shared.snapshot().registry.has_skills()
+            && matches!(request.method.as_str(), "skills/list" | "skills/get")
+        {
+            return Err(ErrorData::invalid_params(
+                match request.method.as_str() {
+                    "skills/get" => "skills/get takes `uri`: the URI of a skill's SKILL.md",
+                    _ => "skills/list takes an optional string `cursor`",
+                },
+                None,
+            ));
+        }
         Err(ErrorData::new(
             rmcp::model::ErrorCode::METHOD_NOT_FOUND,
             format!("Method not found: {}", quote(&request.method, Quote::Code)),
@@ -478,6 +518,52 @@ impl ServerHandler for Handler {
         let mut result = tool_result(result.map_err(error)?);
         result.meta = server_meta(&snap, &cx);
         Ok(result.into())
+    }
+
+    async fn list_skills(
+        &self,
+        params: Option<PaginatedRequestParams>,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListSkillsResult, ErrorData> {
+        reserve(&cx, transport::LIST_RESERVE).await;
+        let snap = self.shared.snapshot();
+        let seen = self.seen(&snap);
+        let mut all = snap.registry.skills().await;
+        all.retain(|s| sees_resource(&seen, &s.uri));
+        let page = one_page(&snap, &cx, &params, &all, |s| skill(s.clone()))?;
+        let mut result = rmcp::model::ListSkillsResult::with_all_items(page.items);
+        result.next_cursor = page.next;
+        result.meta = page.meta;
+        result.ttl_ms = Some(SKILLS_TTL_MS);
+        result.cache_scope = Some(rmcp::model::CacheScope::Public);
+        Ok(result)
+    }
+
+    async fn get_skill(
+        &self,
+        params: rmcp::model::GetSkillRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetSkillResult, ErrorData> {
+        let snap = self.shared.snapshot();
+        let unknown = || {
+            ErrorData::invalid_params(
+                format!("No skill is served at {}", quote(&params.uri, Quote::Code)),
+                None,
+            )
+        };
+        if !sees_resource(&self.seen(&snap), &params.uri) {
+            return Err(unknown());
+        }
+        let found = snap
+            .registry
+            .skill(&params.uri)
+            .await
+            .map_err(|_| unknown())?;
+        let mut result = rmcp::model::GetSkillResult::new(skill(found))
+            .with_ttl_ms(SKILLS_TTL_MS)
+            .with_cache_scope(rmcp::model::CacheScope::Public);
+        result.meta = server_meta(&snap, &cx);
+        Ok(result)
     }
 
     async fn list_prompts(

@@ -82,6 +82,15 @@ impl Snapshot {
         }
         // The manifest is watched: an invalid edit is reported as `notifications/message`.
         caps.logging = Some(serde_json::Map::new());
+        if registry.has_skills() {
+            // SEP-2640: `skills/list` and `skills/get` (no `resources/directory/read`).
+            let mut extensions = rmcp::model::ExtensionCapabilities::new();
+            extensions.insert(
+                crate::providers::skills::EXTENSION.to_owned(),
+                serde_json::Map::new(),
+            );
+            caps.extensions = Some(extensions);
+        }
         let mut info = ServerConfig::new(caps)
             .with_server_info(Implementation::new(&m.server.name, &m.server.version))
             .with_protocol_version(ProtocolVersion::V_2025_11_25);

@@ -24,6 +24,7 @@ mod robustness;
 mod safety;
 mod search;
 mod setup;
+mod skills;
 mod sqlite;
 mod template_tools;
 mod templates;
