@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::argv::{self, Piece};
-use crate::manifest::{self, ArgvItem, Diagnostics, Exec, Loc, Manifest, MessageContent};
+use crate::manifest::{self, ArgvItem, Diagnostics, Exec, Loc, Manifest, MessageContent, groups};
 use crate::process::Children;
 use crate::providers::encode_path;
 use crate::providers::visible::Visibility;
@@ -65,6 +65,9 @@ pub(crate) async fn run(
     diags.extend(built);
     let sources_complete = !checked.sources_dropped && registry.source_count() == declared;
     diags.extend(prompt_uris(&registry, sources_complete).await);
+    if sources_complete {
+        diags.extend(groups(&registry, mode != Mode::Errors).await);
+    }
     if mode != Mode::Errors {
         // Only a manifest that is whole: sections dropped for an error are not "nothing".
         let m = &registry.manifest;
@@ -410,6 +413,104 @@ fn sample(template: &UriTemplate, value: &str) -> String {
 
 // ---------------------------------------------------------------------------------------------
 // Prompts embedding resources.
+
+/// More tools than this on the default endpoint get a warning: assistants choose worse among
+/// many (and every tool's schema takes room in their context).
+pub(crate) const MANY_TOOLS: usize = 40;
+
+/// `[groups.NAME]` and `[server] expose`: a pattern that matches nothing is an error (a typo
+/// would otherwise hide what it meant to show, silently); with `warnings`, a default endpoint
+/// showing more than `MANY_TOOLS` tools is a warning. Only when every entry was built (else a
+/// tool of an entry with a problem would be "missing").
+async fn groups(registry: &Registry, warnings: bool) -> Diagnostics {
+    let m = &registry.manifest;
+    let mut out = Diagnostics::new(m.file.clone());
+    let tools: Vec<String> = registry.tools().into_iter().map(|t| t.name).collect();
+    let filters: Vec<(String, &manifest::Filter)> =
+        std::iter::once(("[server] expose".to_owned(), &m.server.expose))
+            .chain(
+                m.groups
+                    .iter()
+                    .map(|g| (format!("[groups.{}]", g.name), &g.filter)),
+            )
+            .collect();
+    let wants_resources = filters.iter().any(|(_, f)| {
+        f.patterns()
+            .iter()
+            .any(|(k, _)| matches!(k, groups::Kind::Resources | groups::Kind::Exclude))
+    });
+    let mut resources: Vec<String> = Vec::new();
+    if wants_resources {
+        resources.extend(
+            registry
+                .list_resources()
+                .await
+                .unwrap_or_default()
+                .into_iter()
+                .map(|r| r.uri),
+        );
+        resources.extend(registry.templates().into_iter().map(|t| t.uri_template));
+    }
+    let prompts: Vec<String> = registry
+        .prompt_infos()
+        .into_iter()
+        .map(|p| p.name)
+        .collect();
+    for (entry, filter) in &filters {
+        for (kind, pattern) in filter.patterns() {
+            let (pool, noun): (Vec<&String>, &str) = match kind {
+                groups::Kind::Tools => (tools.iter().collect(), "tool"),
+                groups::Kind::Resources => (resources.iter().collect(), "resource or template"),
+                groups::Kind::Prompts => (prompts.iter().collect(), "prompt"),
+                groups::Kind::Exclude => (
+                    tools.iter().chain(&resources).chain(&prompts).collect(),
+                    "tool, resource or prompt",
+                ),
+            };
+            if pool.iter().any(|x| pattern.matches(x)) {
+                continue;
+            }
+            let known = match kind {
+                groups::Kind::Tools => format!("; the tools are: {}", names(&tools)),
+                groups::Kind::Prompts if prompts.is_empty() => "; there are no prompts".into(),
+                groups::Kind::Prompts => format!("; the prompts are: {}", names(&prompts)),
+                _ => String::new(),
+            };
+            out.push(
+                pattern.loc,
+                format!(
+                    "{entry} `{}`: `{}` matches no {noun}{known}",
+                    kind.key(),
+                    pattern.text
+                ),
+            );
+        }
+    }
+    if warnings {
+        let shown = match m.server.expose.is_everything() {
+            true => tools.len(),
+            false => tools.iter().filter(|t| m.server.expose.tool(t)).count(),
+        };
+        if shown > MANY_TOOLS {
+            out.warn(
+                Loc { line: 1, col: 1 },
+                format!(
+                    "clients of the default endpoint see {shown} tools (more than {MANY_TOOLS}: assistants choose worse among many, and every schema takes room in their context); show a subset with [server] expose, or define [groups.NAME] (`serve --group NAME`, or the HTTP endpoint /mcp/NAME)"
+                ),
+            );
+        }
+    }
+    out
+}
+
+/// At most 20 names, then how many more.
+fn names(all: &[String]) -> String {
+    let shown: Vec<String> = all.iter().take(20).map(|n| format!("`{n}`")).collect();
+    match all.len() > 20 {
+        true => format!("{} and {} more", shown.join(", "), all.len() - 20),
+        false => shown.join(", "),
+    }
+}
 
 /// A prompt embedding a URI that no source can serve is an error; one passing an argument into
 /// a template variable that cannot hold `/` is a warning. The error is only given when every

@@ -84,7 +84,7 @@ pub enum Via {
 
 /// `mcp-manifest serve [MANIFEST]`: check, then serve on stdio until stdin closes, or over HTTP
 /// until SIGTERM / SIGINT.
-pub async fn serve(manifest: Option<PathBuf>, via: Via) -> i32 {
+pub async fn serve(manifest: Option<PathBuf>, via: Via, group: Option<String>) -> i32 {
     let registry = match load_with(manifest.as_deref(), Mode::Offline).await {
         Ok((r, warnings)) => {
             // Logged, never a reason not to serve (`check` prints them too).
@@ -121,6 +121,12 @@ pub async fn serve(manifest: Option<PathBuf>, via: Via) -> i32 {
         m.tools.len(),
         m.prompts.len(),
     );
+    if let (Some(addr), Some(g)) = (listen, &group) {
+        eprintln!(
+            "mcp-manifest: --group serves one group on stdio; over HTTP every group has its own endpoint (http://{addr}/mcp/{g})"
+        );
+        return FAILED;
+    }
     let served = match listen {
         Some(addr) => {
             let ready = |bound: std::net::SocketAddr, auth: &str| {
@@ -138,7 +144,7 @@ pub async fn serve(manifest: Option<PathBuf>, via: Via) -> i32 {
                     env!("CARGO_PKG_VERSION"),
                 );
             }
-            crate::server::serve_stdio(registry).await
+            crate::server::serve_stdio(registry, group.as_deref()).await
         }
     };
     match served {
@@ -283,6 +289,44 @@ pub fn schema(write: Option<PathBuf>) -> i32 {
             FAILED
         }
     }
+}
+
+/// `mcp-manifest card [MANIFEST] [--group G] [--http ADDR]`: the server card, as `serve
+/// --http` answers it at `/mcp/server-card` (or `/mcp/G/server-card`).
+pub async fn card(manifest: Option<PathBuf>, group: Option<&str>, http: Option<&str>) -> i32 {
+    let (path, display) = manifest_path(manifest.as_deref());
+    let m = match manifest::load(&path, &display) {
+        Ok(m) => m,
+        Err(d) => {
+            report(&d);
+            return FAILED;
+        }
+    };
+    let listen = match http.map(manifest::parse_listen) {
+        None => None,
+        Some(Ok(a)) => Some(a),
+        Some(Err(e)) => {
+            eprintln!("mcp-manifest: --http: {e}");
+            return FAILED;
+        }
+    };
+    let group = match group {
+        None => None,
+        Some(g) => match m.group(g) {
+            Some(g) => Some(g),
+            None => {
+                eprintln!("mcp-manifest: no group `{g}` in {display}");
+                return FAILED;
+            }
+        },
+    };
+    let endpoint = crate::card::endpoint(&m, listen);
+    let card = crate::card::card(&m, group, endpoint.as_deref());
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&card).unwrap_or_default()
+    );
+    OK
 }
 
 /// `mcp-manifest list [MANIFEST] [--json]`: resources, templates, tools and prompts, one a line
@@ -1283,6 +1327,21 @@ where
     R: std::io::Read + Send + 'static,
     W: Write + Send + 'static,
 {
+    serve_group_streams(manifest, None, input, output, shutdown).await
+}
+
+/// `serve_streams` for one `[groups.NAME]` (`serve --group NAME`).
+pub async fn serve_group_streams<R, W>(
+    manifest: &Path,
+    group: Option<&str>,
+    input: R,
+    output: W,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> i32
+where
+    R: std::io::Read + Send + 'static,
+    W: Write + Send + 'static,
+{
     let registry = match load(Some(manifest)).await {
         Ok(r) => r,
         Err(d) => {
@@ -1290,7 +1349,7 @@ where
             return FAILED;
         }
     };
-    match crate::server::serve(registry, input, output, shutdown).await {
+    match crate::server::serve(registry, group, input, output, shutdown).await {
         Ok(()) => OK,
         Err(e) => {
             eprintln!("mcp-manifest: {e}");

@@ -15,10 +15,12 @@
 //! - `watch`: file watching → debounced batches of changed paths.
 //! - `setup`: `init` (a starter manifest for a folder) and `register` / `unregister` (client
 //!   configuration files).
+//! - `card`: the server card (SEP-2127) built from `[server]`; pure.
 //! - `check`: every problem of a manifest in one run (errors and warnings across sections).
 //! - `cli`: the command-line verbs that print results.
 
 pub(crate) mod argv;
+pub(crate) mod card;
 pub(crate) mod check;
 pub mod cli;
 pub(crate) mod manifest;

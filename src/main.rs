@@ -57,6 +57,22 @@ enum Command {
         /// Serve on stdio even when the manifest sets [server.http] listen.
         #[arg(long, conflicts_with = "http")]
         stdio: bool,
+        /// Serve only what [groups.NAME] shows (stdio; over HTTP each group is served at
+        /// /mcp/NAME).
+        #[arg(long, value_name = "NAME")]
+        group: Option<String>,
+    },
+    /// Print the server card (SEP-2127): what `serve --http` answers at /mcp/server-card.
+    Card {
+        #[command(flatten)]
+        manifest: ManifestArg,
+        /// The card of one [groups.NAME] endpoint.
+        #[arg(long, value_name = "NAME")]
+        group: Option<String>,
+        /// The server's listen address, when the manifest has no [server.http] listen or
+        /// public_url.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<String>,
     },
     /// Validate the manifest without serving; print a summary, or every error as FILE:LINE:COL.
     /// Warnings (FILE:LINE:COL: warning: …) do not fail the check unless --deny-warnings.
@@ -216,19 +232,25 @@ fn main() -> ExitCode {
     };
     let code = runtime.block_on(async {
         match args.command {
-            None => cli::serve(None, cli::Via::Default).await,
+            None => cli::serve(None, cli::Via::Default, None).await,
             Some(Command::Serve {
                 manifest,
                 http,
                 stdio,
+                group,
             }) => {
                 let via = match (http, stdio) {
                     (Some(addr), _) => cli::Via::Http(addr),
                     (None, true) => cli::Via::Stdio,
                     (None, false) => cli::Via::Default,
                 };
-                cli::serve(manifest.get(), via).await
+                cli::serve(manifest.get(), via, group).await
             }
+            Some(Command::Card {
+                manifest,
+                group,
+                http,
+            }) => cli::card(manifest.get(), group.as_deref(), http.as_deref()).await,
             Some(Command::Check {
                 manifest,
                 deny_warnings,

@@ -14,11 +14,13 @@ use crate::process::Children;
 use crate::prompts::{PromptDef, PromptInfo, Rendered};
 use crate::providers::files::FilesSource;
 use crate::providers::git::GitSource;
+use crate::providers::skills::{Skill, SkillsSource};
 use crate::providers::spec::TemplateSpec;
 use crate::providers::template::{Roots, TemplateSource};
 use crate::providers::{
     Body, ChangeEffect, Completion, CompletionRequest, Contents, Database, MAX_URI_BYTES,
-    RequestError, ResourceInfo, Source, TemplateInfo, check_uri_length, check_uri_length_at,
+    RequestError, ResourceInfo, Source, TemplateInfo, blocking, check_uri_length,
+    check_uri_length_at,
 };
 use crate::quote::{Quote, quote};
 use crate::tools::templates::TemplateTool;
@@ -52,6 +54,8 @@ pub(crate) struct Registry {
     files: Vec<Arc<FilesSource>>,
     /// `search_files`, when a files source has `search = true`.
     search: Option<SearchTool>,
+    /// The skills sources (also in `sources`), for `skills/list` and `skills/get`.
+    skills: Vec<Arc<SkillsSource>>,
     /// The processes tools and command templates started (shared with the registries that
     /// replace this one after a manifest edit).
     pub children: Arc<Children>,
@@ -116,6 +120,14 @@ impl Registry {
                 placed.push((def.loc, Arc::new(src)));
             }
         }
+        let mut skills = Vec::new();
+        for def in &manifest.skills {
+            if let Some(src) = SkillsSource::build(def, &mut diags) {
+                let src = Arc::new(src);
+                skills.push(src.clone());
+                placed.push((def.loc, src));
+            }
+        }
         let roots = Roots::of(&manifest.templates).await;
         for def in &manifest.templates {
             if let Some(t) =
@@ -160,6 +172,7 @@ impl Registry {
             prompts,
             files,
             search,
+            skills,
             children,
         };
         (registry, diags)
@@ -175,6 +188,51 @@ impl Registry {
             &self.manifest.server.path,
             self.manifest.server.max_processes,
         );
+    }
+
+    /// Whether the manifest serves skills (the Skills extension is declared).
+    pub fn has_skills(&self) -> bool {
+        !self.manifest.skills.is_empty()
+    }
+
+    /// Every skill of every `[skills]` source, in manifest order, a skill URI listed once
+    /// (blocking work on a blocking thread).
+    pub async fn skills(&self) -> Vec<Skill> {
+        let sources = self.skills.clone();
+        blocking(move || {
+            let mut out: Vec<Skill> = Vec::new();
+            for s in &sources {
+                for skill in s.skills() {
+                    if !out.iter().any(|o| o.uri == skill.uri) {
+                        out.push(skill);
+                    }
+                }
+            }
+            out
+        })
+        .await
+        .unwrap_or_default()
+    }
+
+    /// The skill whose `SKILL.md` is `uri`, or invalid params (SEP-2640: `-32602` with a
+    /// message naming the URI).
+    pub async fn skill(&self, uri: &str) -> Result<Skill, RequestError> {
+        let sources: Vec<Arc<SkillsSource>> = self
+            .skills
+            .iter()
+            .filter(|s| s.owns_uri(uri))
+            .cloned()
+            .collect();
+        let wanted = uri.to_owned();
+        let found = blocking(move || sources.iter().find_map(|s| s.skill(&wanted)))
+            .await
+            .map_err(|e| RequestError::Internal(e.to_string()))?;
+        found.ok_or_else(|| {
+            RequestError::InvalidParams(format!(
+                "No skill is served at {}",
+                quote(uri, Quote::Code)
+            ))
+        })
     }
 
     /// How many sources were built (`build_partial` leaves out those with problems).
@@ -647,6 +705,11 @@ impl Registry {
         args: serde_json::Map<String, Value>,
         cx: CallContext,
     ) -> Result<ToolResult, RequestError> {
+        if let Some(seen) = &cx.seen
+            && !seen.tool(name)
+        {
+            return Err(unknown_tool(name));
+        }
         if name == crate::manifest::SEARCH_TOOL_NAME
             && let Some(search) = &self.search
         {
@@ -654,10 +717,10 @@ impl Registry {
         }
         match name {
             "list_resources" if self.manifest.server.resource_tools => {
-                Ok(self.list_resources_tool(&args).await)
+                Ok(self.list_resources_tool(&args, &cx).await)
             }
             "read_resource" if self.manifest.server.resource_tools => {
-                Ok(self.read_resource_tool(&args).await)
+                Ok(self.read_resource_tool(&args, &cx).await)
             }
             _ => match self.tools.iter().find(|t| t.name() == name) {
                 Some(tool) => Ok(tool.call(&args, cx).await),
@@ -671,10 +734,7 @@ impl Registry {
                                 ToolResult::error(format!("`{name}` was cancelled"))
                             }
                         }),
-                        None => Err(RequestError::InvalidParams(format!(
-                            "unknown tool {}",
-                            quote(name, Quote::Code)
-                        ))),
+                        None => Err(unknown_tool(name)),
                     },
                 },
             },
@@ -712,7 +772,11 @@ impl Registry {
         tool.result(&uri, read)
     }
 
-    async fn list_resources_tool(&self, args: &serde_json::Map<String, Value>) -> ToolResult {
+    async fn list_resources_tool(
+        &self,
+        args: &serde_json::Map<String, Value>,
+        cx: &CallContext,
+    ) -> ToolResult {
         let cursor = match args.get("cursor") {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) => Some(s.as_str()),
@@ -755,6 +819,13 @@ impl Registry {
         let mut resources = Vec::new();
         let mut resource_templates = Vec::new();
         for item in page {
+            let uri = match item {
+                Listed::Resource(r) => &r.uri,
+                Listed::Template(t) => &t.uri_template,
+            };
+            if !cx.sees_resource(uri) {
+                continue;
+            }
             match item {
                 Listed::Resource(r) => {
                     let mut o = json!({ "uri": r.uri, "name": r.name });
@@ -810,11 +881,19 @@ impl Registry {
             .map(TemplateTool::name)
     }
 
-    async fn read_resource_tool(&self, args: &serde_json::Map<String, Value>) -> ToolResult {
+    async fn read_resource_tool(
+        &self,
+        args: &serde_json::Map<String, Value>,
+        cx: &CallContext,
+    ) -> ToolResult {
         let Some(uri) = args.get("uri").and_then(Value::as_str) else {
             return ToolResult::error("`uri` is required and must be a string");
         };
-        match self.read(uri).await {
+        let read = match cx.sees_resource(uri) {
+            true => self.read(uri).await,
+            false => Err(not_found(uri)),
+        };
+        match read {
             Ok(contents) => ToolResult {
                 content: contents
                     .into_iter()
@@ -829,6 +908,16 @@ impl Registry {
             Err(e) => ToolResult::error(e.to_string()),
         }
     }
+}
+
+/// The answer to a call of a tool this server does not have (or the caller does not see).
+pub(crate) fn unknown_tool(name: &str) -> RequestError {
+    RequestError::InvalidParams(format!("unknown tool {}", quote(name, Quote::Code)))
+}
+
+/// The answer to a read of a resource this server does not serve (or the caller does not see).
+pub(crate) fn not_found(uri: &str) -> RequestError {
+    RequestError::NotFound(uri.to_owned())
 }
 
 /// One item of `list_resources`' pages.

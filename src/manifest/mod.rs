@@ -6,8 +6,10 @@
 //! into `Manifest`, where paths are absolute, units are parsed, defaults are filled in and every
 //! problem is a `Diagnostic` with line and column.
 
+pub mod about;
 pub mod diag;
 pub mod expand;
+pub mod groups;
 mod http;
 pub mod raw;
 mod validate;
@@ -21,7 +23,9 @@ use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
 pub use crate::providers::sql::section::DatabaseDef;
+pub use about::{About, Skills};
 pub use diag::{Diagnostics, Loc, SourceMap};
+pub use groups::{Filter, Group};
 pub use http::{Http, HttpAuth, Jwks, OAuth, open_listen_refusal, parse_listen};
 pub use raw::{OutputKind, ParamType, Role};
 
@@ -60,6 +64,15 @@ pub struct Manifest {
     pub templates: Vec<Template>,
     pub tools: Vec<Tool>,
     pub prompts: Vec<Prompt>,
+    pub skills: Vec<Skills>,
+    pub groups: Vec<Group>,
+}
+
+impl Manifest {
+    /// The group of that name.
+    pub fn group(&self, name: &str) -> Option<&Group> {
+        self.groups.iter().find(|g| g.name == name)
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -79,6 +92,10 @@ pub struct Server {
     pub max_processes: usize,
     /// `[server.http]`: serving over Streamable HTTP.
     pub http: Http,
+    /// `expose`: what clients of the default endpoint see.
+    pub expose: Filter,
+    /// What the server card says (`title`, `description`, `website`, …).
+    pub about: About,
 }
 
 #[derive(Debug, Clone)]
@@ -853,6 +870,18 @@ impl Checker<'_> {
                 );
             }
         }
+        let skills = raw.skills.iter().map(|(k, v)| self.skills(k, v)).collect();
+        let groups = raw
+            .groups
+            .iter()
+            .map(|(k, v)| {
+                let map = self.map;
+                let diags = &mut *self.diags;
+                groups::group(k, v, &|sp| map.loc(sp.span().start), &mut |sp, msg| {
+                    diags.push(map.loc(sp.span().start), msg)
+                })
+            })
+            .collect();
         let mut m = Manifest {
             file: display.to_owned(),
             path: path.to_path_buf(),
@@ -863,6 +892,8 @@ impl Checker<'_> {
             templates,
             tools,
             prompts,
+            skills,
+            groups,
         };
         self.template_tools(&raw, taken, &mut m);
         m
@@ -910,7 +941,71 @@ impl Checker<'_> {
             debounce: self.duration(&s.debounce, DEFAULT_DEBOUNCE),
             path: self.search_path(&s.path),
             max_processes,
+            expose: self.expose(&s.expose),
+            about: self.about(&s),
             http: self.http(s.http),
+        }
+    }
+
+    fn expose(&mut self, raw: &Option<raw::RawGroup>) -> Filter {
+        let Some(raw) = raw else {
+            return Filter::everything();
+        };
+        let map = self.map;
+        let diags = &mut *self.diags;
+        groups::filter(raw, &|sp| map.loc(sp.span().start), &mut |sp, msg| {
+            diags.push(map.loc(sp.span().start), msg)
+        })
+    }
+
+    fn about(&mut self, s: &raw::RawServer) -> About {
+        let map = self.map;
+        let diags = &mut *self.diags;
+        let mut about = about::about(
+            &s.title,
+            &s.description,
+            &s.website,
+            &s.repository,
+            &s.icons,
+            &mut |sp, msg| diags.push(map.loc(sp.span().start), msg),
+        );
+        if let Some(h) = &s.http {
+            if let Some(u) = &h.public_url {
+                match about::http_url(u.get()) {
+                    Ok(u) => about.public_url = Some(u),
+                    Err(e) => self.err(u, format!("[server.http] `public_url`: {e}")),
+                }
+            }
+            about.catalog = h.catalog.unwrap_or(false);
+        }
+        about
+    }
+
+    fn skills(&mut self, key: &Key, s: &raw::RawSkills) -> Skills {
+        if let Some(p) = &s.prefix
+            && !about::valid_prefix(p.get())
+        {
+            self.err(
+                p,
+                format!(
+                    "[skills.{}] `prefix` must be `/`-separated segments of letters, digits, `.`, `-`, `_`, `~`, found `{}`",
+                    key.get(),
+                    p.get()
+                ),
+            );
+        }
+        Skills {
+            name: key.get().clone(),
+            loc: self.loc(key),
+            root: self.path(s.root.get()),
+            root_loc: self.loc(&s.root),
+            gitignore: s.gitignore.unwrap_or(true),
+            watch: s.watch.unwrap_or(true),
+            prefix: s
+                .prefix
+                .as_ref()
+                .map(|p| p.get().clone())
+                .filter(|p| about::valid_prefix(p)),
         }
     }
 

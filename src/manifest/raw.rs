@@ -291,6 +291,52 @@ pub struct RawManifest {
     #[serde(default)]
     #[schemars(extend("propertyNames" = { "pattern": "^[a-z][a-z0-9_-]*$" }))]
     pub prompts: IndexMap<Key, RawPrompt>,
+    /// Folders of agent skills (every folder holding a `SKILL.md`), served as the Skills
+    /// extension (`skills/list`, `skills/get`) and as `skill://` resources.
+    #[serde(default)]
+    #[schemars(extend("propertyNames" = { "pattern": "^[a-z][a-z0-9_-]*$" }))]
+    pub skills: IndexMap<Key, RawSkills>,
+    /// Named subsets of the tools, resources and prompts: `serve --group NAME` (stdio) and the
+    /// HTTP endpoint `<path>/NAME` serve exactly one.
+    #[serde(default)]
+    #[schemars(extend("propertyNames" = { "pattern": "^[a-z][a-z0-9_-]*$" }))]
+    pub groups: IndexMap<Key, RawGroup>,
+}
+
+/// `[skills.NAME]`: a folder of agent skills.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawSkills {
+    /// The folder holding the skills (e.g. ".agents/skills", "~/.claude/skills"): every folder
+    /// under it holding a `SKILL.md` is a skill.
+    pub root: Sp<String>,
+    /// Honour .gitignore / .ignore files (default true).
+    pub gitignore: Option<bool>,
+    /// Subscriptions and list_changed notifications (default true).
+    pub watch: Option<bool>,
+    /// The first segment of every `skill://` URI of this source (default: none, so
+    /// `skill://NAME/SKILL.md` for a skill folder `NAME` directly under `root`).
+    pub prefix: Option<Sp<String>>,
+}
+
+/// `[groups.NAME]` and `[server] expose`: which tools, resources and prompts a client sees.
+/// Each list holds names (tools, prompts) or URIs (resources), or globs of them (`*` matches
+/// any run of characters, `/` included; `?` one character; `[abc]` a set). A key left out
+/// keeps everything of its kind; `[]` keeps nothing of it.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawGroup {
+    /// Tools seen: names or globs (`repo_*`).
+    pub tools: Option<Vec<Sp<String>>>,
+    /// Resources and resource templates seen: URIs or globs (`git://repo/*`); a template is
+    /// seen when its URI template matches.
+    pub resources: Option<Vec<Sp<String>>>,
+    /// Prompts seen: names or globs.
+    pub prompts: Option<Vec<Sp<String>>>,
+    /// Names and URIs (or globs) left out of the lists above.
+    pub exclude: Option<Vec<Sp<String>>>,
+    /// What this group is for (its server card's description).
+    pub description: Option<Sp<String>>,
 }
 
 /// `[server]`
@@ -325,6 +371,34 @@ pub struct RawServer {
     /// Serving over MCP Streamable HTTP (`serve --http`): address, allowed origins and hosts,
     /// authentication.
     pub http: Option<RawHttp>,
+    /// Which tools, resources and prompts clients of the default endpoint see (same keys as
+    /// `[groups.NAME]`; default: everything).
+    pub expose: Option<RawGroup>,
+    /// Human-readable name shown by clients and in the server card.
+    pub title: Option<Sp<String>>,
+    /// One line on what this server offers (server card; at most 100 characters).
+    pub description: Option<Sp<String>>,
+    /// The project's home page or documentation (server card `websiteUrl`).
+    pub website: Option<Sp<String>>,
+    /// Where the source of this server's manifest lives (server card `repository`), e.g.
+    /// "https://github.com/acme/shop".
+    pub repository: Option<Sp<String>>,
+    /// Icons clients may show (server card and serverInfo).
+    pub icons: Option<Vec<RawIcon>>,
+}
+
+/// An icon of the server.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawIcon {
+    /// An https URL (or a data: URI) of the image.
+    pub src: Sp<String>,
+    /// Its MIME type, e.g. "image/png", "image/svg+xml".
+    pub mime_type: Option<Sp<String>>,
+    /// Sizes it holds, e.g. ["48x48"] or ["any"].
+    pub sizes: Option<Vec<Sp<String>>>,
+    /// "light" or "dark": the theme it is drawn for.
+    pub theme: Option<Sp<String>>,
 }
 
 /// `[server.http]`: how `serve --http` listens and whom it lets in.
@@ -375,6 +449,11 @@ pub struct RawHttp {
     /// from "1s" to "1h"). The answer to a request waits this long for a client that went away
     /// mid-call; fewer are kept when the server is short of room.
     pub resume_window: Option<Sp<DurationStr>>,
+    /// The URL clients reach this server's MCP endpoint at, as the server card gives it
+    /// (default `http://LISTEN/mcp`); set it when a proxy puts the server behind another name.
+    pub public_url: Option<Sp<String>>,
+    /// Also serve `/.well-known/ai-catalog.json` listing this server's cards (default false).
+    pub catalog: Option<bool>,
 }
 
 /// How HTTP requests are authenticated.

@@ -10,6 +10,7 @@ pub(crate) mod files;
 pub(crate) mod git;
 pub(crate) mod paths;
 pub(crate) mod platform;
+pub(crate) mod skills;
 pub(crate) mod spec;
 pub(crate) mod sql;
 pub(crate) mod template;

@@ -52,6 +52,48 @@ use transport::{LineTransport, Output, Watch};
 pub(crate) struct Handler {
     shared: Arc<Shared>,
     session: Arc<Session>,
+    /// The `[groups.NAME]` this session was opened on (`serve --group`, `<path>/NAME`); none:
+    /// the default endpoint (`[server] expose`).
+    group: Option<Arc<str>>,
+}
+
+impl Handler {
+    /// What this session's endpoint shows (`None`: everything), in the current snapshot.
+    fn seen(&self, snap: &Snapshot) -> Option<Arc<crate::manifest::Filter>> {
+        snap.seen(self.group.as_deref())
+    }
+}
+
+/// How long a client may treat a skills answer as current (`ttlMs`): a minute; the server
+/// announces changes with `list_changed` anyway.
+const SKILLS_TTL_MS: u64 = 60_000;
+
+/// A skill entry as rmcp's SEP-2640 types shape it.
+fn skill(s: crate::providers::skills::Skill) -> rmcp::model::Skill {
+    let mut extra = s.frontmatter;
+    let text = |v: Option<serde_json::Value>| match v {
+        Some(serde_json::Value::String(t)) => t,
+        _ => String::new(),
+    };
+    let name = text(extra.remove("name"));
+    let description = text(extra.remove("description"));
+    let mut frontmatter = rmcp::model::SkillFrontmatter::new(name, description);
+    frontmatter.extra = extra;
+    rmcp::model::Skill::new(
+        s.uri,
+        frontmatter,
+        rmcp::model::SkillResources::Files(
+            s.files
+                .into_iter()
+                .map(|f| rmcp::model::SkillResource::new(f.uri, f.digest, f.size))
+                .collect(),
+        ),
+    )
+}
+
+/// Whether `seen` (`None`: everything) shows the resource or resource template `uri`.
+fn sees_resource(seen: &Option<Arc<crate::manifest::Filter>>, uri: &str) -> bool {
+    seen.as_ref().is_none_or(|f| f.resource(uri))
 }
 
 /// The serverInfo `_meta` for a stateless-era request (those carry their version in `_meta`).
@@ -97,10 +139,21 @@ struct Gate(Handler);
 /// What a `subscriptions/listen` needs before rmcp acknowledges it (on stdio in `Gate`, over
 /// HTTP in front of rmcp): the watcher watches what the manifest needs, and every URI it names is
 /// one a source serves.
-async fn admit_listen(shared: &Shared, uris: &[String]) -> Result<(), ErrorData> {
+async fn admit_listen(
+    shared: &Shared,
+    group: Option<&str>,
+    uris: &[String],
+) -> Result<(), ErrorData> {
     shared.watching().await;
-    let registry = shared.registry();
+    let snap = shared.snapshot();
+    let seen = snap.seen(group);
+    let registry = &snap.registry;
     for uri in uris {
+        if !sees_resource(&seen, uri) {
+            let mut e = error(crate::registry::not_found(uri));
+            e.code = rmcp::model::ErrorCode::INVALID_PARAMS;
+            return Err(e);
+        }
         // `subscriptions/listen` exists only in 2026-07-28, where not found is -32602 (rmcp
         // turns -32002 into it only for what a `ServerHandler` answers).
         registry.check_serves(uri).await.map_err(|e| {
@@ -124,7 +177,12 @@ impl rmcp::Service<RoleServer> for Gate {
                 .notifications
                 .resource_subscriptions
                 .as_deref();
-            admit_listen(&self.0.shared, uris.unwrap_or_default()).await?;
+            admit_listen(
+                &self.0.shared,
+                self.0.group.as_deref(),
+                uris.unwrap_or_default(),
+            )
+            .await?;
         }
         // The method and what the client named, cut like a message quotes them: a log line is
         // not a copy of a 14 MB URI.
@@ -185,6 +243,19 @@ impl ServerHandler for Handler {
         request: CustomRequest,
         _cx: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
+        // A skills method whose params rmcp could not take (no `uri`, a `cursor` that is not a
+        // string) arrives here: its params are wrong, the method is not unknown.
+        if self.shared.snapshot().registry.has_skills()
+            && matches!(request.method.as_str(), "skills/list" | "skills/get")
+        {
+            return Err(ErrorData::invalid_params(
+                match request.method.as_str() {
+                    "skills/get" => "skills/get takes `uri`: the URI of a skill's SKILL.md",
+                    _ => "skills/list takes an optional string `cursor`",
+                },
+                None,
+            ));
+        }
         Err(ErrorData::new(
             rmcp::model::ErrorCode::METHOD_NOT_FOUND,
             format!("Method not found: {}", quote(&request.method, Quote::Code)),
@@ -200,8 +271,11 @@ impl ServerHandler for Handler {
         // Answered only once the watch that sees this URI's changes is in place, and only for
         // a URI the server would read.
         self.shared.watching().await;
-        self.shared
-            .registry()
+        let snap = self.shared.snapshot();
+        if !sees_resource(&self.seen(&snap), &params.uri) {
+            return Err(error(crate::registry::not_found(&params.uri)));
+        }
+        snap.registry
             .check_serves(&params.uri)
             .await
             .map_err(error)?;
@@ -268,8 +342,14 @@ impl ServerHandler for Handler {
             .list_resources_page(cursor)
             .await
             .map_err(error)?;
-        let mut result =
-            ListResourcesResult::with_all_items(items.into_iter().map(resource).collect());
+        let seen = self.seen(&snap);
+        let mut result = ListResourcesResult::with_all_items(
+            items
+                .into_iter()
+                .filter(|r| sees_resource(&seen, &r.uri))
+                .map(resource)
+                .collect(),
+        );
         result.next_cursor = next;
         result.meta = server_meta(&snap, &cx);
         Ok(result)
@@ -282,7 +362,9 @@ impl ServerHandler for Handler {
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         reserve(&cx, transport::LIST_RESERVE).await;
         let snap = self.shared.snapshot();
-        let all = snap.registry.templates();
+        let seen = self.seen(&snap);
+        let mut all = snap.registry.templates();
+        all.retain(|t| sees_resource(&seen, &t.uri_template));
         let page = one_page(&snap, &cx, &params, &all, |t| {
             let mut rt = ResourceTemplate::new(&t.uri_template, &t.name);
             rt.description = t.description.clone();
@@ -302,6 +384,9 @@ impl ServerHandler for Handler {
     ) -> Result<ReadResourceResponse, ErrorData> {
         reserve(&cx, transport::READ_RESERVE).await;
         let snap = self.shared.snapshot();
+        if !sees_resource(&self.seen(&snap), &params.uri) {
+            return Err(error(crate::registry::not_found(&params.uri)));
+        }
         let registry = &snap.registry;
         // A cancelled read stops here: dropping it kills a command template's process group
         // (rmcp sends no answer for a cancelled request).
@@ -331,7 +416,17 @@ impl ServerHandler for Handler {
         let context: HashMap<String, String> =
             params.context.and_then(|c| c.arguments).unwrap_or_default();
         let arg = &params.argument;
+        let seen = self.seen(&snap);
         let answer = match &params.r#ref {
+            Reference::Resource(r) if !sees_resource(&seen, &r.uri) => {
+                Err(crate::registry::not_found(&r.uri))
+            }
+            Reference::Prompt(p) if seen.as_ref().is_some_and(|f| !f.prompt(&p.name)) => {
+                Err(RequestError::InvalidParams(format!(
+                    "unknown prompt {}",
+                    quote(&p.name, Quote::Code)
+                )))
+            }
             Reference::Resource(r) => {
                 registry
                     .complete_resource(&r.uri, &arg.name, &arg.value, &context)
@@ -363,7 +458,18 @@ impl ServerHandler for Handler {
                 rmcp::model::ListToolsRequestMethod,
             >());
         }
-        let page = one_page(&snap, &cx, &params, snap.tools(), Clone::clone)?;
+        let page = match self.seen(&snap) {
+            None => one_page(&snap, &cx, &params, snap.tools(), Clone::clone)?,
+            Some(seen) => {
+                let shown: Vec<_> = snap
+                    .tools()
+                    .iter()
+                    .filter(|t| seen.tool(&t.name))
+                    .cloned()
+                    .collect();
+                one_page(&snap, &cx, &params, &shown, Clone::clone)?
+            }
+        };
         let mut result = ListToolsResult::with_all_items(page.items);
         result.next_cursor = page.next;
         result.meta = page.meta;
@@ -393,6 +499,7 @@ impl ServerHandler for Handler {
         let call = CallContext {
             cancel: cx.ct.clone(),
             progress,
+            seen: self.seen(&snap),
         };
         // A call of an HTTP session that ends is dropped, which kills its processes.
         let call = admitted(
@@ -414,6 +521,52 @@ impl ServerHandler for Handler {
         Ok(result.into())
     }
 
+    async fn list_skills(
+        &self,
+        params: Option<PaginatedRequestParams>,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListSkillsResult, ErrorData> {
+        reserve(&cx, transport::LIST_RESERVE).await;
+        let snap = self.shared.snapshot();
+        let seen = self.seen(&snap);
+        let mut all = snap.registry.skills().await;
+        all.retain(|s| sees_resource(&seen, &s.uri));
+        let page = one_page(&snap, &cx, &params, &all, |s| skill(s.clone()))?;
+        let mut result = rmcp::model::ListSkillsResult::with_all_items(page.items);
+        result.next_cursor = page.next;
+        result.meta = page.meta;
+        result.ttl_ms = Some(SKILLS_TTL_MS);
+        result.cache_scope = Some(rmcp::model::CacheScope::Public);
+        Ok(result)
+    }
+
+    async fn get_skill(
+        &self,
+        params: rmcp::model::GetSkillRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetSkillResult, ErrorData> {
+        let snap = self.shared.snapshot();
+        let unknown = || {
+            ErrorData::invalid_params(
+                format!("No skill is served at {}", quote(&params.uri, Quote::Code)),
+                None,
+            )
+        };
+        if !sees_resource(&self.seen(&snap), &params.uri) {
+            return Err(unknown());
+        }
+        let found = snap
+            .registry
+            .skill(&params.uri)
+            .await
+            .map_err(|_| unknown())?;
+        let mut result = rmcp::model::GetSkillResult::new(skill(found))
+            .with_ttl_ms(SKILLS_TTL_MS)
+            .with_cache_scope(rmcp::model::CacheScope::Public);
+        result.meta = server_meta(&snap, &cx);
+        Ok(result)
+    }
+
     async fn list_prompts(
         &self,
         params: Option<PaginatedRequestParams>,
@@ -426,7 +579,11 @@ impl ServerHandler for Handler {
                 rmcp::model::ListPromptsRequestMethod,
             >());
         }
-        let page = one_page(&snap, &cx, &params, &snap.registry.prompt_infos(), prompt)?;
+        let mut all = snap.registry.prompt_infos();
+        if let Some(seen) = self.seen(&snap) {
+            all.retain(|p| seen.prompt(&p.name));
+        }
+        let page = one_page(&snap, &cx, &params, &all, prompt)?;
         let mut result = ListPromptsResult::with_all_items(page.items);
         result.next_cursor = page.next;
         result.meta = page.meta;
@@ -443,6 +600,12 @@ impl ServerHandler for Handler {
             return Err(ErrorData::method_not_found::<
                 rmcp::model::GetPromptRequestMethod,
             >());
+        }
+        if self.seen(&snap).is_some_and(|f| !f.prompt(&params.name)) {
+            return Err(error(RequestError::InvalidParams(format!(
+                "unknown prompt {}",
+                quote(&params.name, Quote::Code)
+            ))));
         }
         // A prompt may embed resources.
         reserve(&cx, transport::READ_RESERVE).await;
@@ -513,9 +676,10 @@ async fn admitted<F: std::future::Future>(
 }
 
 /// Serves `registry` on stdin/stdout until stdin closes (or SIGTERM), then returns within ~1 s.
-pub(crate) async fn serve_stdio(registry: Registry) -> anyhow::Result<()> {
+pub(crate) async fn serve_stdio(registry: Registry, group: Option<&str>) -> anyhow::Result<()> {
     serve_on(
         registry,
+        group,
         (std::io::stdin(), Watch::stdin()),
         std::io::stdout(),
         transport::terminated(),
@@ -527,6 +691,7 @@ pub(crate) async fn serve_stdio(registry: Registry) -> anyhow::Result<()> {
 /// every process a tool started is killed and everything answered is written.
 pub(crate) async fn serve<R, W>(
     registry: Registry,
+    group: Option<&str>,
     input: R,
     output: W,
     shutdown: impl Future<Output = ()>,
@@ -535,12 +700,13 @@ where
     R: Read + Send + 'static,
     W: Write + Send + 'static,
 {
-    serve_on(registry, (input, None), output, shutdown).await
+    serve_on(registry, group, (input, None), output, shutdown).await
 }
 
 /// `serve`, with a watch of the input when there is one (`transport::Watch`).
 async fn serve_on<R, W>(
     registry: Registry,
+    group: Option<&str>,
     (input, watch): (R, Option<Watch>),
     output: W,
     shutdown: impl Future<Output = ()>,
@@ -554,15 +720,35 @@ where
     let _children = scopeguard(move || children.kill_all());
     let eof = CancellationToken::new();
     let output = Output::start(output);
+    if let Some(g) = group
+        && registry.manifest.group(g).is_none()
+    {
+        let names: Vec<&str> = registry
+            .manifest
+            .groups
+            .iter()
+            .map(|g| g.name.as_str())
+            .collect();
+        anyhow::bail!(
+            "no group `{g}` in {}; {}",
+            registry.manifest.file,
+            match names.is_empty() {
+                true => "it declares no [groups]".to_owned(),
+                false => format!("its groups are: {}", names.join(", ")),
+            }
+        );
+    }
+    let group: Option<Arc<str>> = group.map(Arc::from);
     let shared = Shared::new(registry);
     output.direct(
-        transport::hook(shared.clone()),
+        transport::hook(shared.clone(), group.clone()),
         tokio::runtime::Handle::current(),
     );
     let transport = LineTransport::new(input, watch, &output, eof.clone());
     let handler = Gate(Handler {
         session: shared.open_session(eof.clone()),
         shared: shared.clone(),
+        group,
     });
     let watching = tokio::spawn(shared.clone().watch_loop());
     let _stop_watching = scopeguard(move || watching.abort());

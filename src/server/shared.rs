@@ -15,7 +15,7 @@
 // handshake-era clients speak.
 #![allow(deprecated)]
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 use std::time::Duration;
@@ -29,6 +29,7 @@ use rmcp::service::{Peer, RoleServer, SubscriptionSink};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::manifest::Filter;
 use crate::providers::{TemplateInfo, blocking};
 use crate::registry::Registry;
 use crate::watch::{Change, Watcher};
@@ -45,7 +46,18 @@ pub(super) struct Snapshot {
     /// `tools/list` results as the transport's reader answers them (`tool_page`): each page's
     /// cursor (none for the first) and its JSON, serialized on the first such list.
     tool_pages: OnceLock<Vec<(Option<String>, Arc<str>)>>,
+    /// What each endpoint shows: the default one (`[server] expose`; `None` when it shows
+    /// everything) and each `[groups.NAME]`.
+    seen: HashMap<Option<String>, Option<Arc<Filter>>>,
 }
+
+/// What an endpoint whose group a reload removed shows: nothing.
+static NOTHING: Filter = Filter {
+    tools: Some(Vec::new()),
+    resources: Some(Vec::new()),
+    prompts: Some(Vec::new()),
+    exclude: Vec::new(),
+};
 
 impl Snapshot {
     fn new(registry: Arc<Registry>) -> Snapshot {
@@ -70,6 +82,15 @@ impl Snapshot {
         }
         // The manifest is watched: an invalid edit is reported as `notifications/message`.
         caps.logging = Some(serde_json::Map::new());
+        if registry.has_skills() {
+            // SEP-2640: `skills/list` and `skills/get` (no `resources/directory/read`).
+            let mut extensions = rmcp::model::ExtensionCapabilities::new();
+            extensions.insert(
+                crate::providers::skills::EXTENSION.to_owned(),
+                serde_json::Map::new(),
+            );
+            caps.extensions = Some(extensions);
+        }
         let mut info = ServerConfig::new(caps)
             .with_server_info(Implementation::new(&m.server.name, &m.server.version))
             .with_protocol_version(ProtocolVersion::V_2025_11_25);
@@ -82,12 +103,30 @@ impl Snapshot {
                 .0
                 .insert("io.modelcontextprotocol/serverInfo".to_owned(), value);
         }
+        let mut seen = HashMap::new();
+        let expose = &m.server.expose;
+        seen.insert(
+            None,
+            (!expose.is_everything()).then(|| Arc::new(expose.clone())),
+        );
+        for g in &m.groups {
+            seen.insert(Some(g.name.clone()), Some(Arc::new(g.filter.clone())));
+        }
         Snapshot {
             registry,
             info,
             server_meta,
             tools: OnceLock::new(),
             tool_pages: OnceLock::new(),
+            seen,
+        }
+    }
+
+    /// What the endpoint of `group` (none: the default one) shows; `None` when everything.
+    pub fn seen(&self, group: Option<&str>) -> Option<Arc<Filter>> {
+        match self.seen.get(&group.map(str::to_owned)) {
+            Some(f) => f.clone(),
+            None => Some(Arc::new(NOTHING.clone())),
         }
     }
 

@@ -24,6 +24,10 @@ pub struct CallContext {
     pub cancel: CancellationToken,
     /// Progress reports while a process runs; none when the client did not ask for progress.
     pub progress: Option<UnboundedSender<Progress>>,
+    /// What the caller's endpoint shows (`[groups]`, `[server] expose`); none: everything. The
+    /// tools that reach resources generically (`list_resources`, `read_resource`,
+    /// `search_files`) keep to its resources.
+    pub seen: Option<std::sync::Arc<crate::manifest::Filter>>,
 }
 
 impl CallContext {
@@ -31,7 +35,13 @@ impl CallContext {
         CallContext {
             cancel,
             progress: None,
+            seen: None,
         }
+    }
+
+    /// Whether the caller sees the resource `uri`.
+    pub fn sees_resource(&self, uri: &str) -> bool {
+        self.seen.as_ref().is_none_or(|f| f.resource(uri))
     }
 }
 

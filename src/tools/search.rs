@@ -70,6 +70,8 @@ struct Query {
     glob: Option<Glob>,
     max_matches: usize,
     context: usize,
+    /// What the caller sees (`CallContext::seen`): files whose URI it leaves out are skipped.
+    seen: Option<Arc<crate::manifest::Filter>>,
 }
 
 #[derive(Debug)]
@@ -118,10 +120,11 @@ impl SearchTool {
         args: &serde_json::Map<String, Value>,
         cx: CallContext,
     ) -> ToolResult {
-        let query = match self.query(args) {
+        let mut query = match self.query(args) {
             Ok(q) => q,
             Err(e) => return ToolResult::error(e),
         };
+        query.seen = cx.seen.clone();
         // Dropping this future (a session that ends) stops the threads too.
         let stop = cx.cancel.child_token();
         let _guard = stop.clone().drop_guard();
@@ -207,6 +210,7 @@ impl SearchTool {
             glob,
             max_matches: usize::try_from(max_matches).unwrap_or(usize::MAX),
             context: usize::try_from(context).unwrap_or(0),
+            seen: None,
         })
     }
 
@@ -287,10 +291,16 @@ fn run(
         }
         let source = &sources[i];
         let served = source.served_paths();
-        if query.glob.is_none() && !overlap && files.paths.is_empty() {
+        if query.glob.is_none() && !overlap && files.paths.is_empty() && query.seen.is_none() {
             files.paths = served;
         } else {
             for rel in served.iter() {
+                // A group (or `[server] expose`) that leaves a file's URI out: not searched.
+                if let Some(seen) = &query.seen
+                    && !seen.resource(&source.uri_for(rel))
+                {
+                    continue;
+                }
                 if let Some(g) = &query.glob {
                     let subject = if g.name_only {
                         rel.rsplit('/').next().unwrap_or(rel)

@@ -6,11 +6,13 @@
 
 mod support;
 
+mod cards;
 mod check;
 mod cli;
 mod engines;
 mod files;
 mod git;
+mod groups;
 mod http;
 mod hygiene;
 mod manifest_errors;
@@ -24,6 +26,7 @@ mod robustness;
 mod safety;
 mod search;
 mod setup;
+mod skills;
 mod sqlite;
 mod template_tools;
 mod templates;

@@ -260,6 +260,12 @@ impl Server {
 
     /// `serve` in this process, on pipes, on a thread with its own runtime (as `main` runs it).
     pub fn in_process(manifest: &Path) -> Server {
+        Server::in_process_group(manifest, None)
+    }
+
+    /// `serve --group GROUP` in this process (`in_process` for one `[groups.NAME]`).
+    pub fn in_process_group(manifest: &Path, group: Option<&str>) -> Server {
+        let group = group.map(str::to_owned);
         let (input, to_server) = std::io::pipe().expect("pipe");
         let (from_server, output) = std::io::pipe().expect("pipe");
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -268,8 +274,12 @@ impl Server {
             let shutdown = async {
                 let _ = stopped.await;
             };
-            let code = runtime().block_on(mcp_manifest::cli::serve_streams(
-                &manifest, input, output, shutdown,
+            let code = runtime().block_on(mcp_manifest::cli::serve_group_streams(
+                &manifest,
+                group.as_deref(),
+                input,
+                output,
+                shutdown,
             ));
             assert_eq!(code, 0, "serve failed");
         });

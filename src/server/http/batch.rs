@@ -168,7 +168,13 @@ async fn one(front: &Front, request: Request<Body>, member: Box<RawValue>) -> Op
         ));
     }
     let answer = request.extensions().get::<answers::Answer>().cloned();
-    let response = front.service.handle(request).await;
+    let response = match super::endpoints::path(request.uri().path()) {
+        super::endpoints::Path::Group(g) => match front.groups.service(g) {
+            Some(service) => service.handle(request).await,
+            None => return Some(error(peek.id.unwrap_or(Value::Null), INTERNAL_ERROR, "Internal error: the group is gone")),
+        },
+        _ => front.service.handle(request).await,
+    };
     let status = response.status();
     let bytes = match response.into_body().collect().await {
         Ok(b) => b.to_bytes(),

@@ -408,10 +408,15 @@ pub(super) async fn front_layer(
         cut: false,
     };
     let cors = front.allowed_origin(req.headers()).cloned();
-    if path != "/mcp" {
-        let response = next.run(req).await;
-        return entry.finish(response);
-    }
+    let group = match super::endpoints::path(&path) {
+        super::endpoints::Path::Mcp => None,
+        super::endpoints::Path::Group(g) => Some(g.to_owned()),
+        // Cards, health, metadata: public, answered without authentication.
+        _ => {
+            let response = next.run(req).await;
+            return entry.finish(response);
+        }
+    };
     if method == Method::OPTIONS {
         return entry.finish(preflight(cors));
     }
@@ -554,7 +559,7 @@ pub(super) async fn front_layer(
             Ok(Shape::Call(m)) => entry.rpc = Some(m),
         }
         if entry.rpc.as_deref() == Some("subscriptions/listen")
-            && let Err(refusal) = admit_listen(&front.shared, &bytes).await
+            && let Err(refusal) = admit_listen(&front.shared, group.as_deref(), &bytes).await
         {
             return entry.finish(with_cors(refusal, cors));
         }
@@ -654,7 +659,11 @@ async fn response_text(response: Response<Body>) -> String {
 
 /// rmcp acknowledges a `subscriptions/listen` before the handler sees it: what it needs first
 /// (`super::admit_listen`) is checked here. A refusal is the request's JSON-RPC error.
-async fn admit_listen(shared: &Shared, body: &[u8]) -> Result<(), Response<Body>> {
+async fn admit_listen(
+    shared: &Shared,
+    group: Option<&str>,
+    body: &[u8],
+) -> Result<(), Response<Body>> {
     let Ok(request) = serde_json::from_slice::<serde_json::Value>(body) else {
         // rmcp answers what does not parse.
         return Ok(());
@@ -667,7 +676,7 @@ async fn admit_listen(shared: &Shared, body: &[u8]) -> Result<(), Response<Body>
                 .collect()
         })
         .unwrap_or_default();
-    match crate::server::admit_listen(shared, &uris).await {
+    match crate::server::admit_listen(shared, group, &uris).await {
         Ok(()) => Ok(()),
         Err(e) => Err(json_response(
             StatusCode::OK,

@@ -33,10 +33,10 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, Response, StatusCode, header};
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, Method, Response, StatusCode, header};
 use axum::middleware;
-use axum::routing::get;
+use axum::routing::{any, get};
 use rmcp::model::ErrorData;
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::SessionManager;
@@ -48,6 +48,7 @@ mod answers;
 mod batch;
 mod bodies;
 mod conns;
+mod endpoints;
 mod front;
 mod sessions;
 mod sys;
@@ -126,11 +127,13 @@ pub(crate) async fn serve(
     let keeping = tokio::spawn(sessions.clone().keep(sessions_end.clone()));
     let _stop_keeping = scopeguard(move || keeping.abort());
     let factory_shared = shared.clone();
+    let groups = endpoints::Groups::new(shared.clone(), sessions.clone(), config.clone());
     let service = StreamableHttpService::new(
         move || {
             Ok(Handler {
                 session: factory_shared.open_session(CancellationToken::new()),
                 shared: factory_shared.clone(),
+                group: None,
             })
         },
         sessions.clone(),
@@ -148,6 +151,7 @@ pub(crate) async fn serve(
         per_session: Mutex::new(HashMap::new()),
         sessions,
         service: service.clone(),
+        groups: groups.clone(),
         hosts,
         resume_window: http.resume_window,
         max_sessions: http.max_sessions,
@@ -156,8 +160,41 @@ pub(crate) async fn serve(
         body_timeout: http.idle_timeout,
         answers,
     });
+    let (card_shared, catalog_shared) = (shared.clone(), shared.clone());
     let app = Router::new()
         .route_service("/mcp", service)
+        .route_service("/mcp/{group}", groups)
+        .route(
+            "/mcp/server-card",
+            any(move |method: Method, headers: HeaderMap| {
+                let shared = card_shared.clone();
+                async move { endpoints::card_response(&shared, bound, None, &method, &headers) }
+            }),
+        )
+        .route(
+            "/mcp/{group}/server-card",
+            any({
+                let shared = shared.clone();
+                move |Path(group): Path<String>, method: Method, headers: HeaderMap| {
+                    let shared = shared.clone();
+                    async move {
+                        endpoints::card_response(&shared, bound, Some(&group), &method, &headers)
+                    }
+                }
+            }),
+        )
+        .route(
+            "/.well-known/ai-catalog.json",
+            any(move |method: Method, headers: HeaderMap| {
+                let shared = catalog_shared.clone();
+                async move {
+                    match endpoints::catalog_response(&shared, bound, &method, &headers) {
+                        Some(r) => r,
+                        None => not_found().await,
+                    }
+                }
+            }),
+        )
         .route("/healthz", get(healthz))
         .route("/.well-known/oauth-protected-resource", get(metadata))
         .route(
@@ -258,6 +295,8 @@ struct Front {
     sessions: Arc<Sessions>,
     /// rmcp's service (the parts of a batch go to it one by one).
     service: StreamableHttpService<Handler, Sessions>,
+    /// The services of `/mcp/NAME` (a batch there goes to its group's).
+    groups: endpoints::Groups,
     /// The `Host` values accepted (`None`: any).
     hosts: Option<Vec<Authority>>,
     /// `[server.http] resume_window`.

@@ -248,8 +248,10 @@ impl State {
 
 /// The server's [`Hook`]: `resources/read`, `resources/list` and `tools/list` as rmcp's handler
 /// answers them in a session before 2026-07-28 (no `resultType`, no `_meta`). Requests with
-/// anything else in their params (`_meta`, a progress token) are left to rmcp.
-pub fn hook(shared: Arc<Shared>) -> Hook {
+/// anything else in their params (`_meta`, a progress token) are left to rmcp, and so is every
+/// request of a session that sees only part of the server (`group`, `[server] expose`): the
+/// handler filters.
+pub fn hook(shared: Arc<Shared>, group: Option<Arc<str>>) -> Hook {
     #[derive(serde::Deserialize)]
     #[serde(deny_unknown_fields)]
     struct Read {
@@ -268,6 +270,9 @@ pub fn hook(shared: Arc<Shared>) -> Hook {
         }
     }
     Box::new(move |method, params| {
+        if shared.snapshot().seen(group.as_deref()).is_some() {
+            return None;
+        }
         let shared = shared.clone();
         match method {
             "resources/read" => {

@@ -1,0 +1,263 @@
+//! `[groups.NAME]` and `[server] expose`: a session opened on a group (`serve --group`) sees
+//! exactly its subset — lists, reads, calls, completion, subscriptions, in both eras — and
+//! `check` refuses a pattern that matches nothing.
+
+use serde_json::{Value, json};
+
+use crate::support::{Fixture, Server, list_all, stderr};
+
+const MANIFEST: &str = r#"
+[files.docs]
+root = "docs"
+
+[templates.note]
+uri = "note://{topic}"
+file = "notes/{topic}.md"
+
+[tools.hidden]
+command = ["true"]
+
+[prompts.review]
+args.path = { completions = ["a", "b"] }
+messages = [{ role = "user", text = "Review {path}" }]
+
+[prompts.secret_prompt]
+messages = [{ role = "user", text = "hidden" }]
+
+[groups.public]
+tools = ["list_resources", "read_resource", "search_files", "no*"]
+resources = ["file://*/docs/public/*", "note://*"]
+prompts = ["review"]
+exclude = ["file://*/docs/public/drafts/*"]
+"#;
+
+fn fixture() -> Fixture {
+    let f = Fixture::new();
+    f.write("docs/public/a.md", "needle in public\n");
+    f.write("docs/public/drafts/d.md", "needle in a draft\n");
+    f.write("docs/secret/s.md", "needle in secret\n");
+    f.write("notes/x.md", "a note\n");
+    f.manifest(MANIFEST);
+    f
+}
+
+fn names(items: &[Value], key: &str) -> Vec<String> {
+    let mut out: Vec<String> = items
+        .iter()
+        .filter_map(|i| i[key].as_str().map(str::to_owned))
+        .collect();
+    out.sort();
+    out
+}
+
+fn group(f: &Fixture, name: &str) -> Server {
+    Server::in_process_group(&f.path("mcp-server.toml"), Some(name)).started()
+}
+
+#[test]
+fn a_group_session_lists_reads_and_calls_only_its_subset() {
+    let f = fixture();
+    let mut s = group(&f, "public");
+
+    let (tools, _) = list_all(&mut s, "tools/list", "tools");
+    assert_eq!(
+        names(&tools, "name"),
+        ["list_resources", "note", "read_resource", "search_files"],
+        "the template tool `note` matches `no*`"
+    );
+    let (resources, _) = list_all(&mut s, "resources/list", "resources");
+    assert_eq!(names(&resources, "uri"), [f.uri("docs/public/a.md")]);
+    let (templates, _) = list_all(&mut s, "resources/templates/list", "resourceTemplates");
+    assert_eq!(names(&templates, "uriTemplate"), ["note://{topic}"]);
+    let (prompts, _) = list_all(&mut s, "prompts/list", "prompts");
+    assert_eq!(names(&prompts, "name"), ["review"]);
+
+    // Reads: a URI outside the group is not found, exactly like a missing one.
+    let secret = f.uri("docs/secret/s.md");
+    let missing = f.uri("docs/secret/none.md");
+    let e = s.err("resources/read", json!({"uri": secret}));
+    let m = s.err("resources/read", json!({"uri": missing}));
+    assert_eq!(e["code"], m["code"], "{e} {m}");
+    assert_eq!(e["code"], -32002);
+    let draft = f.uri("docs/public/drafts/d.md");
+    assert_eq!(
+        s.err("resources/read", json!({"uri": draft}))["code"],
+        -32002
+    );
+    let ok = s.ok("resources/read", json!({"uri": f.uri("docs/public/a.md")}));
+    assert_eq!(ok["contents"][0]["text"], "needle in public\n");
+
+    // Calls: a tool outside the group is an unknown tool; the resource tools and search keep
+    // to the group's resources.
+    let e = s.err("tools/call", json!({"name": "hidden", "arguments": {}}));
+    assert_eq!(e["code"], -32602, "{e}");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("unknown tool `hidden`"),
+        "{e}"
+    );
+    let read = s.ok(
+        "tools/call",
+        json!({"name": "read_resource", "arguments": {"uri": secret}}),
+    );
+    assert_eq!(read["isError"], true, "{read}");
+    let listed = s.ok(
+        "tools/call",
+        json!({"name": "list_resources", "arguments": {}}),
+    );
+    let text = listed.to_string();
+    assert!(text.contains("public/a.md"), "{text}");
+    assert!(
+        !text.contains("secret") && !text.contains("drafts"),
+        "{text}"
+    );
+    let found = s.ok(
+        "tools/call",
+        json!({"name": "search_files", "arguments": {"pattern": "needle"}}),
+    );
+    let matches = found["structuredContent"]["matches"]
+        .as_array()
+        .expect("matches")
+        .clone();
+    assert_eq!(names(&matches, "path"), ["public/a.md"], "{found}");
+
+    // Prompts and completion.
+    assert_eq!(
+        s.err("prompts/get", json!({"name": "secret_prompt"}))["code"],
+        -32602
+    );
+    let c = s.call(
+        "completion/complete",
+        json!({"ref": {"type": "ref/prompt", "name": "secret_prompt"},
+               "argument": {"name": "x", "value": ""}}),
+    );
+    assert!(c.get("error").is_some(), "{c}");
+    let c = s.ok(
+        "completion/complete",
+        json!({"ref": {"type": "ref/prompt", "name": "review"},
+               "argument": {"name": "path", "value": ""}}),
+    );
+    assert_eq!(c["completion"]["values"], json!(["a", "b"]));
+
+    // Subscriptions: only to what the group shows.
+    assert_eq!(
+        s.err("resources/subscribe", json!({"uri": secret}))["code"],
+        -32002
+    );
+    s.ok(
+        "resources/subscribe",
+        json!({"uri": f.uri("docs/public/a.md")}),
+    );
+}
+
+#[test]
+fn the_stateless_era_sees_the_same_subset() {
+    let f = fixture();
+    let mut s = Server::in_process_group(&f.path("mcp-server.toml"), Some("public"));
+    let r = s.modern("tools/list", json!({}));
+    assert_eq!(
+        names(r["result"]["tools"].as_array().expect("tools"), "name"),
+        ["list_resources", "note", "read_resource", "search_files"]
+    );
+    let r = s.modern("resources/read", json!({"uri": f.uri("docs/secret/s.md")}));
+    assert_eq!(r["error"]["code"], -32602, "not found in 2026-07-28: {r}");
+    let r = s.modern(
+        "subscriptions/listen",
+        json!({"notifications": {"resourceSubscriptions": [f.uri("docs/secret/s.md")]}}),
+    );
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+}
+
+#[test]
+fn expose_filters_the_default_endpoint() {
+    let f = fixture();
+    f.manifest(&MANIFEST.replace(
+        "[groups.public]",
+        "[server]\nexpose = { exclude = [\"file://*/docs/secret/*\", \"secret_*\", \"hidden\"] }\n\n[groups.public]",
+    ));
+    let mut s = f.serve().started();
+    let (resources, _) = list_all(&mut s, "resources/list", "resources");
+    let uris = names(&resources, "uri");
+    assert!(uris.contains(&f.uri("docs/public/a.md")), "{uris:?}");
+    assert!(!uris.contains(&f.uri("docs/secret/s.md")), "{uris:?}");
+    let (prompts, _) = list_all(&mut s, "prompts/list", "prompts");
+    assert_eq!(names(&prompts, "name"), ["review"]);
+    let (tools, _) = list_all(&mut s, "tools/list", "tools");
+    assert!(!names(&tools, "name").contains(&"hidden".to_owned()));
+    assert!(names(&tools, "name").contains(&"note".to_owned()));
+    assert!(names(&tools, "name").contains(&"search_files".to_owned()));
+}
+
+#[test]
+fn patterns_that_match_nothing_are_errors_and_many_tools_a_warning() {
+    let f = fixture();
+    let lines = f.check_lines(
+        r#"
+[files.docs]
+root = "docs"
+
+[groups.g]
+tools = ["search_files", "serach_*"]
+resources = ["git://nothing/*"]
+prompts = ["none"]
+"#,
+    );
+    let text = lines.join("\n");
+    assert!(
+        text.contains(
+            "bad.toml:6:26: [groups.g] `tools`: `serach_*` matches no tool; the tools are:"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("bad.toml:7:14: [groups.g] `resources`: `git://nothing/*` matches no resource or template"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "bad.toml:8:12: [groups.g] `prompts`: `none` matches no prompt; there are no prompts"
+        ),
+        "{text}"
+    );
+    assert_eq!(
+        f.diagnose("[groups.server-card]\ntools = []\n"),
+        [
+            "bad.toml:1:9: `[groups.server-card]`: that name is reserved (`/mcp/server-card` is the server card); choose another"
+        ]
+    );
+    let mut many = String::new();
+    for i in 0..41 {
+        many.push_str(&format!("[tools.t{i}]\ncommand = [\"true\"]\n"));
+    }
+    // 41 tools and the two resource tools.
+    let lines = f.check_lines(&many);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("warning: clients of the default endpoint see 43 tools")),
+        "{lines:?}"
+    );
+    let lines = f.check_lines(&format!(
+        "[server]\nexpose = {{ tools = [\"t1*\"] }}\n{many}"
+    ));
+    assert!(
+        !lines
+            .iter()
+            .any(|l| l.contains("clients of the default endpoint see")),
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn serving_an_unknown_group_fails_naming_the_groups() {
+    let f = fixture();
+    let out = f.run(&["serve", "--group", "nope", "mcp-server.toml"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("no group `nope` in mcp-server.toml; its groups are: public"),
+        "{}",
+        stderr(&out)
+    );
+}
