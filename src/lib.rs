@@ -13,6 +13,7 @@
 //! - `watch`: file watching → debounced batches of changed paths.
 //! - `setup`: `init` (a starter manifest for a folder) and `register` / `unregister` (client
 //!   configuration files).
+//! - `views`: MCP Apps views (`ui://mcp-manifest/…`): a tool's rows as a table or a chart.
 //! - `check`: every problem of a manifest in one run (errors and warnings across sections).
 //! - `cli`: the command-line verbs that print results.
 
@@ -30,6 +31,7 @@ pub(crate) mod server;
 pub mod setup;
 pub(crate) mod tools;
 pub(crate) mod uri;
+pub(crate) mod views;
 pub(crate) mod watch;
 
 /// Runs `f` when the value it returns is dropped, however the scope is left (a panic too).

@@ -24,6 +24,7 @@ use crate::providers::{
 use crate::quote::{Quote, quote};
 use crate::tools::templates::{TemplateSpec, TemplateTool};
 use crate::tools::{CallContext, Hints, SearchTool, ShellTool, ToolContent, ToolInfo, ToolResult};
+use crate::views::ViewsSource;
 use crate::watch::Change;
 
 /// One page of `resources/list`: the resources, and the cursor of the next page.
@@ -51,6 +52,8 @@ pub(crate) struct Registry {
     files: Vec<Arc<FilesSource>>,
     /// `search_files`, when a files source has `search = true`.
     search: Option<SearchTool>,
+    /// The MCP Apps views of the tools that have one (also in `sources`).
+    views: Option<Arc<ViewsSource>>,
     /// The processes tools and command templates started (shared with the registries that
     /// replace this one after a manifest edit).
     pub children: Arc<Children>,
@@ -132,19 +135,30 @@ impl Registry {
             }
         }
         placed.sort_by_key(|(loc, _)| (loc.line, loc.col));
-        let source_locs = placed.iter().map(|(loc, _)| *loc).collect();
-        let sources: Vec<Arc<dyn Source>> = placed.into_iter().map(|(_, s)| s).collect();
+        let mut source_locs: Vec<Loc> = placed.iter().map(|(loc, _)| *loc).collect();
+        let mut sources: Vec<Arc<dyn Source>> = placed.into_iter().map(|(_, s)| s).collect();
         let specs: Vec<TemplateSpec> = sources.iter().flat_map(|s| s.template_specs()).collect();
-        let template_tools = specs
+        let template_tools: Vec<TemplateTool> = specs
             .iter()
             .cloned()
             .filter_map(TemplateTool::new)
             .collect();
-        let tools = manifest
+        let tools: Vec<ShellTool> = manifest
             .tools
             .iter()
             .filter_map(|t| ShellTool::build(t, &children, &mut diags))
             .collect();
+        // The views of the tools that were built: their `ui://` resources come after every
+        // source's (no source of the manifest can serve `ui://mcp-manifest/`).
+        let views = ViewsSource::build(&manifest.views, |name| {
+            tools.iter().any(|t| t.name() == name)
+                || template_tools.iter().any(|t| t.name() == name)
+        })
+        .map(Arc::new);
+        if let Some(v) = &views {
+            sources.push(v.clone());
+            source_locs.push(Loc::default());
+        }
         let prompts = manifest
             .prompts
             .iter()
@@ -163,6 +177,7 @@ impl Registry {
             prompts,
             files,
             search,
+            views,
             children,
         };
         (registry, diags)
@@ -679,7 +694,17 @@ impl Registry {
         }
         out.extend(self.tools.iter().map(|t| t.info().clone()));
         out.extend(self.template_tools.iter().map(|t| t.info().clone()));
+        if let Some(views) = &self.views {
+            for t in &mut out {
+                t.view = views.uri_for(&t.name);
+            }
+        }
         out
+    }
+
+    /// Whether a tool has an MCP Apps view (the server then declares the extension).
+    pub fn has_views(&self) -> bool {
+        self.views.is_some()
     }
 
     /// Whether any tool is served (without building the list).
@@ -919,6 +944,7 @@ fn resource_tool_infos() -> [ToolInfo; 2] {
             })),
             output_schema: None,
             hints: read_only,
+            view: None,
         },
         ToolInfo {
             name: "read_resource".into(),
@@ -936,6 +962,7 @@ fn resource_tool_infos() -> [ToolInfo; 2] {
             })),
             output_schema: None,
             hints: read_only,
+            view: None,
         },
     ]
 }

@@ -12,6 +12,7 @@ mod http;
 pub mod pgurl;
 pub mod raw;
 mod validate;
+mod view;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -25,6 +26,7 @@ pub use diag::{Diagnostics, Loc, SourceMap};
 pub use http::{Http, HttpAuth, Jwks, OAuth, open_listen_refusal, parse_listen};
 pub use pgurl::PgUrl;
 pub use raw::{OutputKind, ParamType, Role};
+pub use view::{ChartKind, ToolView, View};
 
 use raw::{Key, RawArg, RawManifest, RawParam, SizeValue, Sp};
 
@@ -61,6 +63,8 @@ pub struct Manifest {
     pub templates: Vec<Template>,
     pub tools: Vec<Tool>,
     pub prompts: Vec<Prompt>,
+    /// The tools' views (`view = …` of an entry with a tool), in manifest order.
+    pub views: Vec<ToolView>,
 }
 
 #[derive(Debug, Clone)]
@@ -906,8 +910,10 @@ impl Checker<'_> {
             templates,
             tools,
             prompts,
+            views: Vec::new(),
         };
         self.template_tools(&raw, &mut m);
+        m.views = self.views(&raw, &m);
         m
     }
 

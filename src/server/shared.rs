@@ -70,6 +70,15 @@ impl Snapshot {
         }
         // The manifest is watched: an invalid edit is reported as `notifications/message`.
         caps.logging = Some(serde_json::Map::new());
+        if registry.has_views() {
+            // MCP Apps (SEP-1865), negotiated as the extensions of SEP-2133 are.
+            let mut extensions = rmcp::model::ExtensionCapabilities::new();
+            extensions.insert(
+                crate::views::EXTENSION_ID.to_owned(),
+                crate::views::capability(),
+            );
+            caps.extensions = Some(extensions);
+        }
         let mut info = ServerConfig::new(caps)
             .with_server_info(Implementation::new(&m.server.name, &m.server.version))
             .with_protocol_version(ProtocolVersion::V_2025_11_25);

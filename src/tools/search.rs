@@ -697,6 +697,7 @@ fn tool_info(sources: &[Arc<FilesSource>]) -> ToolInfo {
             idempotent: true,
             open_world: false,
         },
+        view: None,
     }
 }
 
