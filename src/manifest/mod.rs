@@ -26,7 +26,7 @@ pub use diag::{Diagnostics, Loc, SourceMap};
 pub use http::{Http, HttpAuth, Jwks, OAuth, open_listen_refusal, parse_listen};
 pub use pgurl::PgUrl;
 pub use raw::{OutputKind, ParamType, Role};
-pub use view::{ChartKind, ToolView, View};
+pub use view::{Chart, ChartKind, ToolView, View};
 
 use raw::{Key, RawArg, RawManifest, RawParam, SizeValue, Sp};
 

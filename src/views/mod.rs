@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use crate::manifest::{ChartKind, ToolView, View};
+use crate::manifest::{Chart, ChartKind, ToolView, View};
 use crate::providers::{
     BoxFut, ChangeEffect, Completion, CompletionRequest, Contents, RequestError, ResourceInfo,
     Source, TemplateInfo, ready,
@@ -77,17 +77,7 @@ impl ViewsSource {
         let View::Chart(chart) = &view.view else {
             return None;
         };
-        let settings = json!({
-            "chart": chart.kind.as_str(),
-            "x": chart.x,
-            "y": chart.y,
-            "tool": view.tool,
-        });
-        let element = format!(
-            r#"<meta name="mcp-manifest-view" content="{}">"#,
-            attribute(&settings.to_string())
-        );
-        Some(HTML.replacen(SETTINGS, &element, 1))
+        Some(HTML.replacen(SETTINGS, &settings(chart, &view.tool), 1))
     }
 
     fn contents(&self, uri: &str) -> Result<Contents, RequestError> {
@@ -100,6 +90,21 @@ impl ViewsSource {
             None => Err(RequestError::NotFound(uri.to_owned())),
         }
     }
+}
+
+/// The element that tells the document which chart to draw: the settings as JSON, in an
+/// attribute (markup in a column name stays text).
+fn settings(chart: &Chart, tool: &str) -> String {
+    let settings = json!({
+        "chart": chart.kind.as_str(),
+        "x": chart.x,
+        "y": chart.y,
+        "tool": tool,
+    });
+    format!(
+        r#"<meta name="mcp-manifest-view" content="{}">"#,
+        attribute(&settings.to_string())
+    )
 }
 
 fn uri_of(v: &ToolView) -> String {
@@ -241,3 +246,6 @@ impl Source for ViewsSource {
         false
     }
 }
+
+#[cfg(test)]
+mod tests;

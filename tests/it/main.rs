@@ -26,4 +26,5 @@ mod sqlite;
 mod template_tools;
 mod templates;
 mod tools;
+mod views;
 mod watch;
