@@ -13,7 +13,7 @@ import sqlite3
 import sys
 
 CITIES = ["Zürich", "東京", "São Paulo", "Αθήνα", "Москва", "القاهرة", "Reykjavík",
-          "Kraków", "München", "서울"]
+          "Kraków", "München", "თბილისი"]
 HOSTILE = {
     4242: "<img src=x onerror=alert(1)>",
     4243: "</script><script>alert(2)</script>",
