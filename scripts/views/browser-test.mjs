@@ -338,6 +338,38 @@ console.log('== table view: dark theme, 320 px, timings');
   await page.close();
 }
 {
+  const { page, frame, errors } = await open('table-changes', { key: 'table', viewUri: expectViews.db_table, variables: false });
+  const background = () => frame.evaluate(() => getComputedStyle(document.body).backgroundColor);
+  checkEqual('no host variables, light: the view\'s own light background', await background(), 'rgb(255, 255, 255)');
+  await page.evaluate(() => window.host.send({ jsonrpc: '2.0', method: 'ui/notifications/host-context-changed', params: { theme: 'dark' } }));
+  await frame.waitForFunction(() => document.documentElement.dataset.theme === 'dark');
+  checkEqual('host-context-changed to dark: the view\'s own dark background', await background(), 'rgb(27, 27, 29)');
+  await page.evaluate(() => window.host.send({ jsonrpc: '2.0', method: 'ui/notifications/host-context-changed',
+    params: { styles: { variables: { '--color-background-primary': 'rgb(1, 2, 3)' } } } }));
+  await frame.waitForFunction(() => getComputedStyle(document.body).backgroundColor === 'rgb(1, 2, 3)', null, { timeout: 5000 }).catch(() => {});
+  checkEqual('host-context-changed with a variable: applied', await background(), 'rgb(1, 2, 3)');
+  await page.evaluate(() => {
+    window.host.send({ jsonrpc: '2.0', id: 'p1', method: 'ping', params: {} });
+    window.host.send({ jsonrpc: '2.0', id: 't1', method: 'ui/resource-teardown', params: { reason: 'test' } });
+    window.host.send({ jsonrpc: '2.0', id: 'u1', method: 'ui/unknown-request', params: {} });
+  });
+  await page.waitForFunction(() => window.host.log.filter((l) => ['p1', 't1', 'u1'].includes(l.message.id)).length === 3);
+  const answers = await page.evaluate(() => window.host.log.filter((l) => ['p1', 't1', 'u1'].includes(l.message.id))
+    .map((l) => [l.message.id, l.message.result, l.message.error && l.message.error.code]));
+  checkEqual('ping and ui/resource-teardown answered, an unknown request refused', answers,
+    [['p1', {}, undefined], ['t1', {}, undefined], ['u1', undefined, -32601]].map((a) => JSON.parse(JSON.stringify(a))));
+  check('no errors', errors.length === 0, errors);
+  await page.close();
+}
+{
+  const { page, frame, errors } = await open('table-fixed', { key: 'table', viewUri: expectViews.db_table, height: 360 });
+  const fit = await frame.evaluate(() => [document.documentElement.scrollHeight, window.innerHeight,
+    document.getElementById('next').getBoundingClientRect().bottom]);
+  check('a fixed-height container: the view fills it, the table scrolls inside', fit[0] <= fit[1] && fit[2] <= fit[1] && fit[1] === 360, fit);
+  check('no errors', errors.length === 0, errors);
+  await page.close();
+}
+{
   const { page, frame, errors } = await open('table-320', { key: 'table', viewUri: expectViews.db_table, width: 320, variables: false });
   const fit = await frame.evaluate(() => ({
     page: document.documentElement.scrollWidth,

@@ -20,6 +20,7 @@
   document.getElementById('host').append(frame);
 
   const send = (message) => frame.contentWindow.postMessage(message, '*');
+  host.send = send;
   const summary = (m) => ({
     id: m.id, method: m.method, params: m.method === 'ui/notifications/tool-result' ? '…' : m.params,
     result: m.result, error: m.error,
