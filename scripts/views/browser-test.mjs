@@ -227,11 +227,12 @@ async function open(name, { key, viewUri, theme = 'light', width = 720, height, 
   return { page, frame, errors, dialogs };
 }
 
-async function shoot(page, name) {
+// A screenshot of the view; those the README shows are copied to --docs too.
+async function shoot(page, name, { readme = true } = {}) {
   const file = path.join(args.shots, name + '.png');
   await (await page.$('iframe')).screenshot({ path: file });
   shots.push([file, fs.statSync(file).size]);
-  if (args.docs) fs.copyFileSync(file, path.join(args.docs, name + '.png'));
+  if (args.docs && readme) fs.copyFileSync(file, path.join(args.docs, name + '.png'));
 }
 
 const texts = (frame, selector) => frame.$$eval(selector, (els) => els.map((e) => e.textContent));
@@ -488,6 +489,12 @@ for (const theme of ['light', 'dark']) {
   await frame.focus('svg');
   await frame.press('svg', 'End');
   checkEqual('keyboard: End shows the last day', await frame.$eval('#tip .head', (t) => t.textContent), `day: ${daily[daily.length - 1].day}`);
+  const ends = await frame.$$eval('svg .tick', (ts) => {
+    const svgBox = ts[0].ownerSVGElement.getBoundingClientRect();
+    return ts.map((t) => t.getBoundingClientRect()).filter((b) => b.right > svgBox.right + 0.5 || b.left < svgBox.left - 0.5).length;
+  });
+  checkEqual('every axis label inside the chart', ends, 0);
+  await shoot(page, 'daily', { readme: false });
   check('no errors', errors.length === 0, errors);
   await page.close();
 }
@@ -497,6 +504,7 @@ for (const [key, column, why] of [['not_numeric', 'region', 'is not numeric'], [
   check('the table instead of the chart', !(await shown(frame, '#chart')) && (await shown(frame, '#rows')) && (await frame.$$('#body tr')).length === 12);
   const note = await frame.textContent('#fallback');
   check('a note says why, naming the column', note.includes(column) && note.includes(why), note);
+  await shoot(page, 'fallback-' + key, { readme: false });
   check('no errors', errors.length === 0, errors);
   await page.close();
 }

@@ -384,16 +384,45 @@ fn template_tools_off_leaves_no_tool_for_a_view() {
 #[test]
 fn a_manifest_edit_adds_a_view() {
     let f = Fixture::new();
-    f.manifest("[tools.people]\ncommand = [\"printf\", \"[]\"]\noutput = \"json\"\n");
+    f.write("notes/a.md", "a");
+    let head = "[files.notes]\nroot = \"notes\"\n\n[tools.people]\ncommand = [\"printf\", \"[]\"]\noutput = \"json\"\n";
+    f.manifest(head);
     let mut s: Server = f.serve().started();
     let (tools, _) = list_all(&mut s, "tools/list", "tools");
-    assert!(tools[2].get("_meta").is_none(), "{tools:?}");
-    f.manifest(
-        "[tools.people]\ncommand = [\"printf\", \"[]\"]\noutput = \"json\"\nview = \"table\"\n",
-    );
+    let people = |tools: &[Value]| tools.iter().find(|t| t["name"] == "people").cloned();
+    assert!(people(&tools).expect("people").get("_meta").is_none());
+    // Subscribed to a file, so the watcher is known to run before the edit.
+    s.ok("resources/subscribe", json!({"uri": f.uri("notes/a.md")}));
+    f.manifest(&format!("{head}view = \"table\"\n"));
     s.wait_for(|m| m["method"] == "notifications/tools/list_changed");
     let (tools, _) = list_all(&mut s, "tools/list", "tools");
-    assert_eq!(tools[2]["_meta"]["ui"]["resourceUri"], TABLE, "{tools:?}");
+    assert_eq!(
+        people(&tools).expect("people")["_meta"]["ui"]["resourceUri"],
+        TABLE
+    );
     let r = s.ok("resources/read", json!({"uri": TABLE}));
     assert_eq!(r["contents"][0]["mimeType"], MIME);
+}
+
+#[test]
+fn postgres_sections_take_views_too() {
+    let f = Fixture::new();
+    let lines = f.diagnose(
+        r#"[postgres.crm]
+url = "postgres://reader@127.0.0.1:1/crm"
+tables = false
+view = "table"
+
+[postgres.crm.queries.deals]
+sql = "SELECT owner, amount FROM deals"
+view = { chart = "bar", x = "owner", y = [] }
+"#,
+    );
+    assert_eq!(
+        lines,
+        [
+            "bad.toml:4:8: [postgres.crm] has a `view`, but no tool to show it with (`tables = false`); a view shows a tool's result",
+            "bad.toml:8:42: [postgres.crm.queries.deals] `view.y` is empty: name at least one numeric column to plot",
+        ]
+    );
 }
