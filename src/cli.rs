@@ -399,9 +399,13 @@ pub async fn list(manifest: Option<PathBuf>, json: bool) -> i32 {
     }
     let _ = writeln!(out, "tools ({})", tools.len());
     for t in &tools {
+        let view = match &t.view {
+            Some(uri) => format!("(view {uri})  "),
+            None => String::new(),
+        };
         let _ = writeln!(
             out,
-            "  {}  {}",
+            "  {}  {view}{}",
             t.name,
             t.description.as_deref().unwrap_or("")
         );
@@ -486,6 +490,13 @@ fn list_json(
                 &mut m,
                 "outputSchema",
                 t.output_schema.clone().map(Value::Object),
+            );
+            put(
+                &mut m,
+                "_meta",
+                t.view
+                    .as_deref()
+                    .map(|uri| Value::Object(crate::views::tool_meta(uri))),
             );
             m.insert(
                 "annotations".into(),

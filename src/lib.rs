@@ -16,6 +16,7 @@
 //! - `setup`: `init` (a starter manifest for a folder) and `register` / `unregister` (client
 //!   configuration files).
 //! - `card`: the server card (SEP-2127) built from `[server]`; pure.
+//! - `views`: MCP Apps views (`ui://mcp-manifest/…`): a tool's rows as a table or a chart.
 //! - `check`: every problem of a manifest in one run (errors and warnings across sections).
 //! - `cli`: the command-line verbs that print results.
 
@@ -35,6 +36,7 @@ pub(crate) mod server;
 pub mod setup;
 pub(crate) mod tools;
 pub(crate) mod uri;
+pub(crate) mod views;
 pub(crate) mod watch;
 
 /// What the binary's `main` (and the tests' in-process servers) need of the process module: the

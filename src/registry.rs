@@ -25,6 +25,7 @@ use crate::providers::{
 use crate::quote::{Quote, quote};
 use crate::tools::templates::TemplateTool;
 use crate::tools::{CallContext, Hints, SearchTool, ShellTool, ToolContent, ToolInfo, ToolResult};
+use crate::views::ViewsSource;
 use crate::watch::Change;
 
 /// One page of `resources/list`: the resources, and the cursor of the next page.
@@ -56,6 +57,8 @@ pub(crate) struct Registry {
     search: Option<SearchTool>,
     /// The skills sources (also in `sources`), for `skills/list` and `skills/get`.
     skills: Vec<Arc<SkillsSource>>,
+    /// The MCP Apps views of the tools that have one (also in `sources`).
+    views: Option<Arc<ViewsSource>>,
     /// The processes tools and command templates started (shared with the registries that
     /// replace this one after a manifest edit).
     pub children: Arc<Children>,
@@ -137,10 +140,10 @@ impl Registry {
             }
         }
         placed.sort_by_key(|(loc, _)| (loc.line, loc.col));
-        let source_locs = placed.iter().map(|(loc, _)| *loc).collect();
-        let sources: Vec<Arc<dyn Source>> = placed.into_iter().map(|(_, s)| s).collect();
+        let mut source_locs: Vec<Loc> = placed.iter().map(|(loc, _)| *loc).collect();
+        let mut sources: Vec<Arc<dyn Source>> = placed.into_iter().map(|(_, s)| s).collect();
         let specs: Vec<TemplateSpec> = sources.iter().flat_map(|s| s.template_specs()).collect();
-        let template_tools = specs
+        let template_tools: Vec<TemplateTool> = specs
             .iter()
             .cloned()
             .filter_map(TemplateTool::new)
@@ -149,11 +152,22 @@ impl Registry {
             .iter()
             .flat_map(|s| s.tools().into_iter().map(|t| (t, s.clone())))
             .collect();
-        let tools = manifest
+        let tools: Vec<ShellTool> = manifest
             .tools
             .iter()
             .filter_map(|t| ShellTool::build(t, &children, &mut diags))
             .collect();
+        // The views of the tools that were built: their `ui://` resources come after every
+        // source's (no source of the manifest can serve `ui://mcp-manifest/`).
+        let views = ViewsSource::build(&manifest.views, |name| {
+            tools.iter().any(|t| t.name() == name)
+                || template_tools.iter().any(|t| t.name() == name)
+        })
+        .map(Arc::new);
+        if let Some(v) = &views {
+            sources.push(v.clone());
+            source_locs.push(Loc::default());
+        }
         let prompts = manifest
             .prompts
             .iter()
@@ -173,6 +187,7 @@ impl Registry {
             files,
             search,
             skills,
+            views,
             children,
         };
         (registry, diags)
@@ -686,7 +701,17 @@ impl Registry {
         out.extend(self.tools.iter().map(|t| t.info().clone()));
         out.extend(self.template_tools.iter().map(|t| t.info().clone()));
         out.extend(self.source_tools.iter().map(|(t, _)| t.clone()));
+        if let Some(views) = &self.views {
+            for t in &mut out {
+                t.view = views.uri_for(&t.name);
+            }
+        }
         out
+    }
+
+    /// Whether a tool has an MCP Apps view (the server then declares the extension).
+    pub fn has_views(&self) -> bool {
+        self.views.is_some()
     }
 
     /// Whether any tool is served (without building the list).
@@ -967,6 +992,7 @@ fn resource_tool_infos() -> [ToolInfo; 2] {
             })),
             output_schema: None,
             hints: read_only,
+            view: None,
         },
         ToolInfo {
             name: "read_resource".into(),
@@ -984,6 +1010,7 @@ fn resource_tool_infos() -> [ToolInfo; 2] {
             })),
             output_schema: None,
             hints: read_only,
+            view: None,
         },
     ]
 }

@@ -13,6 +13,7 @@ pub mod groups;
 mod http;
 pub mod raw;
 mod validate;
+mod view;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -28,6 +29,7 @@ pub use diag::{Diagnostics, Loc, SourceMap};
 pub use groups::{Filter, Group};
 pub use http::{Http, HttpAuth, Jwks, OAuth, open_listen_refusal, parse_listen};
 pub use raw::{OutputKind, ParamType, Role};
+pub use view::{Chart, ChartKind, ToolView, View};
 
 use raw::{Key, RawArg, RawManifest, RawParam, SizeValue, Sp};
 
@@ -66,6 +68,8 @@ pub struct Manifest {
     pub prompts: Vec<Prompt>,
     pub skills: Vec<Skills>,
     pub groups: Vec<Group>,
+    /// The tools' views (`view = …` of an entry with a tool), in manifest order.
+    pub views: Vec<ToolView>,
 }
 
 impl Manifest {
@@ -894,8 +898,10 @@ impl Checker<'_> {
             prompts,
             skills,
             groups,
+            views: Vec::new(),
         };
         self.template_tools(&raw, taken, &mut m);
+        m.views = self.views(&raw, taken, &m);
         m
     }
 

@@ -262,6 +262,73 @@ impl JsonSchema for RawArg {
     }
 }
 
+/// `view = "table"` or `view = { chart = "line" | "bar", x = "COLUMN", y = ["COLUMN", …] }`:
+/// the MCP Apps view (`crate::views`) that shows a tool's rows.
+///
+/// Deserialized by hand (not `#[serde(untagged)]`, which buffers the value and loses spans).
+/// What may be written is the schema's to say: the names are checked by `validate.rs`, the
+/// rest by `manifest::view`.
+#[derive(Debug, Clone)]
+pub enum RawView {
+    Named(String),
+    Chart(RawChart),
+}
+
+/// `view = { chart = …, x = …, y = […] }`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawChart {
+    pub chart: Sp<String>,
+    pub x: Sp<String>,
+    pub y: Sp<Vec<Sp<String>>>,
+}
+
+impl<'de> Deserialize<'de> for RawView {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = RawView;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(
+                    "\"table\", or a table such as { chart = \"line\", x = \"COLUMN\", y = [\"COLUMN\"] }",
+                )
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<RawView, E> {
+                Ok(RawView::Named(v.to_owned()))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<RawView, A::Error> {
+                RawChart::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(RawView::Chart)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl JsonSchema for RawView {
+    fn schema_name() -> Cow<'static, str> {
+        "View".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "The MCP Apps view (SEP-1865) that shows this tool's rows in hosts that render views: \"table\" (sortable, filterable), or a chart of the rows.",
+            "anyOf": [
+                { "type": "string", "enum": ["table"] },
+                {
+                    "type": "object",
+                    "properties": {
+                        "chart": { "type": "string", "enum": ["line", "bar"], "description": "The kind of chart." },
+                        "x": { "type": "string", "description": "The column along the x axis." },
+                        "y": { "type": "array", "items": { "type": "string" }, "minItems": 1, "description": "The numeric columns plotted, one series each." }
+                    },
+                    "required": ["chart", "x", "y"],
+                    "additionalProperties": false
+                }
+            ]
+        })
+    }
+}
+
 /// The whole manifest (`mcp-server.toml`, version 1).
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -521,6 +588,9 @@ pub struct RawQuery {
     /// The query's tool (`template_tools`): false for none, or its name (default: the query's
     /// name).
     pub tool: Option<Sp<RawToolSetting>>,
+    /// The MCP Apps view of the query tool's rows: "table", or a chart
+    /// (`{ chart = "line" | "bar", x = "COLUMN", y = ["COLUMN", …] }`).
+    pub view: Option<Sp<RawView>>,
     /// Declared parameters, bound to `:name` in the SQL.
     #[serde(default)]
     #[schemars(extend("propertyNames" = { "pattern": "^[a-z_][a-z0-9_]*$" }))]
@@ -631,6 +701,9 @@ pub struct RawTemplate {
     /// The template's tool (`template_tools`): false for none, or its name (default: the
     /// template's name).
     pub tool: Option<Sp<RawToolSetting>>,
+    /// The MCP Apps view of the template tool's rows (a `sql` template, or JSON content):
+    /// "table", or a chart (`{ chart = "line" | "bar", x = "COLUMN", y = ["COLUMN", …] }`).
+    pub view: Option<Sp<RawView>>,
 }
 
 /// How a tool's stdout is returned.
@@ -672,6 +745,9 @@ pub struct RawTool {
     pub output: Option<Sp<OutputKind>>,
     /// JSON Schema of the JSON output (with output = "json").
     pub output_schema: Option<Sp<serde_json::Value>>,
+    /// The MCP Apps view of the JSON output's rows (with output = "json"): "table", or a chart
+    /// (`{ chart = "line" | "bar", x = "COLUMN", y = ["COLUMN", …] }`).
+    pub view: Option<Sp<RawView>>,
     /// Annotation readOnlyHint (default false); `true` also makes `destructive` default to false.
     pub read_only: Option<Sp<bool>>,
     /// Annotation destructiveHint (default true, false when `read_only = true`).

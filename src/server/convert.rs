@@ -6,8 +6,8 @@ use std::sync::Arc;
 use base64::Engine as _;
 use rmcp::model::{
     Annotations, CallToolResult, CompleteResult, CompletionInfo, ContentBlock, ErrorData,
-    ProgressNotificationParam, Prompt, PromptArgument, Resource, ResourceContents, Tool,
-    ToolAnnotations,
+    MetaObject, ProgressNotificationParam, Prompt, PromptArgument, Resource, ResourceContents,
+    Tool, ToolAnnotations,
 };
 use rmcp::service::{RequestContext, RoleServer};
 
@@ -100,14 +100,20 @@ pub(super) fn resource(r: ResourceInfo) -> Resource {
 }
 
 pub(super) fn contents(c: Contents) -> ResourceContents {
+    // An MCP Apps view carries its security settings (`_meta.ui`) with its contents.
+    let meta = crate::views::contents_meta(&c.uri, c.mime_type.as_deref()).map(MetaObject);
     let rc = match c.body {
         Body::Text(t) => ResourceContents::text(t, c.uri),
         Body::Bytes(b) => {
             ResourceContents::blob(base64::engine::general_purpose::STANDARD.encode(b), c.uri)
         }
     };
-    match c.mime_type {
+    let rc = match c.mime_type {
         Some(m) => rc.with_mime_type(m),
+        None => rc,
+    };
+    match meta {
+        Some(m) => rc.with_meta(m),
         None => rc,
     }
 }
@@ -130,6 +136,9 @@ pub(super) fn tool(t: &ToolInfo) -> Tool {
     }
     if let Some(schema) = &t.output_schema {
         tool = tool.with_raw_output_schema(Arc::new(schema.clone()));
+    }
+    if let Some(uri) = &t.view {
+        tool.meta = Some(rmcp::model::MetaObject(crate::views::tool_meta(uri)));
     }
     tool
 }

@@ -82,13 +82,22 @@ impl Snapshot {
         }
         // The manifest is watched: an invalid edit is reported as `notifications/message`.
         caps.logging = Some(serde_json::Map::new());
+        let mut extensions = rmcp::model::ExtensionCapabilities::new();
         if registry.has_skills() {
             // SEP-2640: `skills/list` and `skills/get` (no `resources/directory/read`).
-            let mut extensions = rmcp::model::ExtensionCapabilities::new();
             extensions.insert(
                 crate::providers::skills::EXTENSION.to_owned(),
                 serde_json::Map::new(),
             );
+        }
+        if registry.has_views() {
+            // MCP Apps (SEP-1865), negotiated as the extensions of SEP-2133 are.
+            extensions.insert(
+                crate::views::EXTENSION_ID.to_owned(),
+                crate::views::capability(),
+            );
+        }
+        if !extensions.is_empty() {
             caps.extensions = Some(extensions);
         }
         let mut info = ServerConfig::new(caps)

@@ -124,6 +124,7 @@ impl ShellTool {
                 idempotent: def.idempotent,
                 open_world: def.open_world,
             },
+            view: None,
         };
         Some(ShellTool {
             def: def.clone(),

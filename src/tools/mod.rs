@@ -55,6 +55,8 @@ pub struct ToolInfo {
     pub input_schema: serde_json::Map<String, Value>,
     pub output_schema: Option<serde_json::Map<String, Value>>,
     pub hints: Hints,
+    /// The `ui://` resource of the MCP Apps view that shows this tool's results (`view = …`).
+    pub view: Option<String>,
 }
 
 /// Tool annotations, always sent explicitly.

@@ -849,6 +849,7 @@ fn tool_info(sources: &[Arc<FilesSource>]) -> ToolInfo {
             idempotent: true,
             open_world: false,
         },
+        view: None,
     }
 }
 

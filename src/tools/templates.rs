@@ -59,6 +59,7 @@ impl TemplateTool {
                 idempotent: true,
                 open_world: spec.open_world,
             },
+            view: None,
         };
         Some(TemplateTool { spec, info })
     }

@@ -32,4 +32,5 @@ mod template_tools;
 mod templates;
 mod tools;
 mod visibility;
+mod views;
 mod watch;

@@ -1,6 +1,6 @@
 //! The manifest sections of the SQL engines (`[sqlite.NAME]`, `[postgres.NAME]`, `[mysql.NAME]`),
 //! written once: the keys every engine shares (`RawCommon`: `row_limit`, `tables`, `watch`,
-//! `timeout`, `max_size`, `description`, `tool`, `queries`, `sql_tool`) and their checks, the
+//! `timeout`, `max_size`, `description`, `tool`, `view`, `queries`, `sql_tool`) and their checks, the
 //! `sqlite = "…"` / `postgres = "…"` / `mysql = "…"` keys of `[templates]`, and the part of the
 //! JSON Schema that describes them. Each engine adds its own keys and their checks (its
 //! `section.rs`, a `Section`) and how its source is built (`EngineDef`).
@@ -22,7 +22,7 @@ use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
 use super::{ENGINES, Source};
-use crate::manifest::raw::{DurationStr, Key, RawQuery, RawToolSetting, SizeValue, Sp};
+use crate::manifest::raw::{DurationStr, Key, RawQuery, RawToolSetting, RawView, SizeValue, Sp};
 use crate::manifest::{self, Checker, Diagnostics, Loc, Query};
 use crate::providers::Database;
 
@@ -125,6 +125,9 @@ pub(crate) struct RawCommon {
     /// A tool `NAME_sql` that runs one reading statement a client writes, read-only by the
     /// engine, with this source's `row_limit`, `max_size` and `timeout` (default false).
     pub sql_tool: Option<Sp<bool>>,
+    /// The MCP Apps view of the table tool's rows: "table", or a chart
+    /// (`{ chart = "line" | "bar", x = "COLUMN", y = ["COLUMN", …] }`).
+    pub view: Option<Sp<RawView>>,
     /// Named queries: `SECTION://NAME/queries/QUERY{?params}`.
     #[serde(default)]
     #[schemars(extend("propertyNames" = { "pattern": "^[a-z][a-z0-9_-]*$" }))]

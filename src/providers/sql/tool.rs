@@ -69,6 +69,7 @@ impl SqlTool {
                     idempotent: true,
                     open_world: false,
                 },
+                view: None,
             },
             dialect,
         }
