@@ -79,7 +79,7 @@ need_zig() {
     py=$(command -v python3 || command -v python) || skip "python3 is not installed"
     mkdir -p "$cache"
     rm -rf "$dir.part"
-    "$py" -m pip install --quiet --disable-pip-version-check --no-warn-script-location \
+    PIP_ROOT_USER_ACTION=ignore "$py" -m pip install --quiet --disable-pip-version-check --no-warn-script-location \
       --target "$dir.part" "ziglang==$ZIGLANG_VERSION" >&2 ||
       skip "zig could not be installed from PyPI"
     mv "$dir.part" "$dir"
