@@ -91,6 +91,9 @@ def pack_launcher(version, repo, out):
         doc = json.load(open(os.path.join(src, "package.json")))
         doc.update(common(version, repo))
         doc["optionalDependencies"] = {f"{SCOPE}/{p}": version for p in PLATFORMS}
+        if repo:
+            # The MCP Registry checks that the npm package names the server it lists (server.json).
+            doc["mcpName"] = f"io.github.{repo}"
         with open(os.path.join(stage, "package.json"), "w") as f:
             json.dump(doc, f, indent=2)
             f.write("\n")

@@ -54,6 +54,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default=os.path.join(ROOT, "dist", "wheels"))
     p.add_argument("--target")
+    p.add_argument("--repo", default=os.environ.get("GITHUB_REPOSITORY"), help="OWNER/NAME on GitHub")
     p.add_argument("binary")
     a = p.parse_args()
     target = a.target or re.search(
@@ -65,6 +66,9 @@ def main():
     exe = "mcp-manifest.exe" if "windows" in target else "mcp-manifest"
     dist = f"mcp_manifest-{version}"
     readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    if a.repo:
+        # The MCP Registry checks that the PyPI package names the server it lists (server.json).
+        readme += f"\n<!-- mcp-name: io.github.{a.repo} -->\n"
 
     metadata = "".join(
         [
