@@ -22,7 +22,7 @@ pairs=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *=*) pairs+=("$1"); shift ;;
     *) echo "pack-mcpb: unexpected argument '$1' (see --help)" >&2; exit 2 ;;
   esac
