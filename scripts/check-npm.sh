@@ -8,7 +8,7 @@
 #     `npx mcp-manifest check` accepts (timed from the fresh HOME to init done);
 #   - an MCP `initialize` over stdio through the launcher is answered; exit codes pass through;
 #   - the launcher's messages: no package for this platform (another arch), the platform package
-#     omitted (`--omit=optional`).
+#     omitted (`--omit=optional`); MCP_MANIFEST_BINARY, and MCP_MANIFEST_LAUNCHER passed on.
 #
 #   scripts/check-npm.sh [BINARY]        (default target/release/mcp-manifest)
 #
@@ -150,4 +150,10 @@ msg=$(cd "$omit" && user_env "$home2" "$omit/node_modules/.bin/mcp-manifest" --v
 grep -q "@mcp-manifest/linux-x64, which holds the binary for this platform, is not installed" <<<"$msg" ||
   fail "unclear message without the platform package: $msg"
 echo "ok: platform package omitted: $msg"
+# MCP_MANIFEST_BINARY runs another binary (here `env`), which learns it was started by npm.
+msg=$(cd "$home2/project" && user_env "$home2" MCP_MANIFEST_BINARY=/usr/bin/env "$npx" mcp-manifest) ||
+  fail "the launcher with MCP_MANIFEST_BINARY=/usr/bin/env"
+grep -qx "MCP_MANIFEST_LAUNCHER=npm:mcp-manifest@${want#mcp-manifest }" <<<"$msg" ||
+  fail "the binary was not told it runs through npm: $msg"
+echo "ok: MCP_MANIFEST_BINARY runs another binary, told MCP_MANIFEST_LAUNCHER=npm:mcp-manifest@${want#mcp-manifest }"
 echo "check-npm: every check passed"

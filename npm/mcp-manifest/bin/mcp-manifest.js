@@ -17,6 +17,10 @@ const PLATFORMS = {
   "win32 x64": "@mcp-manifest/win32-x64",
 };
 
+function packageVersion() {
+  return require(path.join(__dirname, "..", "package.json")).version;
+}
+
 function fail(message) {
   process.stderr.write(`mcp-manifest: ${message}\n`);
   process.exit(1);
@@ -50,12 +54,16 @@ function binary() {
         ? " This looks like a musl-based Linux (Alpine): the Linux binaries need glibc."
         : " npm installs it as an optional dependency: reinstall without --omit=optional / " +
           "--no-optional, or install it yourself: `npm install " +
-          `${pkg}@${require(path.join(__dirname, "..", "package.json")).version}\`.`) +
+          `${pkg}@${packageVersion()}\`.`) +
       ` Or ${source}.`,
   );
 }
 
-const child = spawn(binary(), process.argv.slice(2), { stdio: "inherit", windowsHide: true });
+// The binary is told it runs from npm's cache, through this package: a path into that cache
+// makes a poor command for a client's configuration (`register`), `npx -y mcp-manifest@VERSION`
+// a lasting one.
+const env = { ...process.env, MCP_MANIFEST_LAUNCHER: `npm:mcp-manifest@${packageVersion()}` };
+const child = spawn(binary(), process.argv.slice(2), { stdio: "inherit", windowsHide: true, env });
 // Signals sent to this process (a client stopping the server, Ctrl-C) go on to the binary, which
 // ends its tools' process trees; this process exits the way the binary did.
 const forwarded = ["SIGINT", "SIGTERM", "SIGHUP", "SIGBREAK"].filter(
