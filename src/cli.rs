@@ -39,7 +39,9 @@ fn manifest_path(manifest: Option<&Path>) -> (PathBuf, String) {
 /// Loads and checks the manifest and builds its registry; diagnostics name the file as given.
 /// Every error of the manifest is reported, not only the first section's (see `check`).
 pub(crate) async fn load(manifest: Option<&Path>) -> Result<Registry, Diagnostics> {
-    load_with(manifest, Mode::Errors).await.map(|(r, _)| r)
+    let (registry, _) = load_with(manifest, Mode::Errors).await?;
+    registry.put_in_service();
+    Ok(registry)
 }
 
 /// `load`, with the warnings `mode` asks for.

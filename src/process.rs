@@ -527,7 +527,7 @@ async fn wait_for_slot(
             }
             _ = ticker.tick(), if progress.is_some() => {
                 if let Some(tx) = progress {
-                    let limit = *lock(&children.limit);
+                    let limit = children.max_processes();
                     let _ = tx.send(Progress {
                         elapsed: start.elapsed(),
                         message: Some(format!(
@@ -668,6 +668,11 @@ impl Children {
             }
         }
         *limit = max;
+    }
+
+    /// `[server] max_processes` as last applied.
+    pub fn max_processes(&self) -> usize {
+        *lock(&self.limit)
     }
 
     /// `[server] path`: the folders put before `PATH` for every process.

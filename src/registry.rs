@@ -151,7 +151,6 @@ impl Registry {
             .filter_map(|p| PromptDef::build(p, &mut diags))
             .collect();
         let manifest_path = crate::providers::paths::canonical_or_same(&manifest.path);
-        children.configure(&manifest.server.path, manifest.server.max_processes);
         let registry = Registry {
             manifest,
             manifest_path,
@@ -166,6 +165,18 @@ impl Registry {
             children,
         };
         (registry, diags)
+    }
+
+    /// Puts this registry's `[server]` process settings (`path`, `max_processes`) into the
+    /// process table it shares with the registries before and after it. Building a registry
+    /// changes nothing live (a reload that is refused leaves the old settings in force); this is
+    /// called when the registry starts serving: at start, when a reload replaces the old one,
+    /// and by the one-shot verbs.
+    pub fn put_in_service(&self) {
+        self.children.configure(
+            &self.manifest.server.path,
+            self.manifest.server.max_processes,
+        );
     }
 
     /// How many sources were built (`build_partial` leaves out those with problems).

@@ -242,6 +242,7 @@ pub(super) struct ListChanged {
 
 impl Shared {
     pub fn new(registry: Registry) -> Arc<Shared> {
+        registry.put_in_service();
         let max = registry.manifest.server.http.max_sessions;
         Arc::new(Shared {
             listening: Mutex::new(Listening {
@@ -269,6 +270,7 @@ impl Shared {
     }
 
     fn replace(&self, registry: Arc<Registry>) {
+        registry.put_in_service();
         let snap = Arc::new(Snapshot::new(registry));
         match self.snapshot.write() {
             Ok(mut s) => *s = snap,
@@ -667,5 +669,62 @@ impl Session {
                 )
                 .await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::process::Children;
+
+    async fn registry(path: &std::path::Path, children: Arc<Children>) -> Registry {
+        crate::check::run(
+            path,
+            "mcp-server.toml",
+            children,
+            crate::check::Mode::Errors,
+        )
+        .await
+        .into_result()
+        .map(|(r, _)| r)
+        .expect("a valid manifest")
+    }
+
+    /// A reload is all or nothing: an edit that changes `max_processes` and breaks an entry
+    /// leaves the old limit (and `path`) in force; a valid edit applies them.
+    #[tokio::test]
+    async fn a_refused_reload_changes_nothing_live() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("mcp-server.toml");
+        std::fs::write(&path, "[server]\nmax_processes = 3\npath = [\"bin-a\"]\n").expect("write");
+        let children = Children::new();
+        let shared = Shared::new(registry(&path, children.clone()).await);
+        assert_eq!(children.max_processes(), 3);
+        let old_path = children.path();
+
+        std::fs::write(
+            &path,
+            "[server]\nmax_processes = 7\npath = [\"bin-b\"]\n\n[files.gone]\nroot = \"missing\"\n",
+        )
+        .expect("write");
+        let old = shared.registry();
+        assert!(
+            shared.reload(&old).await.is_none(),
+            "the broken edit is refused"
+        );
+        assert_eq!(children.max_processes(), 3, "the old limit stays in force");
+        assert_eq!(children.path(), old_path, "the old path stays in force");
+        assert!(
+            Arc::ptr_eq(&shared.registry(), &old),
+            "the old registry keeps serving"
+        );
+
+        std::fs::write(&path, "[server]\nmax_processes = 7\n").expect("write");
+        assert!(
+            shared.reload(&old).await.is_some(),
+            "the valid edit is applied"
+        );
+        assert_eq!(children.max_processes(), 7);
+        assert!(children.path().is_empty());
     }
 }
