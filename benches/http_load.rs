@@ -475,11 +475,7 @@ impl Nginx {
             .iter()
             .map(|s| format!("    server {};\n", s.addr))
             .collect();
-        let user = if is_root() {
-            "user root;"
-        } else {
-            ""
-        };
+        let user = if is_root() { "user root;" } else { "" };
         let conf = format!(
             "{user}\nworker_processes auto;\ndaemon off;\npid {d}/pid;\nerror_log {d}/error.log;\n\
              events {{ worker_connections 4096; }}\n\

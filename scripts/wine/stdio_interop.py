@@ -23,6 +23,9 @@ import warnings
 
 from mcp import Client, StdioServerParameters
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from http_interop import check, text_of  # noqa: E402 (the same checks as the HTTP interop)
+
 TIMEOUT = 60  # Wine starts a process in ~1 s; a loaded 2-core machine makes that several
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 warnings.filterwarnings("ignore", message=".*removed as of 2026-07-28.*")
@@ -85,17 +88,6 @@ PNG = (
     b"\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\x0f\x00\x00\x01\x01\x00\x05\x18\xd8N\x00\x00"
     b"\x00\x00IEND\xaeB`\x82"
 )
-
-
-def check(cond, what):
-    if not cond:
-        print(f"FAIL: {what}", file=sys.stderr)
-        sys.exit(1)
-    print(f"ok: {what}")
-
-
-def text_of(result):
-    return "".join(getattr(c, "text", "") for c in result.content)
 
 
 def windows_uri(path):
