@@ -130,8 +130,7 @@ fn main() {
 
 /// User + system CPU time of these processes (all their threads).
 fn cpu(pids: &[u32]) -> Duration {
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let hz = clock_ticks_per_second();
     let ticks: u64 = pids
         .iter()
         .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/stat")).ok())
@@ -476,11 +475,7 @@ impl Nginx {
             .iter()
             .map(|s| format!("    server {};\n", s.addr))
             .collect();
-        let user = if unsafe { libc::geteuid() } == 0 {
-            "user root;"
-        } else {
-            ""
-        };
+        let user = if is_root() { "user root;" } else { "" };
         let conf = format!(
             "{user}\nworker_processes auto;\ndaemon off;\npid {d}/pid;\nerror_log {d}/error.log;\n\
              events {{ worker_connections 4096; }}\n\
@@ -516,10 +511,45 @@ impl Nginx {
 
 impl Drop for Nginx {
     fn drop(&mut self) {
-        // SAFETY: kill(2) on our own child (SIGQUIT: nginx's graceful stop).
-        unsafe {
-            libc::kill(self.child.id() as i32, libc::SIGQUIT);
-        }
+        stop_gracefully(&mut self.child);
         let _ = self.child.wait();
     }
+}
+
+// What differs per platform. CPU time is read from /proc (Linux: elsewhere the CPU figures are 0);
+// nginx runs as root's `user root` and stops on SIGQUIT (Unix; elsewhere it is killed).
+
+#[cfg(unix)]
+fn clock_ticks_per_second() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64
+}
+
+#[cfg(not(unix))]
+fn clock_ticks_per_second() -> f64 {
+    100.0
+}
+
+#[cfg(unix)]
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+#[cfg(not(unix))]
+fn is_root() -> bool {
+    false
+}
+
+#[cfg(unix)]
+fn stop_gracefully(child: &mut Child) {
+    // SAFETY: kill(2) on our own child (SIGQUIT: nginx's graceful stop).
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGQUIT);
+    }
+}
+
+#[cfg(not(unix))]
+fn stop_gracefully(child: &mut Child) {
+    let _ = child.kill();
 }

@@ -5,8 +5,9 @@
 #   cargo build --release --locked
 #   scripts/pack-mcpb.sh [--out DIR] [OS=BINARY ...]
 #
-# OS is one of linux, darwin, win32; BINARY the release binary for it. Default:
-# linux=target/release/mcp-manifest. The bundle holds server/OS/mcp-manifest (.exe on win32)
+# OS is one of linux, darwin, win32; BINARY the release binary for it. Default: this machine's
+# OS and its release binary (linux=target/release/mcp-manifest on Linux, darwin=… on macOS,
+# win32=target/release/mcp-manifest.exe on Windows). The bundle holds server/OS/mcp-manifest (.exe on win32)
 # for each OS given; mcpb/manifest.json goes in with its version taken from Cargo.toml and its
 # platforms (entry point, platform_overrides, compatibility) cut to the ones packed.
 # Writes DIR/mcp-manifest-VERSION.mcpb (default DIR: dist) and prints its path on stdout.
@@ -26,7 +27,14 @@ while [ $# -gt 0 ]; do
     *) echo "pack-mcpb: unexpected argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-[ ${#pairs[@]} -gt 0 ] || pairs=("linux=target/release/mcp-manifest")
+if [ ${#pairs[@]} -eq 0 ]; then
+  case "$(uname -s)" in
+    Linux) pairs=("linux=target/release/mcp-manifest") ;;
+    Darwin) pairs=("darwin=target/release/mcp-manifest") ;;
+    MINGW*|MSYS*|CYGWIN*|Windows_NT) pairs=("win32=target/release/mcp-manifest.exe") ;;
+    *) echo "pack-mcpb: no bundle platform for $(uname -s): name one (OS=BINARY)" >&2; exit 2 ;;
+  esac
+fi
 
 version=$(python3 -c 'import tomllib; print(tomllib.load(open("Cargo.toml", "rb"))["package"]["version"])')
 stage=$(mktemp -d)

@@ -5,7 +5,10 @@
 
 The template's `OWNER/mcp-manifest` becomes the repository given, every version the crate's
 (Cargo.toml), and the mcpb package gets the release asset URL and the bundle's SHA-256 (the
-registry requires both for MCPB packages). The release workflow runs this on a tag.
+registry requires both for MCPB packages). The npm, PyPI and cargo packages keep their names; the
+registry checks that each names this server: the npm package's `mcpName` and the PyPI
+description's `mcp-name:` line (scripts/pack_npm.py and scripts/pack_wheel.py write both from
+the same --repo). The release workflow runs this on a tag.
 """
 import argparse
 import hashlib

@@ -343,32 +343,34 @@ fn chunks(bin: &Path) {
     );
 }
 
-/// Ed25519 signing keys, for tokens and a JWKS.
+/// Ed25519 signing keys (ring), for tokens signed by hand and a JWKS.
 struct Key {
     kid: String,
-    encoding: jsonwebtoken::EncodingKey,
+    pair: ring::signature::Ed25519KeyPair,
     jwk: Value,
+}
+
+fn b64url(bytes: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
 }
 
 impl Key {
     fn new(kid: &str, seed: u8) -> Key {
-        use base64::Engine;
-        use ed25519_dalek::pkcs8::EncodePrivateKey;
-        let signing = ed25519_dalek::SigningKey::from_bytes(&[seed; 32]);
-        let der = signing.to_pkcs8_der().unwrap();
-        let x = base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .encode(signing.verifying_key().as_bytes());
+        use ring::signature::KeyPair as _;
+        let pair = ring::signature::Ed25519KeyPair::from_seed_unchecked(&[seed; 32]).unwrap();
+        let x = b64url(pair.public_key().as_ref());
         Key {
             kid: kid.to_owned(),
-            encoding: jsonwebtoken::EncodingKey::from_ed_der(der.as_bytes()),
+            pair,
             jwk: json!({"kty": "OKP", "crv": "Ed25519", "x": x, "kid": kid, "alg": "EdDSA", "use": "sig"}),
         }
     }
 
     fn token(&self, with_kid: bool) -> String {
-        let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::EdDSA);
+        let mut header = json!({"alg": "EdDSA", "typ": "JWT"});
         if with_kid {
-            header.kid = Some(self.kid.clone());
+            header["kid"] = json!(self.kid);
         }
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -376,7 +378,13 @@ impl Key {
             .as_secs();
         let claims = json!({"iss": "https://issuer.example", "aud": "mcp", "sub": "bench",
                             "exp": now + 3600, "scope": "mcp"});
-        jsonwebtoken::encode(&header, &claims, &self.encoding).unwrap()
+        let message = format!(
+            "{}.{}",
+            b64url(header.to_string().as_bytes()),
+            b64url(claims.to_string().as_bytes())
+        );
+        let signature = self.pair.sign(message.as_bytes());
+        format!("{message}.{}", b64url(signature.as_ref()))
     }
 }
 

@@ -12,14 +12,14 @@
 //! when the fixtures are dropped, whether the suite succeeded or not.
 
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::fs::PermissionsExt as _;
-use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail, ensure};
 use serde_json::{Value, json};
+
+pub use os::{as_owner, run_as};
 
 use crate::fixtures::{QUERY_SQL, ROWS};
 use crate::peer::{self, Peer, Program};
@@ -72,7 +72,7 @@ impl Cluster {
                     .into(),
             )
         })?;
-        let owner = run_as()?;
+        let owner = os::run_as()?;
         eprintln!(
             "  starting a PostgreSQL cluster ({}{})…",
             bin.display(),
@@ -90,13 +90,13 @@ impl Cluster {
         std::fs::create_dir(&sock)?;
         if let Some((uid, gid)) = owner {
             for p in [dir.path(), sock.as_path()] {
-                std::os::unix::fs::chown(p, Some(uid), Some(gid))
+                os::hand_to(p, (uid, gid))
                     .with_context(|| format!("handing {} to nobody", p.display()))?;
             }
         }
         let pwfile = dir.path().join("pw");
         std::fs::write(&pwfile, PASSWORD)?;
-        std::fs::set_permissions(&pwfile, std::fs::Permissions::from_mode(0o644))?;
+        os::readable_by_all(&pwfile)?;
         let mut initdb = Command::new(bin.join("initdb"));
         initdb
             .arg("-D")
@@ -111,7 +111,7 @@ impl Cluster {
                 "--no-sync",
             ])
             .stdin(Stdio::null());
-        as_owner(&mut initdb, owner);
+        os::as_owner(&mut initdb, owner);
         let out = initdb.output().context("running initdb")?;
         ensure!(
             out.status.success(),
@@ -133,16 +133,8 @@ impl Cluster {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log);
-        as_owner(&mut cmd, owner);
-        // SAFETY: `prctl` is async-signal-safe; this runs in the child between fork and exec.
-        // The suite spawns from its main thread, which lives as long as the process (the signal
-        // fires when the spawning thread ends).
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGQUIT);
-                Ok(())
-            });
-        }
+        os::as_owner(&mut cmd, owner);
+        os::die_with_parent(&mut cmd);
         let postmaster = cmd.spawn().context("starting postgres")?;
         let mut cluster = Cluster {
             access: Access {
@@ -203,12 +195,7 @@ impl Drop for Cluster {
             return;
         };
         eprintln!("stopping the PostgreSQL cluster");
-        if let Ok(pid) = i32::try_from(child.id()) {
-            // SAFETY: signalling our own child, which has not been reaped yet.
-            unsafe {
-                libc::kill(pid, libc::SIGINT);
-            }
-        }
+        os::fast_shutdown(&mut child);
         let deadline = Instant::now() + Duration::from_secs(30);
         while let Ok(None) = child.try_wait() {
             if Instant::now() > deadline {
@@ -644,25 +631,101 @@ fn preview(bytes: &[u8]) -> String {
     String::from_utf8_lossy(&bytes[..bytes.len().min(300)]).into_owned()
 }
 
-/// Root runs the cluster as `nobody`; anyone else as themselves.
-pub fn run_as() -> Result<Option<(u32, u32)>> {
-    // SAFETY: plain libc calls; getpwnam's result is read before any other call.
-    unsafe {
-        if libc::geteuid() != 0 {
-            return Ok(None);
+/// What the cluster does differently per platform: the user it runs as (root runs it as
+/// `nobody`), the parent-death signal (Linux only: elsewhere the cluster is stopped when the
+/// fixtures are dropped, not when the suite is killed) and the fast-shutdown signal.
+#[cfg(unix)]
+mod os {
+    use std::os::unix::fs::PermissionsExt as _;
+    use std::os::unix::process::CommandExt as _;
+    use std::path::Path;
+    use std::process::{Child, Command};
+
+    use anyhow::{Result, ensure};
+
+    /// Root runs the cluster as `nobody`; anyone else as themselves.
+    pub fn run_as() -> Result<Option<(u32, u32)>> {
+        // SAFETY: plain libc calls; getpwnam's result is read before any other call.
+        unsafe {
+            if libc::geteuid() != 0 {
+                return Ok(None);
+            }
+            let pw = libc::getpwnam(c"nobody".as_ptr());
+            ensure!(
+                !pw.is_null(),
+                "running as root, and there is no user `nobody` to run PostgreSQL as"
+            );
+            Ok(Some(((*pw).pw_uid, (*pw).pw_gid)))
         }
-        let pw = libc::getpwnam(c"nobody".as_ptr());
-        ensure!(
-            !pw.is_null(),
-            "running as root, and there is no user `nobody` to run PostgreSQL as"
-        );
-        Ok(Some(((*pw).pw_uid, (*pw).pw_gid)))
+    }
+
+    pub fn hand_to(path: &Path, (uid, gid): (u32, u32)) -> std::io::Result<()> {
+        std::os::unix::fs::chown(path, Some(uid), Some(gid))
+    }
+
+    pub fn readable_by_all(path: &Path) -> std::io::Result<()> {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o644))
+    }
+
+    pub fn as_owner(cmd: &mut Command, owner: Option<(u32, u32)>) {
+        if let Some((uid, gid)) = owner {
+            cmd.uid(uid).gid(gid).env("HOME", "/tmp");
+        }
+    }
+
+    /// A suite killed by SIGKILL takes `postgres` along (Linux's parent-death signal).
+    pub fn die_with_parent(cmd: &mut Command) {
+        // SAFETY: `prctl` is async-signal-safe; this runs in the child between fork and exec.
+        // The suite spawns from its main thread, which lives as long as the process (the signal
+        // fires when the spawning thread ends).
+        #[cfg(target_os = "linux")]
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGQUIT);
+                Ok(())
+            });
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = cmd;
+    }
+
+    /// SIGINT: PostgreSQL's fast shutdown (clients are disconnected).
+    pub fn fast_shutdown(child: &mut Child) {
+        if let Ok(pid) = i32::try_from(child.id()) {
+            // SAFETY: signalling our own child, which has not been reaped yet.
+            unsafe {
+                libc::kill(pid, libc::SIGINT);
+            }
+        }
     }
 }
 
-pub fn as_owner(cmd: &mut Command, owner: Option<(u32, u32)>) {
-    if let Some((uid, gid)) = owner {
-        cmd.uid(uid).gid(gid).env("HOME", "/tmp");
+/// Windows: the cluster runs as the user, and stops by being killed (no signals).
+#[cfg(not(unix))]
+mod os {
+    use std::path::Path;
+    use std::process::{Child, Command};
+
+    use anyhow::Result;
+
+    pub fn run_as() -> Result<Option<(u32, u32)>> {
+        Ok(None)
+    }
+
+    pub fn hand_to(_: &Path, _: (u32, u32)) -> std::io::Result<()> {
+        Ok(())
+    }
+
+    pub fn readable_by_all(_: &Path) -> std::io::Result<()> {
+        Ok(())
+    }
+
+    pub fn as_owner(_: &mut Command, _: Option<(u32, u32)>) {}
+
+    pub fn die_with_parent(_: &mut Command) {}
+
+    pub fn fast_shutdown(child: &mut Child) {
+        let _ = child.kill();
     }
 }
 

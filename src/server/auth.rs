@@ -13,8 +13,10 @@
 //! Refusals follow RFC 6750 and the MCP authorization spec: 401 with `WWW-Authenticate: Bearer
 //! resource_metadata="…"` (RFC 9728) when the token is missing or invalid, 403 with
 //! `error="insufficient_scope"` when a valid token lacks a scope. The metadata document itself is
-//! `protected_resource_metadata`. All cryptography is `jsonwebtoken`'s; all comparisons of secrets
-//! are `subtle`'s.
+//! `protected_resource_metadata`. Tokens are parsed and validated by `jsonwebtoken`, their
+//! signatures checked by `ring` (auth/ring_jwt.rs); all comparisons of secrets are `subtle`'s.
+
+mod ring_jwt;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -266,6 +268,7 @@ impl Claims {
 
 impl Verifier {
     fn new(config: OAuth) -> Verifier {
+        ring_jwt::install();
         Verifier {
             keys: Arc::new(KeyCache::new(config.jwks.clone())),
             config,

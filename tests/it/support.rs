@@ -74,9 +74,10 @@ impl Fixture {
         }
     }
 
-    /// The canonical path of the fixture folder (temp dirs may sit behind symlinks).
+    /// The canonical path of the fixture folder (temp dirs may sit behind symlinks), as a user
+    /// writes it (on Windows without the `\\?\` prefix `canonicalize` adds).
     pub fn root(&self) -> PathBuf {
-        self.dir.path().canonicalize().expect("canonical temp dir")
+        plain(self.dir.path().canonicalize().expect("canonical temp dir"))
     }
 
     pub fn path(&self, rel: &str) -> PathBuf {
@@ -106,7 +107,7 @@ impl Fixture {
 
     /// The `file://` URI of a file in the fixture.
     pub fn uri(&self, rel: &str) -> String {
-        format!("file://{}", self.path(rel).display())
+        file_uri(&self.path(rel))
     }
 
     /// Runs the CLI in the fixture folder.
@@ -126,7 +127,7 @@ impl Fixture {
         let path = self.write("bad.toml", text);
         let lines = runtime().block_on(mcp_manifest::cli::diagnostics(&path));
         assert!(!lines.is_empty(), "check should fail");
-        let prefix = format!("{}/", self.root().display());
+        let prefix = self.root().join("").display().to_string();
         lines
             .into_iter()
             .map(|l| l.strip_prefix(&prefix).map(str::to_owned).unwrap_or(l))
@@ -139,7 +140,7 @@ impl Fixture {
     pub fn check_lines(&self, text: &str) -> Vec<String> {
         let path = self.write("bad.toml", text);
         let lines = runtime().block_on(mcp_manifest::cli::check_lines(&path));
-        let prefix = format!("{}/", self.root().display());
+        let prefix = self.root().join("").display().to_string();
         lines
             .into_iter()
             .map(|l| l.strip_prefix(&prefix).map(str::to_owned).unwrap_or(l))
@@ -200,6 +201,29 @@ impl Fixture {
     /// process shows (exit status, signals, stderr).
     pub fn serve_process(&self) -> Server {
         Server::start(&self.path("mcp-server.toml"), &self.root())
+    }
+}
+
+/// `path` without Windows' verbatim prefix (`\\?\C:\x` → `C:\x`), as users and clients write
+/// paths; unchanged elsewhere.
+pub fn plain(path: PathBuf) -> PathBuf {
+    let drive = path
+        .to_str()
+        .and_then(|p| p.strip_prefix(r"\\?\"))
+        .filter(|p| p.as_bytes().get(1) == Some(&b':'))
+        .map(PathBuf::from);
+    drive.unwrap_or(path)
+}
+
+/// The `file://` URI of an absolute path as the server writes it: `file:///home/a/x.md` on Unix,
+/// `file:///C:/a/x.md` on Windows (RFC 8089). Written here, not taken from the library, so that
+/// the tests check the server's URIs against an independent spelling.
+pub fn file_uri(path: &Path) -> String {
+    let text = path.display().to_string();
+    if cfg!(windows) {
+        format!("file:///{}", text.replace('\\', "/"))
+    } else {
+        format!("file://{text}")
     }
 }
 

@@ -925,28 +925,29 @@ fn bearer_tokens_from_the_environment() {
     assert!(stderr(&out).contains("WEB_TOKEN"), "{}", stderr(&out));
 }
 
-/// An Ed25519 signing key generated for the test: the key for `jsonwebtoken` and its JWK.
+/// An Ed25519 signing key generated for the test (by `ring`), its JWK, and tokens signed by hand
+/// (base64url header, claims and signature): independent of the server's JWT code.
 struct TestKey {
-    key: jsonwebtoken::EncodingKey,
+    pair: ring::signature::Ed25519KeyPair,
     kid: String,
     x: String,
 }
 
+fn b64url(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
 impl TestKey {
     fn new(kid: &str) -> TestKey {
-        use base64::Engine as _;
-        use ed25519_dalek::pkcs8::EncodePrivateKey;
-        let mut seed = [0u8; 32];
-        std::fs::File::open("/dev/urandom")
-            .and_then(|mut f| f.read_exact(&mut seed))
-            .expect("random bytes");
-        let signing = ed25519_dalek::SigningKey::from_bytes(&seed);
-        let der = signing.to_pkcs8_der().expect("pkcs8");
+        use ring::signature::{Ed25519KeyPair, KeyPair as _};
+        let pkcs8 = Ed25519KeyPair::generate_pkcs8(&ring::rand::SystemRandom::new()).expect("key");
+        let pair = Ed25519KeyPair::from_pkcs8(pkcs8.as_ref()).expect("key pair");
+        let x = b64url(pair.public_key().as_ref());
         TestKey {
-            key: jsonwebtoken::EncodingKey::from_ed_der(der.as_bytes()),
+            pair,
             kid: kid.into(),
-            x: base64::engine::general_purpose::URL_SAFE_NO_PAD
-                .encode(signing.verifying_key().to_bytes()),
+            x,
         }
     }
 
@@ -956,9 +957,14 @@ impl TestKey {
 
     /// A token signed with this key (and named after `kid`).
     fn sign_as(&self, kid: &str, claims: &Value) -> String {
-        let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::EdDSA);
-        header.kid = Some(kid.into());
-        jsonwebtoken::encode(&header, claims, &self.key).expect("sign")
+        let header = json!({"alg": "EdDSA", "typ": "JWT", "kid": kid});
+        let message = format!(
+            "{}.{}",
+            b64url(header.to_string().as_bytes()),
+            b64url(claims.to_string().as_bytes())
+        );
+        let signature = self.pair.sign(message.as_bytes());
+        format!("{message}.{}", b64url(signature.as_ref()))
     }
 
     fn sign(&self, claims: &Value) -> String {
