@@ -13,10 +13,12 @@
 mod auth;
 mod convert;
 mod http;
+mod reload;
 mod shared;
 mod transport;
 
 pub(crate) use http::serve_http;
+pub(crate) use shared::tools_per_endpoint;
 
 use std::collections::HashMap;
 use std::future::Future;
