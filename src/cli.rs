@@ -244,7 +244,34 @@ pub async fn check(manifest: Option<PathBuf>, deny_warnings: bool, json: bool) -
         );
     }
     let _ = writeln!(out, "  prompts    {prompts}");
+    if !m.groups.is_empty() || !m.server.expose.is_everything() {
+        let _ = write!(out, "{}", endpoints_summary(std::sync::Arc::new(registry)));
+    }
     OK
+}
+
+/// What a client of each endpoint loads before any call: the tools `tools/list` gives there and
+/// the answer's size (`check`'s summary, when the manifest has groups or `[server] expose`).
+fn endpoints_summary(registry: std::sync::Arc<Registry>) -> String {
+    let rows = crate::server::tools_per_endpoint(registry);
+    let width = rows
+        .iter()
+        .map(|r| r.group.as_deref().map_or(7, str::len))
+        .max()
+        .unwrap_or(7);
+    let mut s = String::from(
+        "  tools/list per endpoint (stdio: serve --group NAME; HTTP: /mcp/NAME):\n",
+    );
+    for r in rows {
+        let name = r.group.as_deref().unwrap_or("default");
+        s.push_str(&format!(
+            "    {name:<width$}  {:>4} tool{}  {:>8} bytes\n",
+            r.tools,
+            if r.tools == 1 { " " } else { "s" },
+            r.bytes
+        ));
+    }
+    s
 }
 
 /// "2 sqlite, 1 postgres, 0 mysql, ": the database sources by engine.
@@ -917,6 +944,8 @@ pub struct RegisterArgs {
     pub project: Option<PathBuf>,
     /// Repoint an entry of the same name that serves another manifest.
     pub replace: bool,
+    /// Serve only this `[groups.NAME]` (`serve --group NAME`).
+    pub group: Option<String>,
 }
 
 /// `mcp-manifest register CLIENT [MANIFEST]`: adds this server (absolute binary and manifest
@@ -949,6 +978,9 @@ fn register_checked(args: &RegisterArgs, registry: &Registry, path: &Path) -> Re
         .clone()
         .unwrap_or_else(|| registry.manifest.server.name.clone());
     reg::check_name(&name)?;
+    if let Some(group) = &args.group {
+        known_group(registry, group, path)?;
+    }
     let env = reg::parse_env(&args.env)?;
     let exe = std::env::current_exe()
         .and_then(std::fs::canonicalize)
@@ -956,7 +988,14 @@ fn register_checked(args: &RegisterArgs, registry: &Registry, path: &Path) -> Re
     let os = Os::current();
     let project = project_dir(args.project.as_deref(), &manifest)?;
     let target = clients::target(args.client, args.user, &project, os, &setup::process_env)?;
-    let (entry, machine_paths) = entry_for(&target, &exe, os, &manifest, &project, env)?;
+    let (mut entry, machine_paths) = entry_for(&target, &exe, os, &manifest, &project, env)?;
+    // A manifest that listens on HTTP would serve there: a client's entry is stdio.
+    if registry.manifest.server.http.listen.is_some() {
+        entry.args.push("--stdio".to_owned());
+    }
+    if let Some(group) = &args.group {
+        entry.args.extend(["--group".to_owned(), group.clone()]);
+    }
     if args.print {
         let _ = write!(
             std::io::stdout().lock(),
@@ -1037,6 +1076,33 @@ fn register_checked(args: &RegisterArgs, registry: &Registry, path: &Path) -> Re
         let _ = writeln!(out, "  check:  {check}");
     }
     Ok(())
+}
+
+/// `Ok` when the manifest declares `[groups.GROUP]`; else what to write instead.
+fn known_group(registry: &Registry, group: &str, path: &Path) -> Result<(), String> {
+    let groups: Vec<&str> = registry
+        .manifest
+        .groups
+        .iter()
+        .map(|g| g.name.as_str())
+        .collect();
+    if groups.contains(&group) {
+        return Ok(());
+    }
+    let file = path.display();
+    if groups.is_empty() {
+        return Err(format!(
+            "--group {group}: {file} declares no groups; add a [groups.{group}] section naming the tools, resources and prompts it serves (the README's \"Groups\"), then register again; nothing registered"
+        ));
+    }
+    let hint = match manifest::diag::did_you_mean(group, groups.iter().copied()) {
+        Some(m) => format!("did you mean `{m}`? "),
+        None => String::new(),
+    };
+    Err(format!(
+        "--group {group}: {file} has no [groups.{group}]; {hint}its groups: {}; nothing registered",
+        groups.join(", ")
+    ))
 }
 
 /// The entry `register` writes for `target`, and why it holds this machine's paths when a
