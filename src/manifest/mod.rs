@@ -10,6 +10,7 @@ pub mod about;
 pub mod diag;
 pub mod expand;
 pub mod groups;
+mod hints;
 mod http;
 pub mod raw;
 mod validate;
@@ -467,6 +468,7 @@ pub fn check_str(
     }
 
     let mut bad = Vec::new();
+    hints::tool_references(doc.get_mut(), text, &map, env, &mut diags, &mut bad);
     expand_table(doc.get_mut(), env, &map, &mut diags, &mut bad);
     let schema = raw::json_schema();
     let mut walker = validate::Walker::new(&schema, &map, &mut diags);

@@ -178,11 +178,11 @@ mod tests {
         };
         assert_eq!(
             summary(&old, &new),
-            "reloaded: +2 resources, -1 tool (bye), 1 tool changed (grep), prompts unchanged"
+            "reloaded: +2 resources, -1 tool (bye), 1 tool (grep) changed, prompts unchanged"
         );
         assert_eq!(
             summary(&new, &old),
-            "reloaded: -2 resources, +1 tool (bye), 1 tool changed (grep), prompts unchanged"
+            "reloaded: -2 resources, +1 tool (bye), 1 tool (grep) changed, prompts unchanged"
         );
     }
 
