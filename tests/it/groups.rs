@@ -261,3 +261,29 @@ fn serving_an_unknown_group_fails_naming_the_groups() {
         stderr(&out)
     );
 }
+
+/// `check` prints, per endpoint, how many tools `tools/list` gives there and the answer's size
+/// in bytes, and both are what a session on that endpoint gets.
+#[test]
+fn check_prints_tools_list_per_endpoint_as_sessions_get_it() {
+    let f = fixture();
+    let out = f.run(&["check"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = crate::support::stdout(&out);
+    assert!(text.contains("tools/list per endpoint"), "{text}");
+    for (endpoint, group) in [("default", None), ("public", Some("public"))] {
+        let mut s = Server::in_process_group(&f.path("mcp-server.toml"), group).started();
+        let list = s.ok("tools/list", json!({}));
+        let tools = list["tools"].as_array().expect("tools").len();
+        let bytes = serde_json::to_string(&list).expect("JSON").len();
+        let row = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{endpoint} ")))
+            .unwrap_or_else(|| panic!("no row for {endpoint}: {text}"));
+        let figures: Vec<usize> = row
+            .split_whitespace()
+            .filter_map(|w| w.parse().ok())
+            .collect();
+        assert_eq!(figures, [tools, bytes], "{endpoint}: {row}\n{list}");
+    }
+}
