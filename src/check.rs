@@ -74,7 +74,7 @@ pub(crate) async fn run(
         if diags.errors() == 0 && declared == 0 && m.tools.is_empty() && m.prompts.is_empty() {
             diags.warn(
                 Loc { line: 1, col: 1 },
-                "the manifest serves nothing: no [files], [sqlite], [postgres], [git], [templates], [tools] or [prompts] section (`mcp-manifest init --force` writes a starter one from what the folder holds)",
+                "the manifest serves nothing: no [files], [sqlite], [postgres], [mysql], [git], [templates], [skills], [tools] or [prompts] section (`mcp-manifest init --force` writes a starter one from what the folder holds)",
             );
         }
         diags.extend(static_warnings(&registry.manifest));
@@ -101,7 +101,7 @@ impl Outcome {
 }
 
 fn source_entries(m: &Manifest) -> usize {
-    m.files.len() + m.databases.len() + m.git.len() + m.templates.len()
+    m.files.len() + m.databases.len() + m.git.len() + m.templates.len() + m.skills.len()
 }
 
 /// Warnings computed from the manifest and the filesystem alone (no database, no network).

@@ -197,7 +197,8 @@ pub async fn check(manifest: Option<PathBuf>, deny_warnings: bool, json: bool) -
         .filter(|n| !from_manifest.contains(n))
         .collect();
     let prompts = m.prompts.len();
-    let sources = m.files.len() + m.databases.len() + m.git.len() + m.templates.len();
+    let sources =
+        m.files.len() + m.databases.len() + m.git.len() + m.templates.len() + m.skills.len();
     let mut out = std::io::stdout().lock();
     let _ = writeln!(
         out,
@@ -206,11 +207,12 @@ pub async fn check(manifest: Option<PathBuf>, deny_warnings: bool, json: bool) -
     );
     let _ = writeln!(
         out,
-        "  sources    {sources} ({} files, {}{} git, {} templates)",
+        "  sources    {sources} ({} files, {}{} git, {} templates, {} skills)",
         m.files.len(),
         database_counts(m),
         m.git.len(),
-        m.templates.len()
+        m.templates.len(),
+        m.skills.len()
     );
     let _ = writeln!(out, "  resources  {resources}");
     let _ = writeln!(out, "  templates  {templates}");
