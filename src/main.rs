@@ -356,7 +356,9 @@ fn init_logging() {
         .or_else(|_| std::env::var("RUST_LOG"))
         .ok()
         .and_then(|f| EnvFilter::try_new(f).ok())
-        .unwrap_or_else(|| EnvFilter::new("warn,rmcp=error,mcp_manifest::access=info,mcp_manifest::reload=info"));
+        .unwrap_or_else(|| {
+            EnvFilter::new("warn,rmcp=error,mcp_manifest::access=info,mcp_manifest::reload=info")
+        });
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -55,12 +55,14 @@ fn references(s: &str) -> Vec<Reference<'_>> {
 /// How a parameter is written where it does reach the tool.
 fn param_form(shell: Option<&str>, name: &str, in_command: bool) -> String {
     if in_command {
-        return format!("write `{{{name}}}`: in `command` each `{{param}}` becomes part of one argument");
+        return format!(
+            "write `{{{name}}}`: in `command` each `{{param}}` becomes part of one argument"
+        );
     }
     match shell {
-        Some("powershell" | "pwsh") => format!(
-            "parameters reach the script as environment variables: write `$env:{name}`"
-        ),
+        Some("powershell" | "pwsh") => {
+            format!("parameters reach the script as environment variables: write `$env:{name}`")
+        }
         Some("cmd") => {
             format!("parameters reach the script as environment variables: write `!{name}!`")
         }
@@ -144,8 +146,7 @@ pub(super) fn tool_references(
                     } else {
                         continue;
                     };
-                    let offset = source_offset(text, span.clone(), r.name)
-                        .unwrap_or(span.start);
+                    let offset = source_offset(text, span.clone(), r.name).unwrap_or(span.start);
                     diags.push(map.loc(offset), message);
                     bad.push(span.start);
                     escape.push(r.at);

@@ -66,6 +66,9 @@ impl Served {
     }
 }
 
+/// One kind's items: key and definition.
+type Keyed = [(String, String)];
+
 /// One kind's difference.
 #[derive(Debug, Default, PartialEq)]
 struct Diff<'a> {
@@ -74,7 +77,7 @@ struct Diff<'a> {
     changed: Vec<&'a str>,
 }
 
-fn diff<'a>(old: &'a [(String, String)], new: &'a [(String, String)]) -> Diff<'a> {
+fn diff<'a>(old: &'a Keyed, new: &'a Keyed) -> Diff<'a> {
     let before: HashMap<&str, &str> = old.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let after: HashMap<&str, &str> = new.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let mut d = Diff::default();
@@ -114,7 +117,7 @@ fn count(n: usize, kind: &str, names: &[&str], named: bool) -> String {
 /// removed (`-`) or changed, or `KIND unchanged`. Resources are counted (their URIs are long
 /// and many); templates, tools and prompts are named too.
 pub(super) fn summary(old: &Served, new: &Served) -> String {
-    let kinds: [(&str, &[(String, String)], &[(String, String)], bool); 4] = [
+    let kinds: [(&str, &Keyed, &Keyed, bool); 4] = [
         ("resource", &old.resources, &new.resources, false),
         ("template", &old.templates, &new.templates, true),
         ("tool", &old.tools, &new.tools, true),

@@ -444,7 +444,11 @@ pub(crate) fn propose(f: &Findings) -> Vec<Section> {
     }
     for (i, (root, count)) in f.skills.iter().enumerate() {
         // `.agents/skills` → `agents`, `.claude/skills` → `claude`, `skills` → `skills`.
-        let name = root.trim_start_matches('.').split('/').next().unwrap_or("skills");
+        let name = root
+            .trim_start_matches('.')
+            .split('/')
+            .next()
+            .unwrap_or("skills");
         let mut body = vec![format!("root = {}", toml_str(root))];
         if i > 0 {
             // Two roots may hold skills of the same name: the later ones' URIs get a prefix.

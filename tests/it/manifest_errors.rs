@@ -323,6 +323,8 @@ fn array_of_tables_gets_the_named_table_form() {
     );
     assert_eq!(
         diagnose("tools = [{ name = \"a\", command = [\"true\"] }]\n"),
-        ["bad.toml:1:9: `tools` must be a table, found an array; each entry of `[tools]` is a table named by its key, not an item of an array (`[[tools]]`): write `[tools.a]` (the name goes in the header, not in a `name` key)"]
+        [
+            "bad.toml:1:9: `tools` must be a table, found an array; each entry of `[tools]` is a table named by its key, not an item of an array (`[[tools]]`): write `[tools.a]` (the name goes in the header, not in a `name` key)"
+        ]
     );
 }

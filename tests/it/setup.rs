@@ -1010,7 +1010,9 @@ fn list_json_is_the_listing_with_mcp_field_names() {
         "{summary}"
     );
     assert!(
-        summary.contains("sources    1 (1 files, 0 sqlite, 0 postgres, 0 mysql, 0 git, 0 templates, 0 skills)"),
+        summary.contains(
+            "sources    1 (1 files, 0 sqlite, 0 postgres, 0 mysql, 0 git, 0 templates, 0 skills)"
+        ),
         "{summary}"
     );
 }
@@ -1505,7 +1507,9 @@ fn register_keeps_a_listening_manifest_on_stdio() {
         entry["command"].as_str().expect("command"),
         &args,
         &s.project.root(),
-        &[json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})],
+        &[
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+        ],
     );
     assert_eq!(answers.len(), 1, "answered on stdio: {answers:?}");
 }
@@ -1527,8 +1531,14 @@ fn init_offers_a_skills_section_for_each_skills_folder() {
     f.write("skills/notes/README.md", "no SKILL.md here\n");
     f.write("README.md", "# Project\n");
     let out = ok(&run(&f.root(), &f.root(), &["init", "."]));
-    assert!(out.contains("agent skills     .agents/skills/ (2 skills)"), "{out}");
-    assert!(out.contains("agent skills     .claude/skills/ (1 skill)"), "{out}");
+    assert!(
+        out.contains("agent skills     .agents/skills/ (2 skills)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("agent skills     .claude/skills/ (1 skill)"),
+        "{out}"
+    );
     let text = std::fs::read_to_string(f.path("mcp-server.toml")).expect("manifest");
     assert!(
         text.contains("[skills.agents]\nroot = \".agents/skills\"\n"),
@@ -1538,7 +1548,10 @@ fn init_offers_a_skills_section_for_each_skills_folder() {
         text.contains("[skills.claude]\nroot = \".claude/skills\"\nprefix = \"claude\"\n"),
         "{text}"
     );
-    assert!(!text.contains("[skills.skills]"), "no SKILL.md in skills/: {text}");
+    assert!(
+        !text.contains("[skills.skills]"),
+        "no SKILL.md in skills/: {text}"
+    );
     checks(&f);
     let listing = list_json(&f);
     let uris = uris(&listing);
@@ -1557,10 +1570,16 @@ fn init_offers_a_skills_section_for_each_skills_folder() {
     g.write("docs/guide.md", "# Guide\n");
     ok(&run(&g.root(), &g.root(), &["init", "."]));
     let text = std::fs::read_to_string(g.path("mcp-server.toml")).expect("manifest");
-    assert!(text.contains("[skills.skills]\nroot = \"skills\"\n"), "{text}");
+    assert!(
+        text.contains("[skills.skills]\nroot = \"skills\"\n"),
+        "{text}"
+    );
     checks(&g);
     let uris_g = uris_of(&list_json(&g));
-    assert!(uris_g.iter().any(|u| u == "skill://lint/SKILL.md"), "{uris_g:?}");
+    assert!(
+        uris_g.iter().any(|u| u == "skill://lint/SKILL.md"),
+        "{uris_g:?}"
+    );
     assert!(
         !uris_g.iter().any(|u| u.ends_with("/skills/lint/SKILL.md")),
         "not served twice: {uris_g:?}"
