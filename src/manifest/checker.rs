@@ -151,7 +151,7 @@ impl Checker<'_> {
     pub(crate) fn manifest(
         &mut self,
         mut raw: RawManifest,
-        taken: &crate::providers::sql::section::Taken<'_>,
+        taken: &crate::manifest::sql::Taken<'_>,
         display: &str,
         path: &Path,
         declared: &Declared,
@@ -434,7 +434,7 @@ impl Checker<'_> {
     pub(crate) fn template_tools(
         &mut self,
         raw: &RawManifest,
-        databases: &crate::providers::sql::section::Taken<'_>,
+        databases: &crate::manifest::sql::Taken<'_>,
         m: &mut Manifest,
     ) {
         // (name, where, which entry) of every tool so far, built-ins first.
@@ -461,7 +461,7 @@ impl Checker<'_> {
         let on = m.server.template_tools;
         // Entries in file order, so the later of two clashing entries is the one reported.
         let mut wanted: Vec<(Loc, Want)> = Vec::new();
-        for (loc, w) in crate::providers::sql::section::wanted_tools(self, databases, on) {
+        for (loc, w) in crate::manifest::sql::wanted_tools(self, databases, on) {
             wanted.push((loc, Want::Database(w)));
         }
         for (i, (k, g)) in raw.git.iter().enumerate() {
@@ -569,7 +569,7 @@ impl Checker<'_> {
 /// One tool `template_tools` would make: indexes into the manifest's sections, its name (`None`:
 /// none) and the entry, for messages.
 enum Want {
-    Database(crate::providers::sql::section::WantedTool),
+    Database(crate::manifest::sql::WantedTool),
     GitCommit(usize, Option<String>, String),
     GitFile(usize, Option<String>, String),
     Template(usize, Option<String>, String),

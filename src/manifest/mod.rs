@@ -18,6 +18,7 @@ mod prompts;
 pub mod raw;
 mod read;
 mod skills;
+pub mod sql;
 mod templates;
 mod tools;
 mod validate;
@@ -28,7 +29,6 @@ use std::time::Duration;
 
 use indexmap::IndexMap;
 
-pub use crate::providers::sql::section::DatabaseDef;
 pub use about::{About, Skills};
 pub(crate) use checker::Checker;
 pub use diag::{Diagnostics, Loc, SourceMap};
@@ -37,6 +37,7 @@ pub use http::{Http, HttpAuth, Jwks, OAuth, open_listen_refusal, parse_listen};
 pub use raw::{OutputKind, ParamType, Role};
 use read::read_text;
 pub use read::{check_str, load_str};
+pub use sql::DatabaseDef;
 pub use view::{Chart, ChartKind, ToolView, View};
 
 /// Default cap on a file read (`max_size`).
@@ -44,11 +45,8 @@ pub const DEFAULT_MAX_SIZE: u64 = 10 * 1024 * 1024;
 /// The largest `max_size` a manifest may set: a read is held in memory whole (and base64 makes
 /// it a third larger on the wire).
 pub const MAX_MAX_SIZE: u64 = 256 * 1024 * 1024;
+pub use crate::process::{DEFAULT_MAX_PROCESSES, MAX_MAX_PROCESSES};
 /// Default process timeout for tools and command templates.
-/// `[server] max_processes` when not written.
-pub const DEFAULT_MAX_PROCESSES: usize = 16;
-/// The largest `max_processes` accepted.
-pub const MAX_MAX_PROCESSES: usize = 4096;
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default limit on how long one SQL statement may run.
 pub const DEFAULT_QUERY_TIMEOUT: Duration = Duration::from_secs(30);

@@ -89,7 +89,7 @@ pub fn check_str(
     // reports everything.
     prune(doc.get_mut(), &bad);
     // The SQL engines' sections are checked by their own code (`providers::sql::section`).
-    let databases = crate::providers::sql::section::take(doc.get_mut());
+    let databases = crate::manifest::sql::take(doc.get_mut());
 
     let raw = match RawManifest::deserialize(toml::de::Deserializer::from(doc)) {
         Ok(raw) => raw,
@@ -136,7 +136,7 @@ impl Declared {
                 _ => Vec::new(),
             }
         };
-        let databases = crate::providers::sql::section::declared(doc.get_ref());
+        let databases = crate::manifest::sql::declared(doc.get_ref());
         let sources = ["files", "git", "templates"]
             .iter()
             .map(|s| names(s).len())
@@ -195,7 +195,7 @@ const NAMED_SECTIONS: [&str; 5] = ["files", "git", "templates", "tools", "prompt
 fn named_sections() -> impl Iterator<Item = &'static str> {
     NAMED_SECTIONS
         .into_iter()
-        .chain(crate::providers::sql::section::section_names())
+        .chain(crate::manifest::sql::section_names())
 }
 
 /// Removes what holds a problem at one of the `bad` offsets: an unknown section, the

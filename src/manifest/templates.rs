@@ -13,7 +13,7 @@ impl Checker<'_> {
         db_refs: &[(&'static str, Sp<String>)],
         declared: &[(&'static str, Vec<String>)],
     ) -> Template {
-        use crate::providers::sql::section as sql;
+        use super::sql;
         let name = key.get().clone();
         let backends = [
             t.file.is_some(),
