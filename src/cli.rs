@@ -280,7 +280,7 @@ fn endpoints_summary(registry: std::sync::Arc<Registry>) -> String {
 
 /// "2 sqlite, 1 postgres, 0 mysql, ": the database sources by engine.
 fn database_counts(m: &manifest::Manifest) -> String {
-    crate::providers::sql::section::section_names()
+    crate::manifest::sql::section_names()
         .map(|section| {
             let n = m.databases.iter().filter(|d| d.section == section).count();
             format!("{n} {section}, ")

@@ -113,7 +113,7 @@ impl Registry {
         }
         let search = SearchTool::build(&files);
         for def in &manifest.databases {
-            if let Some(built) = def.engine.build(def, &mut diags).await {
+            if let Some(built) = crate::providers::sql::build(def, &mut diags).await {
                 databases.push(built.database);
                 placed.push((def.loc, built.source));
             }

@@ -16,11 +16,9 @@ mod front;
 pub(crate) mod pool;
 pub(crate) mod query;
 pub(crate) mod rows;
-pub(crate) mod section;
 mod server;
 pub(crate) mod text;
 mod tool;
-pub(crate) mod url;
 
 pub(crate) mod mysql;
 pub(crate) mod postgres;
@@ -30,8 +28,38 @@ pub(crate) use engine::Target;
 pub(crate) use front::SqlSource;
 pub(crate) use query::{NamedQuery, Statement};
 
-use super::Source;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
 
-/// Every SQL engine's manifest section, in the order the schema lists them.
-pub(crate) static ENGINES: [&dyn section::Section; 3] =
-    [&sqlite::SECTION, &postgres::SECTION, &mysql::SECTION];
+use super::Source;
+use crate::manifest::Diagnostics;
+use crate::manifest::sql::{DatabaseDef, EngineKeys};
+
+/// An engine's checked keys, and how its source is built from them.
+pub(crate) trait EngineDef: Send + Sync {
+    /// Builds the live source (a SQLite file is opened and checked here; a server is not
+    /// connected to). `None` after reporting why it cannot be built.
+    fn build<'a>(
+        &'a self,
+        def: &'a DatabaseDef,
+        diags: &'a mut Diagnostics,
+    ) -> Pin<Box<dyn Future<Output = Option<Built>> + Send + 'a>>;
+}
+
+/// A built database source: what the registry lists and reads, and what `sql` templates query.
+pub(crate) struct Built {
+    pub source: Arc<dyn Source>,
+    pub database: Arc<dyn super::Database>,
+}
+
+/// Builds the source of a checked entry: the one place that maps an engine's manifest keys to
+/// the engine (one line per engine).
+pub(crate) async fn build(def: &DatabaseDef, diags: &mut Diagnostics) -> Option<Built> {
+    let engine: &dyn EngineDef = match &def.engine {
+        EngineKeys::Sqlite(k) => &**k,
+        EngineKeys::Postgres(k) => &**k,
+        EngineKeys::Mysql(k) => &**k,
+    };
+    engine.build(def, diags).await
+}
