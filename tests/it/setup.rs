@@ -1373,11 +1373,19 @@ fn same_name_for_another_manifest_needs_replace() {
     assert!(out.contains("Updated"), "{out}");
 }
 
-/// Runs an entry as its client would (`command` + `args`, from `cwd`) with `requests` on stdin,
-/// closed after them, and returns the answers by id.
-fn run_entry(command: &str, args: &[String], cwd: &Path, requests: &[Value]) -> Vec<Value> {
+/// Runs a client entry as its client would (its `command` and `args`, from `cwd`) with an
+/// `initialize` and then `requests` on stdin, closed after them, and returns the answers.
+fn run_entry(entry: &Value, cwd: &Path, requests: &[Value]) -> Vec<Value> {
     use std::io::Write as _;
-    let mut child = Command::new(command)
+    let args: Vec<&str> = entry["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .map(|a| a.as_str().expect("string"))
+        .collect();
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let mut child = Command::new(entry["command"].as_str().expect("command"))
         .args(args)
         .current_dir(cwd)
         .stdin(Stdio::piped())
@@ -1386,7 +1394,7 @@ fn run_entry(command: &str, args: &[String], cwd: &Path, requests: &[Value]) -> 
         .spawn()
         .expect("start the registered command");
     let mut input = String::new();
-    for r in requests {
+    for r in [&initialize, &initialized].into_iter().chain(requests) {
         input.push_str(&r.to_string());
         input.push('\n');
     }
@@ -1444,19 +1452,10 @@ fn register_group_writes_an_entry_that_serves_only_that_group() {
 
     // The entry as the client runs it (from another folder) sees the group's tool only.
     let elsewhere = tempfile::tempdir().expect("temp dir");
-    let args: Vec<String> = entry["args"]
-        .as_array()
-        .expect("args")
-        .iter()
-        .map(|a| a.as_str().expect("string").to_owned())
-        .collect();
     let answers = run_entry(
-        entry["command"].as_str().expect("command"),
-        &args,
+        entry,
         elsewhere.path(),
         &[
-            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
-            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
             json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
             json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "bye", "arguments": {}}}),
         ],
@@ -1496,22 +1495,8 @@ fn register_keeps_a_listening_manifest_on_stdio() {
         v["mcpServers"]["demo"]["args"],
         json!(["serve", s.manifest(), "--stdio"])
     );
-    let entry = &v["mcpServers"]["demo"];
-    let args: Vec<String> = entry["args"]
-        .as_array()
-        .expect("args")
-        .iter()
-        .map(|a| a.as_str().expect("string").to_owned())
-        .collect();
-    let answers = run_entry(
-        entry["command"].as_str().expect("command"),
-        &args,
-        &s.project.root(),
-        &[
-            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
-        ],
-    );
-    assert_eq!(answers.len(), 1, "answered on stdio: {answers:?}");
+    let answers = run_entry(&v["mcpServers"]["demo"], &s.project.root(), &[]);
+    assert_eq!(answers.len(), 1, "initialize answered on stdio: {answers:?}");
 }
 
 /// `init` finds folders of agent skills (`.agents/skills`, `.claude/skills`, `skills/`: each
@@ -1553,15 +1538,14 @@ fn init_offers_a_skills_section_for_each_skills_folder() {
         "no SKILL.md in skills/: {text}"
     );
     checks(&f);
-    let listing = list_json(&f);
-    let uris = uris(&listing);
+    let served = uris(&list_json(&f));
     for want in [
         "skill://pdf/SKILL.md",
         "skill://pdf/scripts/fill.py",
         "skill://review/SKILL.md",
         "skill://claude/pdf/SKILL.md",
     ] {
-        assert!(uris.iter().any(|u| u == want), "{want}: {uris:?}");
+        assert!(served.iter().any(|u| u == want), "{want}: {served:?}");
     }
 
     // A plain skills/ folder: served as skills, not again as documentation.
@@ -1575,7 +1559,7 @@ fn init_offers_a_skills_section_for_each_skills_folder() {
         "{text}"
     );
     checks(&g);
-    let uris_g = uris_of(&list_json(&g));
+    let uris_g = uris(&list_json(&g));
     assert!(
         uris_g.iter().any(|u| u == "skill://lint/SKILL.md"),
         "{uris_g:?}"
@@ -1597,8 +1581,4 @@ fn init_offers_a_skills_section_for_each_skills_folder() {
         let text = std::fs::read_to_string(h.path("mcp-server.toml")).expect("manifest");
         assert!(!text.contains("[skills."), "{text}");
     }
-}
-
-fn uris_of(listing: &Value) -> Vec<String> {
-    uris(listing)
 }
