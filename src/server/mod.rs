@@ -487,7 +487,11 @@ impl ServerHandler for Handler {
                 rmcp::model::CallToolRequestMethod,
             >());
         }
-        reserve(&cx, transport::TOOL_RESERVE).await;
+        // Room in the stdio session's budget before the tool runs (a session's calls are bounded
+        // by it). Over HTTP a call takes its answer's room only once the answer is made
+        // (`http::answers`): a tool that runs for minutes holds nothing meanwhile, so slow calls
+        // never keep other clients' reads waiting (42 sleeping calls held the whole budget).
+        transport::reserve(&cx, transport::TOOL_RESERVE).await;
         let registry = &snap.registry;
         let args = params.arguments.unwrap_or_default();
         // rmcp cancels `cx.ct` on `notifications/cancelled` for this request (and when the
