@@ -92,8 +92,15 @@ fn skill(s: crate::providers::skills::Skill) -> rmcp::model::Skill {
 }
 
 /// Whether `seen` (`None`: everything) shows the resource or resource template `uri`.
+/// A view document (`ui://mcp-manifest/…`) goes with the tools that show it: the table view with
+/// every endpoint, a chart with its tool.
 fn sees_resource(seen: &Option<Arc<crate::manifest::Filter>>, uri: &str) -> bool {
-    seen.as_ref().is_none_or(|f| f.resource(uri))
+    let Some(f) = seen else { return true };
+    match uri.strip_prefix(crate::views::URI_PREFIX) {
+        Some("table") => true,
+        Some(view) => view.strip_prefix("chart/").is_some_and(|tool| f.tool(tool)),
+        None => f.resource(uri),
+    }
 }
 
 /// The serverInfo `_meta` for a stateless-era request (those carry their version in `_meta`).

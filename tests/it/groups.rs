@@ -261,3 +261,43 @@ fn serving_an_unknown_group_fails_naming_the_groups() {
         stderr(&out)
     );
 }
+
+/// A view goes with its tool: a group showing a tool lists and reads its chart view (and the
+/// table view every endpoint shares); a group without the tool does not see its chart.
+#[test]
+fn a_group_sees_the_views_of_its_tools() {
+    let f = Fixture::new();
+    f.manifest(
+        r#"
+[tools.people]
+command = ["printf", "[]"]
+output = "json"
+view = { chart = "bar", x = "name", y = ["age"] }
+
+[tools.rows]
+command = ["printf", "[]"]
+output = "json"
+view = "table"
+
+[groups.with_chart]
+tools = ["people"]
+resources = []
+
+[groups.without]
+tools = ["rows"]
+resources = []
+"#,
+    );
+    let chart = "ui://mcp-manifest/chart/people";
+    let table = "ui://mcp-manifest/table";
+    let mut s = group(&f, "with_chart");
+    let (resources, _) = list_all(&mut s, "resources/list", "resources");
+    assert_eq!(names(&resources, "uri"), [chart, table]);
+    let r = s.ok("resources/read", json!({"uri": chart}));
+    assert!(r["contents"][0]["text"].is_string(), "{r}");
+    let mut s = group(&f, "without");
+    let (resources, _) = list_all(&mut s, "resources/list", "resources");
+    assert_eq!(names(&resources, "uri"), [table]);
+    let e = s.err("resources/read", json!({"uri": chart}));
+    assert!(e["code"].is_i64(), "{e}");
+}
