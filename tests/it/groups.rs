@@ -193,10 +193,23 @@ fn expose_filters_the_default_endpoint() {
 #[test]
 fn patterns_that_match_nothing_are_errors_and_many_tools_a_warning() {
     let f = fixture();
+    // Skills and views are sources too: the groups are still checked with them.
+    f.write(
+        "skills/lint/SKILL.md",
+        "---\nname: lint\ndescription: Lints the code\n---\nRun the linter.\n",
+    );
     let lines = f.check_lines(
         r#"
 [files.docs]
 root = "docs"
+
+[skills.team]
+root = "skills"
+
+[tools.rows]
+command = ["printf", "[]"]
+output = "json"
+view = "table"
 
 [groups.g]
 tools = ["search_files", "serach_*"]
@@ -207,17 +220,17 @@ prompts = ["none"]
     let text = lines.join("\n");
     assert!(
         text.contains(
-            "bad.toml:6:26: [groups.g] `tools`: `serach_*` matches no tool; the tools are:"
+            "bad.toml:14:26: [groups.g] `tools`: `serach_*` matches no tool; the tools are:"
         ),
         "{text}"
     );
     assert!(
-        text.contains("bad.toml:7:14: [groups.g] `resources`: `git://nothing/*` matches no resource or template"),
+        text.contains("bad.toml:15:14: [groups.g] `resources`: `git://nothing/*` matches no resource or template"),
         "{text}"
     );
     assert!(
         text.contains(
-            "bad.toml:8:12: [groups.g] `prompts`: `none` matches no prompt; there are no prompts"
+            "bad.toml:16:12: [groups.g] `prompts`: `none` matches no prompt; there are no prompts"
         ),
         "{text}"
     );
