@@ -63,7 +63,7 @@ pub(crate) async fn run(
     let declared = source_entries(&manifest);
     let (registry, built) = Registry::build_partial(manifest, children).await;
     diags.extend(built);
-    let sources_complete = !checked.sources_dropped && registry.source_count() == declared;
+    let sources_complete = !checked.sources_dropped && registry.manifest_source_count() == declared;
     diags.extend(prompt_uris(&registry, sources_complete).await);
     if sources_complete {
         diags.extend(groups(&registry, mode != Mode::Errors).await);

@@ -255,6 +255,12 @@ impl Registry {
         self.sources.len()
     }
 
+    /// How many of the manifest's source entries were built (the views' own source, which no
+    /// entry declares, left out).
+    pub fn manifest_source_count(&self) -> usize {
+        self.sources.len() - usize::from(self.views.is_some())
+    }
+
     /// The folders to watch: every watched source's, plus the manifest's own folder. Sorted and
     /// without duplicates.
     pub async fn watch_dirs(&self) -> Vec<PathBuf> {

@@ -191,7 +191,15 @@ fn expand_value(
 }
 
 /// The sections whose tables hold named entries (and the SQL engines' sections).
-const NAMED_SECTIONS: [&str; 5] = ["files", "git", "templates", "tools", "prompts"];
+const NAMED_SECTIONS: [&str; 7] = [
+    "files",
+    "git",
+    "templates",
+    "tools",
+    "prompts",
+    "skills",
+    "groups",
+];
 
 pub(super) fn named_sections() -> impl Iterator<Item = &'static str> {
     NAMED_SECTIONS

@@ -2,14 +2,15 @@
 //! source does whatever its engine — the URI grammar, listing, templates, completion, named
 //! queries, the template tools and the SQL tool; each engine folder (`sqlite/`, `postgres/`,
 //! `mysql/`) implements `engine::Engine` (connect or open, list, describe, run one statement
-//! read-only) and its manifest section (`section.rs` there: its own keys and their checks, and how
-//! its source is built). Shared below them: `text.rs` (the SQL tokenizer and text checks),
-//! `query.rs` (statements, named queries and their values), `rows.rs` (rows → JSON within
-//! `row_limit` and `max_size`), `section.rs` (the keys every engine's section has), `tool.rs`
-//! (the SQL tool).
+//! read-only) and `build.rs` (`EngineDef`: its source built from its checked keys). Shared below
+//! them: `text.rs` (the SQL tokenizer and text checks), `query.rs` (statements, named queries and
+//! their values), `rows.rs` (rows → JSON within `row_limit` and `max_size`), `server.rs` (what
+//! server engines share at run time), `tool.rs` (the SQL tool). An engine's manifest section (its
+//! keys and their checks) is `manifest/sql/ENGINE.rs`, below this module.
 //!
-//! Adding an engine: a folder here with its `Engine` and its `Section`, its `mod` line below and
-//! its line in `ENGINES`. Nothing else in the crate names an engine.
+//! Adding an engine: a folder here with its `Engine` and `build.rs`, its `mod` line below and its
+//! arm in [`build`]; its section file in `manifest/sql/` with its `EngineKeys` variant and its
+//! line in `ENGINES` there. Nothing else in the crate names an engine.
 
 mod engine;
 mod front;
