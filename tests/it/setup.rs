@@ -1496,7 +1496,11 @@ fn register_keeps_a_listening_manifest_on_stdio() {
         json!(["serve", s.manifest(), "--stdio"])
     );
     let answers = run_entry(&v["mcpServers"]["demo"], &s.project.root(), &[]);
-    assert_eq!(answers.len(), 1, "initialize answered on stdio: {answers:?}");
+    assert_eq!(
+        answers.len(),
+        1,
+        "initialize answered on stdio: {answers:?}"
+    );
 }
 
 /// `init` finds folders of agent skills (`.agents/skills`, `.claude/skills`, `skills/`: each
