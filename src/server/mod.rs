@@ -668,7 +668,11 @@ async fn admitted<F: std::future::Future>(
             let want = had.saturating_add(bytes).min(transport::BUDGET).max(had);
             held.store(want, Ordering::Release);
             if want > had {
-                reserve(&cx, want - had).await;
+                // On stdio the request gives back what it holds while it waits for the whole
+                // (no request holds room while it waits for more); over HTTP, where the
+                // budget lets a request that holds room take more, it adds.
+                transport::reserve_total(&cx, want).await;
+                http::reserve(&cx, want - had).await;
             }
         })
     });
@@ -807,4 +811,3 @@ async fn terminate_or_interrupt() {
 async fn terminate_or_interrupt() {
     let _ = tokio::signal::ctrl_c().await;
 }
-
