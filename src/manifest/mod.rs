@@ -763,7 +763,34 @@ impl Checker<'_> {
 
     /// A `max_size`: a size, at most `MAX_MAX_SIZE` (a larger one is an error and the cap).
     pub(crate) fn max_size(&mut self, v: &Option<Sp<SizeValue>>) -> u64 {
-        let n = self.size(v, DEFAULT_MAX_SIZE);
+        self.capped_size(
+            v,
+            DEFAULT_MAX_SIZE,
+            "max_size",
+            "what is read is held in memory whole",
+        )
+    }
+
+    /// A `max_output`: a size, at most `MAX_MAX_SIZE` like `max_size` (a tool's output is held
+    /// in memory whole; `max_output = "2GiB"` let a 1 GiB output abort the server).
+    fn max_output(&mut self, v: &Option<Sp<SizeValue>>) -> u64 {
+        self.capped_size(
+            v,
+            DEFAULT_MAX_OUTPUT,
+            "max_output",
+            "a program's output is held in memory whole",
+        )
+    }
+
+    /// A size at most `MAX_MAX_SIZE`: a larger one is an error (naming `key` and `why`) and the cap.
+    fn capped_size(
+        &mut self,
+        v: &Option<Sp<SizeValue>>,
+        default: u64,
+        key: &str,
+        why: &str,
+    ) -> u64 {
+        let n = self.size(v, default);
         if n > MAX_MAX_SIZE
             && let Some(sp) = v
         {
@@ -774,7 +801,7 @@ impl Checker<'_> {
             self.err(
                 sp,
                 format!(
-                    "`max_size` must be at most {} (what is read is held in memory whole), got {got}",
+                    "`{key}` must be at most {} ({why}), got {got}",
                     expand::format_size(MAX_MAX_SIZE)
                 ),
             );
@@ -1266,7 +1293,7 @@ impl Checker<'_> {
             cwd_loc,
             env: self.env_vars(env),
             timeout: self.duration(timeout, DEFAULT_TIMEOUT),
-            max_output: self.size(max_output, DEFAULT_MAX_OUTPUT),
+            max_output: self.max_output(max_output),
         }
     }
 
@@ -1489,7 +1516,7 @@ impl Checker<'_> {
             cwd_loc,
             env: self.env_vars(&t.env),
             timeout: self.duration(&t.timeout, DEFAULT_TIMEOUT),
-            max_output: self.size(&t.max_output, DEFAULT_MAX_OUTPUT),
+            max_output: self.max_output(&t.max_output),
             output,
             output_schema: t
                 .output_schema
