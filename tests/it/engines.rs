@@ -602,6 +602,7 @@ fn attempts(kind: Kind) -> Vec<(&'static str, Outcome)> {
             ("CALL p()", Refused("only statements that read")),
             ("COMMIT", Refused("only statements that read")),
             ("EXPLAIN DELETE FROM items", Unchanged),
+            ("SELECT bump()", Refused("READ ONLY")),
         ]),
     }
     out
@@ -612,7 +613,14 @@ fn attempts(kind: Kind) -> Vec<(&'static str, Outcome)> {
 fn sql_tool_refuses_writes_and_leaves_the_database_unchanged(kind: Kind) {
     let extra = match kind {
         Kind::Postgres => "CREATE SEQUENCE counter;",
-        _ => "",
+        // A function that writes with its definer's (root's) rights, which the reading account
+        // may execute: only the engine's read-only transaction stands in its way.
+        Kind::Mysql => {
+            "CREATE FUNCTION bump() RETURNS INT MODIFIES SQL DATA SQL SECURITY DEFINER \
+             BEGIN INSERT INTO items VALUES (98, 1, 'bumped'); RETURN 1; END;
+             GRANT EXECUTE ON FUNCTION bump TO 'app'@'%';"
+        }
+        Kind::Sqlite => "",
     };
     let db = Db::new(kind, "tool_writes", extra);
     db.manifest("sql_tool = true\ntimeout = \"1s\"", "");
