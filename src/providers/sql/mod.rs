@@ -9,7 +9,9 @@
 //! (the SQL tool).
 //!
 //! Adding an engine: a folder here with its `Engine` and its `Section`, its `mod` line below and
-//! its line in `ENGINES`. Nothing else in the crate names an engine.
+//! its line in `ENGINES` (then `schema --write`: the JSON Schema lists the sections). Nothing else
+//! in the crate names an engine; only an engine whose SQL is quoted unlike SQLite's,
+//! PostgreSQL's and MySQL's also adds its `text::Dialect` (the tokenizer's rules).
 
 mod engine;
 mod front;
