@@ -302,6 +302,12 @@ fn lists_reads_and_completes(kind: Kind) {
         assert!(uris.contains(&db.uri(want).as_str()), "{want}: {uris:?}");
     }
     assert!(!uris.contains(&db.uri("queries/by_id").as_str()));
+    // The SQL tool is off unless the section asks for it.
+    let (tools, _) = crate::support::list_all(&mut s, "tools/list", "tools");
+    assert!(
+        tools.iter().all(|t| t["name"] != "shop_sql"),
+        "{kind:?}: an SQL tool without `sql_tool = true`"
+    );
     let customers = read_json(&mut s, &db.uri("tables/customers"));
     assert_eq!(customers["columns"], json!(["id", "name", "city"]));
     assert_eq!(
