@@ -3,6 +3,8 @@
 //! 127.0.0.1; each prints what the victim saw and the server's peak RSS (VmHWM):
 //!
 //! - `http-unread`: 200 clients ask for a 5 MiB file and never read; then a 1-byte read;
+//! - `http-reads`: 16 clients at once read a 10 MiB binary file (the default `max_size`) and
+//!   take their answers: the time they all took and the peak;
 //! - `http-slow-bodies`: 8 clients announce 4 MiB bodies and send a byte every 300 ms, while
 //!   another client sends a request every 100 ms for 12 s: its slowest answer, and the time it
 //!   spent waiting;
@@ -30,8 +32,9 @@ use serde_json::{Value, json};
 
 use super::{MIB, mib, status};
 
-pub(crate) const LOADS: [&str; 8] = [
+pub(crate) const LOADS: [&str; 9] = [
     "http-unread",
+    "http-reads",
     "http-slow-bodies",
     "http-chunks",
     "http-jwks-hang",
@@ -47,6 +50,7 @@ const VICTIM: &str = "127.0.0.1";
 pub(crate) fn run(bin: &Path, name: &str) {
     match name {
         "http-unread" => unread(bin),
+        "http-reads" => reads(bin),
         "http-slow-bodies" => slow_bodies(bin),
         "http-chunks" => chunks(bin),
         "http-jwks-hang" => jwks_hang(bin),
@@ -254,6 +258,43 @@ fn unread(bin: &Path) {
         "http-unread: {} clients never reading a 5 MiB answer; another client's 1-byte read: {status:?} in {}, peak RSS {:.0} MiB",
         stalled.len(),
         secs(took),
+        mib(server.peak())
+    );
+}
+
+fn reads(bin: &Path) {
+    let server = Server::start(bin, &[], "");
+    // Bytes that are not UTF-8: read as a blob (base64), the heaviest answer per byte.
+    let mut x: u32 = 7;
+    let bytes: Vec<u8> = (0..10 * MIB - 1024)
+        .map(|_| {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            (x >> 16) as u8 | 0x80
+        })
+        .collect();
+    std::fs::write(server.dir.path().join("docs/large.bin"), bytes).unwrap();
+    let request = modern(
+        &server.addr,
+        "resources/read",
+        json!({"uri": server.uri("large.bin")}),
+        "",
+    );
+    let n = 16;
+    let start = Instant::now();
+    let clients: Vec<_> = (0..n)
+        .map(|_| {
+            let (addr, request) = (server.addr.clone(), request.clone());
+            std::thread::spawn(move || exchange(VICTIM, &addr, &request, Duration::from_secs(300)).0)
+        })
+        .collect();
+    let answered = clients
+        .into_iter()
+        .map(|c| c.join().ok().flatten())
+        .filter(|status| *status == Some(200))
+        .count();
+    println!(
+        "http-reads: {n} clients at once read a 10 MiB binary file: {answered} answered in {}, peak RSS {:.0} MiB",
+        secs(start.elapsed()),
         mib(server.peak())
     );
 }

@@ -11,7 +11,7 @@ use indexmap::IndexMap;
 
 use super::read::Declared;
 use super::{
-    About, DEFAULT_DEBOUNCE, DEFAULT_MAX_PROCESSES, DEFAULT_MAX_SIZE, Diagnostics, Filter, Loc,
+    About, DEFAULT_DEBOUNCE, DEFAULT_MAX_OUTPUT, DEFAULT_MAX_PROCESSES, DEFAULT_MAX_SIZE, Diagnostics, Filter, Loc,
     MAX_MAX_PROCESSES, MAX_MAX_SIZE, Manifest, Param, ParamType, Query, RESOURCE_TOOL_NAMES,
     SEARCH_TOOL_NAME, Server, SourceMap, TemplateBackend, about, expand, groups, normalize,
     type_phrase,
@@ -85,7 +85,34 @@ impl Checker<'_> {
 
     /// A `max_size`: a size, at most `MAX_MAX_SIZE` (a larger one is an error and the cap).
     pub(crate) fn max_size(&mut self, v: &Option<Sp<SizeValue>>) -> u64 {
-        let n = self.size(v, DEFAULT_MAX_SIZE);
+        self.capped_size(
+            v,
+            DEFAULT_MAX_SIZE,
+            "max_size",
+            "what is read is held in memory whole",
+        )
+    }
+
+    /// A `max_output`: a size, at most `MAX_MAX_SIZE` like `max_size` (a tool's output is held
+    /// in memory whole; `max_output = "2GiB"` let a 1 GiB output abort the server).
+    pub(crate) fn max_output(&mut self, v: &Option<Sp<SizeValue>>) -> u64 {
+        self.capped_size(
+            v,
+            DEFAULT_MAX_OUTPUT,
+            "max_output",
+            "a program's output is held in memory whole",
+        )
+    }
+
+    /// A size at most `MAX_MAX_SIZE`: a larger one is an error (naming `key` and `why`) and the cap.
+    fn capped_size(
+        &mut self,
+        v: &Option<Sp<SizeValue>>,
+        default: u64,
+        key: &str,
+        why: &str,
+    ) -> u64 {
+        let n = self.size(v, default);
         if n > MAX_MAX_SIZE
             && let Some(sp) = v
         {
@@ -96,7 +123,7 @@ impl Checker<'_> {
             self.err(
                 sp,
                 format!(
-                    "`max_size` must be at most {} (what is read is held in memory whole), got {got}",
+                    "`{key}` must be at most {} ({why}), got {got}",
                     expand::format_size(MAX_MAX_SIZE)
                 ),
             );

@@ -6,7 +6,7 @@ use indexmap::IndexMap;
 
 use super::raw::{self, Key, RawArg, SizeValue, Sp};
 use super::{
-    ArgvItem, Checker, Command, DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT, Exec, Loc, OutputKind,
+    ArgvItem, Checker, Command, DEFAULT_TIMEOUT, Exec, Loc, OutputKind,
     RESOURCE_TOOL_NAMES, Tool,
 };
 
@@ -105,7 +105,7 @@ impl Checker<'_> {
             cwd_loc,
             env: self.env_vars(&t.env),
             timeout: self.duration(&t.timeout, DEFAULT_TIMEOUT),
-            max_output: self.size(&t.max_output, DEFAULT_MAX_OUTPUT),
+            max_output: self.max_output(&t.max_output),
             output,
             output_schema: t
                 .output_schema
@@ -190,7 +190,7 @@ impl Checker<'_> {
             cwd_loc,
             env: self.env_vars(env),
             timeout: self.duration(timeout, DEFAULT_TIMEOUT),
-            max_output: self.size(max_output, DEFAULT_MAX_OUTPUT),
+            max_output: self.max_output(max_output),
         }
     }
 

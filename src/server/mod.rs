@@ -661,11 +661,11 @@ async fn reserve(cx: &RequestContext<RoleServer>, bytes: usize) {
     http::reserve(cx, bytes).await;
 }
 
-/// Runs `fut` (the work of the request of `cx`, which reserved `held` bytes) with room asked
-/// before a source makes a large answer (`providers::admit`): a large file is read only once the
-/// budget has room for it. The request's reservation grows to the answer's cost (what it holds
-/// counts), never past the whole stdio budget (a reservation that big waits until every other
-/// answer is written).
+/// Runs `fut` (the work of the request of `cx`, which reserved `held` bytes) with `reserve`
+/// asked before a source makes a large answer (`providers::admit`): a large file is read only
+/// once the budget has room for it. The request asks only for what it does not hold yet, and
+/// never for more than the whole stdio budget (a reservation that big waits until every other
+/// answer is written, and one that waited on the request's own bytes would wait forever).
 async fn admitted<F: std::future::Future>(
     cx: &RequestContext<RoleServer>,
     held: usize,
@@ -677,11 +677,14 @@ async fn admitted<F: std::future::Future>(
         let (cx, held) = (cx.clone(), held.clone());
         Box::pin(async move {
             use std::sync::atomic::Ordering;
-            transport::reserve_at_least(&cx, bytes).await;
             let had = held.load(Ordering::Acquire);
-            let want = bytes.min(transport::BUDGET).max(had);
+            let want = had.saturating_add(bytes).min(transport::BUDGET).max(had);
             held.store(want, Ordering::Release);
             if want > had {
+                // On stdio the request gives back what it holds while it waits for the whole
+                // (no request holds room while it waits for more); over HTTP, where the
+                // budget lets a request that holds room take more, it adds.
+                transport::reserve_total(&cx, want).await;
                 http::reserve(&cx, want - had).await;
             }
         })

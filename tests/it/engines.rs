@@ -302,6 +302,12 @@ fn lists_reads_and_completes(kind: Kind) {
         assert!(uris.contains(&db.uri(want).as_str()), "{want}: {uris:?}");
     }
     assert!(!uris.contains(&db.uri("queries/by_id").as_str()));
+    // The SQL tool is off unless the section asks for it.
+    let (tools, _) = crate::support::list_all(&mut s, "tools/list", "tools");
+    assert!(
+        tools.iter().all(|t| t["name"] != "shop_sql"),
+        "{kind:?}: an SQL tool without `sql_tool = true`"
+    );
     let customers = read_json(&mut s, &db.uri("tables/customers"));
     assert_eq!(customers["columns"], json!(["id", "name", "city"]));
     assert_eq!(
@@ -602,6 +608,7 @@ fn attempts(kind: Kind) -> Vec<(&'static str, Outcome)> {
             ("CALL p()", Refused("only statements that read")),
             ("COMMIT", Refused("only statements that read")),
             ("EXPLAIN DELETE FROM items", Unchanged),
+            ("SELECT bump()", Refused("READ ONLY")),
         ]),
     }
     out
@@ -612,7 +619,14 @@ fn attempts(kind: Kind) -> Vec<(&'static str, Outcome)> {
 fn sql_tool_refuses_writes_and_leaves_the_database_unchanged(kind: Kind) {
     let extra = match kind {
         Kind::Postgres => "CREATE SEQUENCE counter;",
-        _ => "",
+        // A function that writes with its definer's (root's) rights, which the reading account
+        // may execute: only the engine's read-only transaction stands in its way.
+        Kind::Mysql => {
+            "CREATE FUNCTION bump() RETURNS INT MODIFIES SQL DATA SQL SECURITY DEFINER \
+             BEGIN INSERT INTO items VALUES (98, 1, 'bumped'); RETURN 1; END;
+             GRANT EXECUTE ON FUNCTION bump TO 'app'@'%';"
+        }
+        Kind::Sqlite => "",
     };
     let db = Db::new(kind, "tool_writes", extra);
     db.manifest("sql_tool = true\ntimeout = \"1s\"", "");

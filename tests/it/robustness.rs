@@ -401,6 +401,53 @@ fn pipelined_reads_of_a_1_mib_file_stay_under_64_mib() {
     assert!(peak <= PEAK_RSS_LIMIT, "peak RSS {} MiB", peak / MIB as u64);
 }
 
+/// Large reads are admitted by the answer budget before their bytes are read, whichever path
+/// runs them: the transport's reader (a plain `resources/read`) or rmcp's handler (one with
+/// `_meta`). Each 4 MiB file's answer needs about the whole 12 MiB budget, so they are made one
+/// or two at a time, and every one is answered: none holds room while it waits for more (two
+/// reads holding their first 3 MiB and each waiting for the rest of the budget never finished).
+/// Before, the reader's path read all of them at once (issue 35: 8 reads of a 256 MiB file held
+/// 1.9 GiB).
+#[test]
+fn large_reads_are_admitted_by_the_budget_on_both_paths_and_all_answered() {
+    let f = fixture();
+    let mut x: u32 = 11;
+    let big: Vec<u8> = (0..4 * MIB)
+        .map(|_| {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            (x >> 16) as u8 | 0x80
+        })
+        .collect();
+    f.write("docs/large.bin", big);
+    let uri = f.uri("docs/large.bin");
+    let mut s = Raw::start(&f);
+    s.initialize();
+    let n = 12;
+    let input: String = (1..=n)
+        .map(|i| {
+            let params = if i % 2 == 0 {
+                json!({"uri": uri, "_meta": {"progressToken": i}})
+            } else {
+                json!({"uri": uri})
+            };
+            format!("{}\n", request(json!(i), "resources/read", params))
+        })
+        .collect();
+    s.write_in_background(input.into_bytes());
+    let mut got = 0;
+    s.until(|l| {
+        assert!(l.contains(r#""blob""#), "{l}");
+        got += 1;
+        got == n
+    });
+    let peak = s.peak_rss();
+    assert!(
+        peak <= PEAK_RSS_LIMIT,
+        "peak RSS {} MiB for {n} reads of a 4 MiB file",
+        peak / MIB as u64
+    );
+}
+
 #[test]
 fn a_client_that_does_not_read_holds_the_server_not_its_memory() {
     let f = fixture();

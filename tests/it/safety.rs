@@ -197,8 +197,20 @@ fn max_size_above_256_mib_is_a_manifest_error() {
             "bad.toml:7:12: `max_size` must be at most 256 MiB (what is read is held in memory whole), got 268435457 bytes"
         ]
     );
+    // So is a tool's or a command template's `max_output` (a 1 GiB output of a tool with
+    // `max_output = "2GiB"` aborted the server).
+    let errors = f.diagnose(
+        "[tools.t]\ncommand = [\"ls\"]\nmax_output = \"2GiB\"\n\n[templates.c]\nuri = \"c://{x}\"\ncommand = [\"echo\", \"{x}\"]\nmax_output = \"257MiB\"\n",
+    );
+    assert_eq!(
+        errors,
+        [
+            "bad.toml:3:14: `max_output` must be at most 256 MiB (a program's output is held in memory whole), got 2 GiB",
+            "bad.toml:8:14: `max_output` must be at most 256 MiB (a program's output is held in memory whole), got 257 MiB"
+        ]
+    );
     // 256 MiB itself is allowed.
-    f.manifest("[files.docs]\nroot = \"docs\"\nmax_size = \"256MiB\"\n");
+    f.manifest("[files.docs]\nroot = \"docs\"\nmax_size = \"256MiB\"\n\n[tools.t]\ncommand = [\"ls\"]\nmax_output = \"256MiB\"\n");
     let out = f.run(&["check"]);
     assert!(out.status.success(), "{}", crate::support::stderr(&out));
 }

@@ -91,7 +91,7 @@ impl<E: Engine> SqlSource<E> {
         let sql_tool = def
             .sql_tool
             .as_ref()
-            .map(|tool| SqlTool::new(tool, E::DIALECT, def));
+            .map(|tool| SqlTool::new(tool, E::DIALECT, E::NAME, def));
         let source = Arc::new(SqlSource {
             section: def.section,
             name: def.name.clone(),

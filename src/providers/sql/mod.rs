@@ -10,7 +10,9 @@
 //!
 //! Adding an engine: a folder here with its `Engine` and `build.rs`, its `mod` line below and its
 //! arm in [`build`]; its section file in `manifest/sql/` with its `EngineKeys` variant and its
-//! line in `ENGINES` there. Nothing else in the crate names an engine.
+//! line in `ENGINES` there. Nothing else in the crate names an engine;
+//! only an engine whose SQL is quoted unlike SQLite's, PostgreSQL's and MySQL's also adds its
+//! `text::Dialect` (the tokenizer's rules), and `schema --write` lists its section.
 
 mod engine;
 mod front;

@@ -21,12 +21,9 @@ pub(crate) struct SqlTool {
 }
 
 impl SqlTool {
-    pub(crate) fn new(name: &str, dialect: Dialect, def: &DatabaseDef) -> SqlTool {
-        let engine = match dialect {
-            Dialect::Sqlite => "SQLite",
-            Dialect::Postgres => "PostgreSQL",
-            Dialect::Mysql => "MySQL/MariaDB",
-        };
+    /// The tool `name` of the source `def`, whose engine is `engine` (`MySQL/MariaDB`) and
+    /// reads SQL by `dialect`'s rules.
+    pub(crate) fn new(name: &str, dialect: Dialect, engine: &str, def: &DatabaseDef) -> SqlTool {
         let description = format!(
             "Runs one SQL statement that reads ({}) on {} ({engine}) and answers its rows as JSON: at most {} rows and {}, `truncated` when more were left out; stopped after {}. The statement runs read-only: writes, DDL and anything else that would change the database are refused. Its schema is the resource {}schema.{}",
             dialect.read_keywords().join(", "),

@@ -113,37 +113,6 @@ pub async fn reserve(cx: &RequestContext<RoleServer>, bytes: usize) {
     }
 }
 
-/// Makes the request of `cx` hold at least `bytes` of its session's answer budget (at most the
-/// whole budget) before it makes a large answer (`providers::admit`). What it holds already
-/// counts; when it needs more it gives back what it holds and waits for the whole amount in one
-/// turn, so a request waiting for room holds none: waiters each holding part of the budget would
-/// otherwise wait on each other forever (4 pipelined reads of 1 MiB files did). Returns at once
-/// for a request this transport did not hand over.
-pub async fn reserve_at_least(cx: &RequestContext<RoleServer>, bytes: usize) {
-    if let Some(ticket) = cx.extensions.get::<Ticket>() {
-        at_least(ticket.clone(), bytes).await;
-    }
-}
-
-/// [`reserve_at_least`] for the request of `ticket`.
-pub(super) async fn at_least(ticket: Ticket, bytes: usize) {
-    let need = bytes.min(BUDGET);
-    {
-        let mut st = ticket.session.lock();
-        let st = &mut *st;
-        match st.records.get_mut(&ticket.id) {
-            Some(r) if r.state == RecState::Running && r.held < need => {
-                st.reserved -= r.held;
-                r.held = 0;
-            }
-            _ => return,
-        }
-        // What it gave back may let earlier waiters go.
-        st.grant();
-    }
-    reserve_with(ticket, need).await;
-}
-
 pub(super) async fn reserve_with(ticket: Ticket, bytes: usize) {
     let waiting = {
         let mut st = ticket.session.lock();
@@ -169,5 +138,54 @@ pub(super) async fn reserve_with(ticket: Ticket, bytes: usize) {
         }
     };
     // Granted, or dropped because the request ended: either way there is nothing left to wait.
+    let _ = waiting.await;
+}
+
+/// Makes the reservation of the request of `cx` at least `total` bytes (at most the budget),
+/// for an answer found to be large once the request runs (`providers::admit`). Returns at once
+/// for a request this transport did not hand over.
+pub async fn reserve_total(cx: &RequestContext<RoleServer>, total: usize) {
+    if let Some(ticket) = cx.extensions.get::<Ticket>() {
+        reserve_total_with(ticket.clone(), total).await;
+    }
+}
+
+/// [`reserve_total`] for the request of `ticket`. What it lacks is taken at once when the
+/// budget has room and nobody waits; otherwise the request gives back what it holds and waits
+/// (in order) for the whole. So no request holds room while it waits for more: two reads each
+/// holding their first 3 MiB and waiting for the rest of a full budget would wait for ever.
+pub(super) async fn reserve_total_with(ticket: Ticket, total: usize) {
+    let waiting = {
+        let mut st = ticket.session.lock();
+        let st = &mut *st;
+        let total = total.min(BUDGET);
+        let held = match st.records.get(&ticket.id) {
+            Some(r) if r.state == RecState::Running => r.held,
+            _ => return,
+        };
+        if held >= total {
+            return;
+        }
+        let free = st.waiters.is_empty() && st.used() + (total - held) <= BUDGET;
+        let Some(r) = st.records.get_mut(&ticket.id) else {
+            return;
+        };
+        if free {
+            r.held = total;
+            st.reserved += total - held;
+            return;
+        }
+        r.held = 0;
+        st.reserved -= held;
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        st.waiters.push_back(Waiter {
+            record: ticket.id,
+            need: total,
+            tx,
+        });
+        // What it gave back may let the ones before it in (or, when nothing else is held, it).
+        st.grant();
+        rx
+    };
     let _ = waiting.await;
 }

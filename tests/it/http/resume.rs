@@ -498,3 +498,36 @@ fn sessions_belong_to_the_principal_that_opened_them() {
         .unwrap();
     assert_eq!(r.status().as_u16(), 204);
 }
+
+/// With OAuth the principal is the token's issuer and subject: another token of the same
+/// subject uses the session; a token of another subject, signed by the same key, finds none.
+#[test]
+fn oauth_sessions_belong_to_the_subject_that_opened_them() {
+    let key = TestKey::new("k1");
+    let f = fixture(&format!(
+        "[server.http]\nauth = \"oauth\"\n[server.http.oauth]\nissuer = \"{ISSUER}\"\naudience = \"{AUDIENCE}\"\njwks = \"keys/jwks.json\"\n"
+    ));
+    write_jwks(&f, &[&key]);
+    let web = Web::start(&f, &[]);
+    let bearer = |sub: &str, ttl: u64| {
+        let mut c = claims();
+        c["sub"] = json!(sub);
+        c["exp"] = json!(now() + ttl);
+        format!("Bearer {}", key.sign(&c))
+    };
+    let (first, renewed, other) = (bearer("u1", 600), bearer("u1", 900), bearer("u2", 600));
+    assert_ne!(first, renewed);
+    let s = Legacy::start_with(&web, &[("authorization", &first)]);
+    let ping = json!({"jsonrpc": "2.0", "id": 5, "method": "ping"});
+    assert_eq!(s.post(&ping, &[("authorization", &renewed)]).status, 200);
+    let r = s.post(&ping, &[("authorization", &other)]);
+    assert_eq!(r.status, 404, "{}", r.text);
+    let r = agent()
+        .delete(&web.url("/mcp"))
+        .header("mcp-session-id", &s.id)
+        .header("authorization", &other)
+        .call()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 404);
+    assert_eq!(s.post(&ping, &[("authorization", &first)]).status, 200);
+}

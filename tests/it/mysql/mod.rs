@@ -145,12 +145,16 @@ fn accounts_that_can_write_server_files_are_warned_about_and_refused_the_sql_too
     my.admin_sql(
         "mysql",
         "DROP USER IF EXISTS 'filer'@'%'; CREATE USER 'filer'@'%' IDENTIFIED BY 'filer-pw';
-         GRANT FILE ON *.* TO 'filer'@'%'; GRANT SELECT ON risky.* TO 'filer'@'%';",
+         GRANT FILE ON *.* TO 'filer'@'%'; GRANT SELECT ON risky.* TO 'filer'@'%';
+         DROP USER IF EXISTS 'boss'@'%'; CREATE USER 'boss'@'%' IDENTIFIED BY 'boss-pw';
+         GRANT SUPER ON *.* TO 'boss'@'%'; GRANT SELECT ON risky.* TO 'boss'@'%';",
     );
     let filer = format!("mysql://filer:filer-pw@127.0.0.1:{}/risky", my.port);
+    let boss = format!("mysql://boss:boss-pw@127.0.0.1:{}/risky", my.port);
     for (url, holds) in [
         (my.root_url("risky"), "holds all privileges"),
         (filer.clone(), "holds FILE"),
+        (boss, "holds SUPER"),
     ] {
         let f = manifest(&url, "sql_tool = true", "");
         let out = f.run(&["check"]);
@@ -342,4 +346,29 @@ sql = "SELECT :id"
             "{want}\n{joined}"
         );
     }
+}
+
+/// The statement time limit is the server's too: each connection's session carries `timeout` as
+/// `max_statement_time` (MariaDB), so a statement is stopped by the server even when nothing of
+/// ours is left to stop it.
+#[test]
+fn the_timeout_is_the_servers_statement_time_limit() {
+    let my = shared();
+    my.database("limits", "CREATE TABLE t (v INT);");
+    let f = manifest(
+        &my.url("limits"),
+        "sql_tool = true\ntimeout = \"1500ms\"",
+        "",
+    );
+    let mut s = f.serve().started();
+    let r = s.ok(
+        "tools/call",
+        json!({"name": "shop_sql", "arguments": {"sql": "SELECT @@SESSION.max_statement_time AS limit_s"}}),
+    );
+    assert_eq!(r["isError"], false, "{r}");
+    assert_eq!(
+        r["structuredContent"]["rows"][0]["limit_s"].as_f64(),
+        Some(1.5),
+        "{r}"
+    );
 }

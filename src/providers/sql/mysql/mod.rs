@@ -571,6 +571,7 @@ fn describe_target(o: &sqlx::mysql::MySqlConnectOptions) -> String {
 
 impl Engine for Mysql {
     const DIALECT: Dialect = Dialect::Mysql;
+    const NAME: &'static str = "MySQL/MariaDB";
 
     async fn tables(&self) -> Result<Vec<Listed>, RequestError> {
         Ok(self

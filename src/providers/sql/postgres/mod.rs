@@ -695,6 +695,7 @@ fn kinds_of(statement: &Statement) -> Vec<Kind> {
 
 impl Engine for Postgres {
     const DIALECT: Dialect = Dialect::Postgres;
+    const NAME: &'static str = "PostgreSQL";
 
     async fn tables(&self) -> Result<Vec<Listed>, RequestError> {
         let names = self.table_names().await?;

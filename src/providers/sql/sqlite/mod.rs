@@ -110,6 +110,7 @@ struct Writes;
 
 impl Engine for Sqlite {
     const DIALECT: Dialect = Dialect::Sqlite;
+    const NAME: &'static str = "SQLite";
 
     /// Tables (also virtual ones) and views, by name, without SQLite's own and shadow tables.
     async fn tables(&self) -> Result<Vec<Listed>, RequestError> {
