@@ -42,6 +42,27 @@ fn children_of(pid: u32) -> Vec<i32> {
     out
 }
 
+/// Every process below `pid`, depth first.
+fn descendants(pid: u32) -> Vec<i32> {
+    let mut out = Vec::new();
+    for child in children_of(pid) {
+        out.push(child);
+        out.extend(descendants(child.unsigned_abs()));
+    }
+    out
+}
+
+/// The server's one child, its supervisor (which forks a supervisor for each call), once it is
+/// the only one.
+fn supervisor_of(server: u32) -> u32 {
+    let mut only = Vec::new();
+    until(Duration::from_secs(20), "the server's supervisor", || {
+        only = children_of(server);
+        only.len() == 1
+    });
+    only[0].unsigned_abs()
+}
+
 /// Polls until `pred` holds, failing after `limit`; returns how long it took.
 fn until(limit: Duration, what: &str, mut pred: impl FnMut() -> bool) -> Duration {
     let start = Instant::now();
@@ -107,17 +128,13 @@ fn after_kill_9_of_the_server_no_tool_process_is_left() {
             "params": {"name": tool, "arguments": {}}}));
     }
     let mut tracked = pids(&f.root(), &SPAWNED);
-    // The two sleepers and the spawner's supervisor are the server's children.
+    // The server's supervisor forks one for each call: three, each with its program below.
+    let supervisor = supervisor_of(server);
     until(Duration::from_secs(20), "three calls running", || {
-        children_of(server).len() == 3
+        children_of(supervisor).len() == 3
     });
-    let supervisors = children_of(server);
-    tracked.extend(&supervisors);
-    let sleepers: Vec<i32> = supervisors
-        .iter()
-        .flat_map(|&p| children_of(p as u32))
-        .collect();
-    tracked.extend(&sleepers);
+    tracked.push(supervisor as i32);
+    tracked.extend(descendants(supervisor));
     assert!(tracked.iter().all(|&p| running(p)), "{tracked:?}");
 
     // SIGKILL: the server cannot clean anything up itself.
@@ -541,15 +558,59 @@ wait
     until(Duration::from_secs(2), "the rogue tool's tree gone", || {
         tracked.iter().all(|&p| !running(p))
     });
-    // Reaped too: nothing of it is left as the server's child (not even a zombie).
+    // Reaped too: nothing of it is left below the server's supervisor (not even a zombie).
+    let supervisor = supervisor_of(server);
     until(
         Duration::from_secs(2),
-        "no child of the server left",
-        || children_of(server).is_empty(),
+        "nothing left below the supervisor",
+        || children_of(supervisor).is_empty(),
     );
     // And the server goes on.
     let r = s.ok("tools/call", json!({"name": "rogue", "arguments": {}}));
     assert_eq!(r["isError"], true, "{r}");
+}
+
+#[test]
+#[cfg(target_os = "linux")] // processes observed through /proc; sh scripts, setsid
+fn a_tool_that_kills_the_servers_supervisor_is_killed_with_its_tree_and_calls_go_on() {
+    // The supervisor that forks one for each call is killed by a tool (its grandparent). The
+    // calls' supervisors come back to the server (a child subreaper), which kills them and
+    // everything below them, and starts another supervisor at the next call.
+    let f = Fixture::new();
+    f.manifest(
+        r#"
+[tools.rogue]
+run = '''
+echo $$ > sh.pid
+sleep 300 & echo $! > child.pid
+setsid sh -c 'sleep 300 & echo $! > escaped.pid; wait' &
+while [ ! -s escaped.pid ]; do sleep 0.01; done
+kill -9 $(awk '{print $4}' /proc/$PPID/stat)
+wait
+'''
+
+[tools.hello]
+command = ["echo", "hello"]
+"#,
+    );
+    let mut s = f.serve_process().started();
+    let server = s.child.as_ref().expect("a process").id();
+    let r = s.ok("tools/call", json!({"name": "rogue", "arguments": {}}));
+    assert_eq!(r["isError"], true, "{r}");
+    let text = r["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("killed by signal 9"), "{text}");
+    let tracked = pids(&f.root(), &["sh.pid", "child.pid", "escaped.pid"]);
+    until(Duration::from_secs(2), "the rogue tool's tree gone", || {
+        tracked.iter().all(|&p| !running(p))
+    });
+    until(
+        Duration::from_secs(2),
+        "the dead supervisor reaped, nothing left",
+        || children_of(server).is_empty(),
+    );
+    let r = s.ok("tools/call", json!({"name": "hello", "arguments": {}}));
+    assert_eq!(r["content"][0]["text"], "hello\n", "{r}");
+    assert_eq!(descendants(server).len(), 1, "a new supervisor, alone");
 }
 
 #[test]
