@@ -65,8 +65,8 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
         return ExitCode::from(125);
     }
     // The server's socket moves off descriptor 0 (to a close-on-exec one), and 0 becomes the
-    // null device: a per-call supervisor must not keep the server's socket open, or the server
-    // would not see this process die.
+    // null device: a per-call supervisor must not keep the server's socket open once it has
+    // its call, or the server would not see this process die.
     let Ok(control) = std::io::stdin().as_fd().try_clone_to_owned() else {
         return ExitCode::from(125);
     };
@@ -77,65 +77,111 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
     let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
     close_inherited();
 
-    // The per-call supervisors running, each with the read end of a pipe whose write end only
-    // it holds: the pipe reads as closed once it has ended.
-    let mut live: HashMap<Pid, std::io::PipeReader> = HashMap::new();
+    // The per-call supervisors, each with the read end of a pipe whose write end only it holds:
+    // it writes a byte there when it takes its call, and the pipe reads as closed once it has
+    // ended. At most one is waiting for a call (the spare).
+    let mut live: HashMap<Pid, Worker> = HashMap::new();
     loop {
-        let (call, ended) = {
-            let mut fds: Vec<PollFd<'_>> = std::iter::once(PollFd::new(&control, PollFlags::IN))
-                .chain(live.values().map(|r| PollFd::new(r, PollFlags::IN)))
+        if !live.values().any(|w| !w.taken) {
+            match fork_spare() {
+                Forked::Parent(pid, pipe) => {
+                    live.insert(pid, Worker { pipe, taken: false });
+                }
+                Forked::Child(taken) => {
+                    // Nothing of the supervisor's but the server's socket, until it has a call.
+                    drop(live);
+                    std::process::exit(spare(control, taken))
+                }
+                Forked::Failed => {}
+            }
+        }
+        // Without a spare (the fork failed) calls are answered here, with the fork's error,
+        // and a fork is tried again every 100 ms. With one, only the server's end closing
+        // (`HUP`) is watched here: the spare reads the calls.
+        let spare = live.values().any(|w| !w.taken);
+        let (server, ready) = {
+            let pids: Vec<Pid> = live.keys().copied().collect();
+            let watch = if spare {
+                PollFlags::HUP
+            } else {
+                PollFlags::IN
+            };
+            let mut fds: Vec<PollFd<'_>> = std::iter::once(PollFd::new(&control, watch))
+                .chain(
+                    pids.iter()
+                        .filter_map(|p| live.get(p))
+                        .map(|w| PollFd::new(&w.pipe, PollFlags::IN)),
+                )
                 .collect();
-            match poll(&mut fds, None) {
+            let retry = rustix::event::Timespec {
+                tv_sec: 0,
+                tv_nsec: 100_000_000,
+            };
+            match poll(&mut fds, (!spare).then_some(&retry)) {
                 Ok(_) | Err(rustix::io::Errno::INTR) => {}
                 Err(_) => return ExitCode::FAILURE,
             }
-            let ended: Vec<Pid> = live
-                .keys()
+            let ready: Vec<Pid> = pids
+                .into_iter()
                 .zip(&fds[1..])
                 .filter(|(_, fd)| !fd.revents().is_empty())
-                .map(|(&pid, _)| pid)
+                .map(|(pid, _)| pid)
                 .collect();
-            (!fds[0].revents().is_empty(), ended)
+            (fds[0].revents(), ready)
         };
         let mut unclean = false;
-        for pid in ended {
-            live.remove(&pid);
-            // Its pipe closed as it exited: its status comes at once.
-            loop {
-                match waitpid(Some(pid), WaitOptions::empty()) {
-                    Err(rustix::io::Errno::INTR) => {}
-                    Ok(Some((_, status))) => {
-                        unclean |= status.exit_status() != Some(0);
-                        break;
-                    }
-                    _ => break,
+        for pid in ready {
+            let Some(worker) = live.get_mut(&pid) else {
+                continue;
+            };
+            let mut byte = [0u8; 16];
+            match (&worker.pipe).read(&mut byte) {
+                Ok(n) if n > 0 => worker.taken = true,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                // Closed: it has ended, and its status comes at once.
+                _ => {
+                    live.remove(&pid);
+                    unclean |= !reap(pid);
                 }
             }
         }
         if unclean {
             sweep(&live);
         }
-        if call {
+        if spare {
+            if server.intersects(PollFlags::HUP | PollFlags::ERR | PollFlags::NVAL) {
+                // The server is gone. The per-call supervisors see their own sockets close;
+                // the spare, this one's.
+                return ExitCode::SUCCESS;
+            }
+        } else if !server.is_empty() {
             match receive(&control) {
-                Received::Call(fds) => match fork_call(fds) {
-                    Forked::Parent(pid, ended) => {
-                        live.insert(pid, ended);
-                    }
-                    Forked::Child(call_fds, alive) => {
-                        // Nothing of the supervisor's but what this call needs: the server's
-                        // socket is the long-lived supervisor's only.
-                        drop(control);
-                        drop(live);
-                        let code = run_call(call_fds);
-                        drop(alive);
-                        std::process::exit(code)
-                    }
-                    Forked::Failed => {}
-                },
+                Received::Call([socket, _, _]) => {
+                    let errno = rustix::io::Errno::AGAIN.raw_os_error();
+                    report(&mut UnixStream::from(socket), &format!("error {errno}"));
+                }
                 Received::Nothing => {}
-                // The server is gone. The per-call supervisors see their own sockets close.
                 Received::End => return ExitCode::SUCCESS,
             }
+        }
+    }
+}
+
+/// A per-call supervisor, seen from the supervisor.
+struct Worker {
+    /// Reads a byte once it has taken its call, and as closed once it has ended.
+    pipe: std::io::PipeReader,
+    taken: bool,
+}
+
+/// Waits for the per-call supervisor `pid` to end; whether it ended cleanly (exit code 0: its
+/// program's ending reported, nothing left below it).
+fn reap(pid: Pid) -> bool {
+    loop {
+        match waitpid(Some(pid), WaitOptions::empty()) {
+            Err(rustix::io::Errno::INTR) => {}
+            Ok(Some((_, status))) => return status.exit_status() == Some(0),
+            _ => return false,
         }
     }
 }
@@ -186,42 +232,52 @@ fn receive(control: &OwnedFd) -> Received {
 }
 
 enum Forked {
-    /// In the supervisor: the per-call supervisor's pid and the read end of its pipe.
+    /// In the supervisor: the spare's pid and the read end of its pipe.
     Parent(Pid, std::io::PipeReader),
-    /// In the per-call supervisor: its call, and the write end of its pipe (held until it exits).
-    Child([OwnedFd; CALL_FDS], std::io::PipeWriter),
-    /// No fork (reported to the server).
+    /// In the spare: the write end of its pipe (held until it exits).
+    Child(std::io::PipeWriter),
     Failed,
 }
 
-/// Forks a per-call supervisor for `fds`.
-fn fork_call(fds: [OwnedFd; CALL_FDS]) -> Forked {
-    let report_errno = |fds: [OwnedFd; CALL_FDS], errno: i32| {
-        let [socket, _, _] = fds;
-        report(&mut UnixStream::from(socket), &format!("error {errno}"));
-        Forked::Failed
-    };
-    let (ended, alive) = match std::io::pipe() {
-        Ok(pair) => pair,
-        Err(e) => return report_errno(fds, e.raw_os_error().unwrap_or(0)),
+/// Forks a spare: a per-call supervisor that waits for the next call. It is forked ahead of
+/// the call because a fork is not cheap here either (0.3–0.4 ms with its exit on the 2-vCPU
+/// benchmark machine): `tool/true` 1.45–1.58 ms forking per call, TODO ms with a spare.
+fn fork_spare() -> Forked {
+    let Ok((taken, alive)) = std::io::pipe() else {
+        return Forked::Failed;
     };
     // SAFETY: this process has one thread (the supervisor starts none; a per-call supervisor's
     // threads live in its own process), so the child is a whole copy of it and may do
     // anything: allocate, take locks, start threads.
     match unsafe { libc::fork() } {
-        -1 => report_errno(
-            fds,
-            std::io::Error::last_os_error().raw_os_error().unwrap_or(0),
-        ),
         0 => {
-            drop(ended);
-            Forked::Child(fds, alive)
+            drop(taken);
+            Forked::Child(alive)
         }
         pid => match Pid::from_raw(pid) {
-            Some(pid) => Forked::Parent(pid, ended),
-            None => Forked::Failed,
+            // -1 is no pid: the fork failed.
+            Some(pid) if pid.as_raw_nonzero().get() > 0 => Forked::Parent(pid, taken),
+            _ => Forked::Failed,
         },
     }
+}
+
+/// A spare: takes the next call from the server's socket, tells the supervisor (which forks
+/// the next spare), and runs the call. Its exit code, 0 once the program's ending was reported
+/// after its tree was cleaned up.
+fn spare(control: OwnedFd, mut taken: std::io::PipeWriter) -> i32 {
+    let fds = loop {
+        match receive(&control) {
+            Received::Call(fds) => break fds,
+            Received::Nothing => {}
+            Received::End => return 0,
+        }
+    };
+    drop(control);
+    let _ = taken.write_all(b"t");
+    let code = run_call(fds);
+    drop(taken);
+    code
 }
 
 /// A per-call supervisor: reads the call from `socket`, runs it, reports, cleans up. The exit
@@ -284,29 +340,7 @@ fn run_call(fds: [OwnedFd; CALL_FDS]) -> i32 {
         kill_tree(tool);
     }
 
-    // The server's end shut down (stop) or closed (the server died): kill the program's tree
-    // now; the main thread then reaps it and cleans up.
-    if let Ok(mut reader) = socket.try_clone() {
-        std::thread::spawn(move || {
-            let mut byte = [0u8; 1];
-            while let Err(e) = reader.read(&mut byte) {
-                if e.kind() != std::io::ErrorKind::Interrupted {
-                    break;
-                }
-            }
-            kill_tree(tool);
-        });
-    }
-
-    let status = loop {
-        match wait(WaitOptions::empty()) {
-            Ok(Some((pid, status))) if pid == tool => break Some(status),
-            // An orphan below the program, reparented here: reaped.
-            Ok(_) => {}
-            Err(rustix::io::Errno::INTR) => {}
-            Err(_) => break None,
-        }
-    };
+    let status = wait_or_stop(&socket, tool);
     cleanup(tool);
     let line = match status {
         Some(s) => match (s.exit_status(), s.terminating_signal()) {
@@ -318,6 +352,63 @@ fn run_call(fds: [OwnedFd; CALL_FDS]) -> i32 {
     };
     report(&mut socket, &line);
     0
+}
+
+/// Waits for the program to end, killing its tree as soon as the server's end of `socket` is
+/// shut down (stop) or closed (the server died); the program's status.
+fn wait_or_stop(socket: &UnixStream, tool: Pid) -> Option<rustix::process::WaitStatus> {
+    // Linux: one thread polls the socket and a pidfd of the program (no second thread: its
+    // start and its own malloc arena cost about 0.1 ms of a 1 ms `tool/true`).
+    #[cfg(target_os = "linux")]
+    if let Ok(pidfd) = rustix::process::pidfd_open(tool, rustix::process::PidfdFlags::empty()) {
+        let mut stopped = false;
+        loop {
+            let mut fds = vec![PollFd::new(&pidfd, PollFlags::IN)];
+            if !stopped {
+                // The server writes nothing after the call: readable is the end.
+                fds.push(PollFd::new(socket, PollFlags::IN));
+            }
+            match poll(&mut fds, None) {
+                Ok(_) | Err(rustix::io::Errno::INTR) => {}
+                Err(_) => break,
+            }
+            if fds.get(1).is_some_and(|f| !f.revents().is_empty()) {
+                stopped = true;
+                kill_tree(tool);
+            }
+            if !fds[0].revents().is_empty() {
+                break;
+            }
+        }
+        return loop {
+            match waitpid(Some(tool), WaitOptions::empty()) {
+                Ok(Some((_, status))) => break Some(status),
+                Err(rustix::io::Errno::INTR) => {}
+                _ => break None,
+            }
+        };
+    }
+    // Elsewhere (and on Linux before 5.3): a thread reads the socket while this one waits.
+    if let Ok(mut reader) = socket.try_clone() {
+        std::thread::spawn(move || {
+            let mut byte = [0u8; 1];
+            while let Err(e) = reader.read(&mut byte) {
+                if e.kind() != std::io::ErrorKind::Interrupted {
+                    break;
+                }
+            }
+            kill_tree(tool);
+        });
+    }
+    loop {
+        match wait(WaitOptions::empty()) {
+            Ok(Some((pid, status))) if pid == tool => break Some(status),
+            // An orphan below the program, reparented here: reaped.
+            Ok(_) => {}
+            Err(rustix::io::Errno::INTR) => {}
+            Err(_) => break None,
+        }
+    }
 }
 
 /// What the server sends a per-call supervisor on its socket: a length, then each field as a
@@ -458,7 +549,7 @@ fn cleanup(tool: Pid) {
 
 /// Kills and reaps every child of the long-lived supervisor that is not a per-call supervisor
 /// (what a killed one left, come back here), until none is left.
-fn sweep(live: &HashMap<Pid, std::io::PipeReader>) {
+fn sweep(live: &HashMap<Pid, Worker>) {
     for _ in 0..MAX_PASSES {
         let orphans: Vec<Pid> = children()
             .into_iter()

@@ -25,7 +25,7 @@
 
 use std::collections::HashSet;
 use std::ffi::OsStr;
-use std::io::{self, IoSlice, Read};
+use std::io::{self, IoSlice};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream as StdStream;
 use std::os::unix::process::CommandExt;
@@ -92,7 +92,9 @@ fn hand_over(fds: &[std::os::fd::BorrowedFd<'_>; CALL_FDS]) -> Result<(), String
                 socket.as_fd(),
                 &[IoSlice::new(b"c")],
                 &mut ancillary,
-                SendFlags::NOSIGNAL,
+                // A dead supervisor is EPIPE, not SIGPIPE: Rust programs ignore SIGPIPE (and
+                // macOS has no MSG_NOSIGNAL).
+                SendFlags::empty(),
             ) {
                 Ok(_) => return Ok(()),
                 Err(rustix::io::Errno::INTR) => {}
@@ -109,7 +111,7 @@ fn hand_over(fds: &[std::os::fd::BorrowedFd<'_>; CALL_FDS]) -> Result<(), String
 }
 
 /// Starts the long-lived supervisor, and a thread that waits for its end: the thread reaps it,
-/// forgets it, and sweeps what it left.
+/// forgets it, and sweeps what it left (its per-call supervisors come back to the server).
 fn start_supervisor() -> Result<Arc<StdStream>, String> {
     let exe = supervisor_exe();
     let failed = |e: io::Error| format!("its supervisor `{}` cannot be started: {e}", exe.display());
@@ -135,26 +137,22 @@ fn start_supervisor() -> Result<Arc<StdStream>, String> {
     // not close the socket.
     drop(cmd);
     let ours = Arc::new(ours);
-    let mut watch = ours.try_clone().map_err(failed)?;
-    let handed = ours.clone();
+    let handed = Arc::downgrade(&ours);
     let watcher = std::thread::Builder::new()
         .name("mcp-supervisor-watch".into())
         .spawn(move || {
-            // The supervisor never writes: the read ends when it does.
-            let mut byte = [0u8; 1];
-            while let Err(e) = watch.read(&mut byte) {
-                if e.kind() != io::ErrorKind::Interrupted {
-                    break;
-                }
-            }
+            let _ = child.wait();
+            // Forgotten, so that the next call starts another one; once no call holds it the
+            // socket closes, and the spare of this one (waiting on it) ends.
             {
                 let mut slot = lock(&SUPERVISOR_SOCKET);
-                if slot.as_ref().is_some_and(|s| Arc::ptr_eq(s, &handed)) {
+                if slot
+                    .as_ref()
+                    .is_some_and(|s| handed.upgrade().is_some_and(|h| Arc::ptr_eq(s, &h)))
+                {
                     *slot = None;
                 }
             }
-            let _ = child.kill();
-            let _ = child.wait();
             lock(&adopted().supervisors).remove(&child.id());
             if adopted().on.load(Ordering::SeqCst) {
                 sweep();
@@ -214,10 +212,14 @@ impl Tree {
             .map(|(k, v)| (OsStr::new(k), OsStr::new(v)))
             .chain(std::iter::once((OsStr::new("PATH"), path)))
             .collect();
+        // Absolute, as the server found them: the per-call supervisor runs in `/` until it
+        // changes to the working directory.
+        let program = std::path::absolute(program).map_err(other)?;
+        let cwd = std::path::absolute(&spec.cwd).map_err(other)?;
         let call = Request::encode(
             program.as_os_str(),
             OsStr::new(&spec.program),
-            spec.cwd.as_os_str(),
+            cwd.as_os_str(),
             &args,
             &env,
         );
