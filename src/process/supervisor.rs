@@ -65,8 +65,7 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
         return ExitCode::from(125);
     }
     // The server's socket moves off descriptor 0 (to a close-on-exec one), and 0 becomes the
-    // null device: a per-call supervisor must not keep the server's socket open once it has
-    // its call, or the server would not see this process die.
+    // null device, which the per-call supervisors inherit.
     let Ok(control) = std::io::stdin().as_fd().try_clone_to_owned() else {
         return ExitCode::from(125);
     };
@@ -77,47 +76,44 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
     let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
     close_inherited();
 
-    // The per-call supervisors, each with the read end of a pipe whose write end only it holds:
-    // it writes a byte there when it takes its call, and the pipe reads as closed once it has
-    // ended. At most one is waiting for a call (the spare).
     let mut live: HashMap<Pid, Worker> = HashMap::new();
+    // One waits for the first call from the start.
+    let mut wanted = true;
     loop {
-        if !live.values().any(|w| !w.taken) {
-            match fork_spare() {
-                Forked::Parent(pid, pipe) => {
-                    live.insert(pid, Worker { pipe, taken: false });
+        if wanted {
+            match fork_worker() {
+                Forked::Parent(pid, link) => {
+                    live.insert(pid, Worker { link, idle: true });
                 }
-                Forked::Child(taken) => {
-                    // Nothing of the supervisor's but the server's socket, until it has a call.
+                Forked::Child(link) => {
+                    // Nothing of the supervisor's but the server's socket and its own link.
                     drop(live);
-                    std::process::exit(spare(control, taken))
+                    std::process::exit(worker(control, link))
                 }
-                Forked::Failed => {}
+                Forked::Failed => {
+                    // The call that asked for it fails with the fork's error, here.
+                    if let Received::Call([socket, _, _]) = receive(&control) {
+                        let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+                        report(&mut UnixStream::from(socket), &format!("error {errno}"));
+                    }
+                }
             }
         }
-        // Without a spare (the fork failed) calls are answered here, with the fork's error,
-        // and a fork is tried again every 100 ms. With one, only the server's end closing
-        // (`HUP`) is watched here: the spare reads the calls.
-        let spare = live.values().any(|w| !w.taken);
+        // With an idle per-call supervisor, only the server's end closing (`HUP`) is watched
+        // here: the idle one reads the calls. Without one, a call waiting is watched for, and
+        // a per-call supervisor is forked for it.
+        let idle = live.values().any(|w| w.idle);
         let (server, ready) = {
             let pids: Vec<Pid> = live.keys().copied().collect();
-            let watch = if spare {
-                PollFlags::HUP
-            } else {
-                PollFlags::IN
-            };
+            let watch = if idle { PollFlags::HUP } else { PollFlags::IN };
             let mut fds: Vec<PollFd<'_>> = std::iter::once(PollFd::new(&control, watch))
                 .chain(
                     pids.iter()
                         .filter_map(|p| live.get(p))
-                        .map(|w| PollFd::new(&w.pipe, PollFlags::IN)),
+                        .map(|w| PollFd::new(&w.link, PollFlags::IN)),
                 )
                 .collect();
-            let retry = rustix::event::Timespec {
-                tv_sec: 0,
-                tv_nsec: 100_000_000,
-            };
-            match poll(&mut fds, (!spare).then_some(&retry)) {
+            match poll(&mut fds, None) {
                 Ok(_) | Err(rustix::io::Errno::INTR) => {}
                 Err(_) => return ExitCode::FAILURE,
             }
@@ -131,51 +127,66 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
         };
         let mut unclean = false;
         for pid in ready {
-            let Some(worker) = live.get_mut(&pid) else {
-                continue;
+            let other_idle = live.iter().any(|(p, w)| *p != pid && w.idle);
+            let ended = match live.get_mut(&pid) {
+                Some(worker) => !worker.update(other_idle),
+                None => false,
             };
-            let mut byte = [0u8; 16];
-            match (&worker.pipe).read(&mut byte) {
-                Ok(n) if n > 0 => worker.taken = true,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                // Closed: it has ended, and its status comes at once.
-                _ => {
-                    live.remove(&pid);
-                    unclean |= !reap(pid);
-                }
+            if ended {
+                live.remove(&pid);
+                unclean |= !reap(pid);
             }
         }
         if unclean {
             sweep(&live);
         }
-        if spare {
-            if server.intersects(PollFlags::HUP | PollFlags::ERR | PollFlags::NVAL) {
-                // The server is gone. The per-call supervisors see their own sockets close;
-                // the spare, this one's.
-                return ExitCode::SUCCESS;
-            }
-        } else if !server.is_empty() {
-            match receive(&control) {
-                Received::Call([socket, _, _]) => {
-                    let errno = rustix::io::Errno::AGAIN.raw_os_error();
-                    report(&mut UnixStream::from(socket), &format!("error {errno}"));
-                }
-                Received::Nothing => {}
-                Received::End => return ExitCode::SUCCESS,
-            }
+        if server.intersects(PollFlags::HUP | PollFlags::ERR | PollFlags::NVAL) {
+            // The server is gone. The per-call supervisors see their own sockets close.
+            return ExitCode::SUCCESS;
         }
+        wanted = server.contains(PollFlags::IN) && !live.values().any(|w| w.idle);
     }
 }
 
 /// A per-call supervisor, seen from the supervisor.
 struct Worker {
-    /// Reads a byte once it has taken its call, and as closed once it has ended.
-    pipe: std::io::PipeReader,
-    taken: bool,
+    /// The supervisor's end of a socket pair whose other end only the per-call supervisor
+    /// holds: `t` when it took a call, `i` when it is done with it (answered `k`, keep waiting
+    /// for calls, or `q`, quit), closed once it has ended.
+    link: UnixStream,
+    /// Waiting for a call.
+    idle: bool,
 }
 
-/// Waits for the per-call supervisor `pid` to end; whether it ended cleanly (exit code 0: its
-/// program's ending reported, nothing left below it).
+impl Worker {
+    /// Reads what the per-call supervisor said; false once it has ended. `other_idle`: another
+    /// one waits for calls already.
+    fn update(&mut self, other_idle: bool) -> bool {
+        let mut said = [0u8; 16];
+        let n = match (&self.link).read(&mut said) {
+            Ok(0) => return false,
+            Ok(n) => n,
+            Err(e) => return e.kind() == std::io::ErrorKind::Interrupted,
+        };
+        for &b in &said[..n] {
+            match b {
+                b't' => self.idle = false,
+                // One idle per-call supervisor is enough: the others end.
+                b'i' if other_idle => {
+                    let _ = (&self.link).write_all(b"q");
+                }
+                b'i' => {
+                    self.idle = (&self.link).write_all(b"k").is_ok();
+                }
+                _ => {}
+            }
+        }
+        true
+    }
+}
+
+/// Waits for the per-call supervisor `pid` to end (it has closed its link); whether it ended
+/// cleanly (exit code 0: its program's ending reported, nothing left below it).
 fn reap(pid: Pid) -> bool {
     loop {
         match waitpid(Some(pid), WaitOptions::empty()) {
@@ -232,18 +243,16 @@ fn receive(control: &OwnedFd) -> Received {
 }
 
 enum Forked {
-    /// In the supervisor: the spare's pid and the read end of its pipe.
-    Parent(Pid, std::io::PipeReader),
-    /// In the spare: the write end of its pipe (held until it exits).
-    Child(std::io::PipeWriter),
+    /// In the supervisor: the per-call supervisor's pid and the supervisor's end of its link.
+    Parent(Pid, UnixStream),
+    /// In the per-call supervisor: its end of the link.
+    Child(UnixStream),
     Failed,
 }
 
-/// Forks a spare: a per-call supervisor that waits for the next call. It is forked ahead of
-/// the call because a fork is not cheap here either (0.3–0.4 ms with its exit on the 2-vCPU
-/// benchmark machine): `tool/true` 1.45–1.58 ms forking per call, TODO ms with a spare.
-fn fork_spare() -> Forked {
-    let Ok((taken, alive)) = std::io::pipe() else {
+/// Forks a per-call supervisor, which waits for calls.
+fn fork_worker() -> Forked {
+    let Ok((ours, theirs)) = UnixStream::pair() else {
         return Forked::Failed;
     };
     // SAFETY: this process has one thread (the supervisor starts none; a per-call supervisor's
@@ -251,48 +260,74 @@ fn fork_spare() -> Forked {
     // anything: allocate, take locks, start threads.
     match unsafe { libc::fork() } {
         0 => {
-            drop(taken);
-            Forked::Child(alive)
+            drop(ours);
+            Forked::Child(theirs)
         }
         pid => match Pid::from_raw(pid) {
             // -1 is no pid: the fork failed.
-            Some(pid) if pid.as_raw_nonzero().get() > 0 => Forked::Parent(pid, taken),
+            Some(pid) if pid.as_raw_nonzero().get() > 0 => Forked::Parent(pid, ours),
             _ => Forked::Failed,
         },
     }
 }
 
-/// A spare: takes the next call from the server's socket, tells the supervisor (which forks
-/// the next spare), and runs the call. Its exit code, 0 once the program's ending was reported
-/// after its tree was cleaned up.
-fn spare(control: OwnedFd, mut taken: std::io::PipeWriter) -> i32 {
-    let fds = loop {
-        match receive(&control) {
-            Received::Call(fds) => break fds,
-            Received::Nothing => {}
-            Received::End => return 0,
+/// A per-call supervisor: takes the next call from the server's socket (telling the supervisor,
+/// which forks another if a call is waiting meanwhile), runs it, and waits for the next one when
+/// the supervisor keeps it. Kept, it saves the next call a fork: `tool/true` 1.45–1.78 ms with a
+/// fork for each call (0.3–0.4 ms with its exit on the 2-vCPU benchmark machine), 1.27–1.33 ms
+/// with the fork done ahead of the call, TODO ms with none. Its exit code: 0 once its last
+/// call's ending was reported after its tree was cleaned up.
+fn worker(control: OwnedFd, mut link: UnixStream) -> i32 {
+    loop {
+        let fds = loop {
+            match receive(&control) {
+                Received::Call(fds) => break fds,
+                Received::Nothing => {}
+                Received::End => return 0,
+            }
+        };
+        let _ = link.write_all(b"t");
+        match run_call(fds) {
+            Ran::Clean => {}
+            Ran::Once => return 0,
+            Ran::Failed => return 1,
         }
-    };
-    drop(control);
-    let _ = taken.write_all(b"t");
-    let code = run_call(fds);
-    drop(taken);
-    code
+        // No folder held between calls.
+        let _ = std::env::set_current_dir("/");
+        let mut answer = [0u8; 1];
+        if link.write_all(b"i").is_err() || link.read_exact(&mut answer).is_err() {
+            return 0;
+        }
+        if answer[0] != b'k' {
+            return 0;
+        }
+    }
 }
 
-/// A per-call supervisor: reads the call from `socket`, runs it, reports, cleans up. The exit
-/// code: 0 once the program's ending was reported after its tree was cleaned up.
-fn run_call(fds: [OwnedFd; CALL_FDS]) -> i32 {
+/// How a call ended, for the per-call supervisor.
+enum Ran {
+    /// Reported, and nothing of it is left: the per-call supervisor can take another call.
+    Clean,
+    /// Reported, but the per-call supervisor may not take another one (a thread of it may still
+    /// kill the program's group, whose id a later program could get; a fork bomb outran the
+    /// cleanup).
+    Once,
+    /// The call could not be read.
+    Failed,
+}
+
+/// Runs one call: reads it from its socket, starts the program, reports, cleans up.
+fn run_call(fds: [OwnedFd; CALL_FDS]) -> Ran {
     let [socket, out, err] = fds;
     let mut socket = UnixStream::from(socket);
     #[cfg(target_os = "linux")]
     let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
     let Some(req) = Request::read(&mut socket) else {
-        return 1;
+        return Ran::Failed;
     };
     if let Err(e) = std::env::set_current_dir(&req.cwd) {
         report(&mut socket, &format!("error {}", e.raw_os_error().unwrap_or(0)));
-        return 0;
+        return Ran::Clean;
     }
     let start = |program: &OsStr, arg0: &OsStr, rest: &[OsString]| {
         #[expect(
@@ -326,7 +361,7 @@ fn run_call(fds: [OwnedFd; CALL_FDS]) -> i32 {
         Ok(c) => c,
         Err(e) => {
             report(&mut socket, &format!("error {}", e.raw_os_error().unwrap_or(0)));
-            return 0;
+            return Ran::Clean;
         }
     };
     let tool = Pid::from_child(&child);
@@ -340,8 +375,8 @@ fn run_call(fds: [OwnedFd; CALL_FDS]) -> i32 {
         kill_tree(tool);
     }
 
-    let status = wait_or_stop(&socket, tool);
-    cleanup(tool);
+    let (status, watched) = wait_or_stop(&socket, tool);
+    let clean = cleanup(tool);
     let line = match status {
         Some(s) => match (s.exit_status(), s.terminating_signal()) {
             (Some(code), _) => format!("exit {code}"),
@@ -351,12 +386,17 @@ fn run_call(fds: [OwnedFd; CALL_FDS]) -> i32 {
         None => format!("signal {}", libc::SIGKILL),
     };
     report(&mut socket, &line);
-    0
+    if clean && !watched {
+        Ran::Clean
+    } else {
+        Ran::Once
+    }
 }
 
 /// Waits for the program to end, killing its tree as soon as the server's end of `socket` is
-/// shut down (stop) or closed (the server died); the program's status.
-fn wait_or_stop(socket: &UnixStream, tool: Pid) -> Option<rustix::process::WaitStatus> {
+/// shut down (stop) or closed (the server died); the program's status, and whether a thread
+/// still watches the socket.
+fn wait_or_stop(socket: &UnixStream, tool: Pid) -> (Option<rustix::process::WaitStatus>, bool) {
     // Linux: one thread polls the socket and a pidfd of the program (no second thread: its
     // start and its own malloc arena cost about 0.1 ms of a 1 ms `tool/true`).
     #[cfg(target_os = "linux")]
@@ -380,13 +420,14 @@ fn wait_or_stop(socket: &UnixStream, tool: Pid) -> Option<rustix::process::WaitS
                 break;
             }
         }
-        return loop {
+        let status = loop {
             match waitpid(Some(tool), WaitOptions::empty()) {
                 Ok(Some((_, status))) => break Some(status),
                 Err(rustix::io::Errno::INTR) => {}
                 _ => break None,
             }
         };
+        return (status, false);
     }
     // Elsewhere (and on Linux before 5.3): a thread reads the socket while this one waits.
     if let Ok(mut reader) = socket.try_clone() {
@@ -400,7 +441,7 @@ fn wait_or_stop(socket: &UnixStream, tool: Pid) -> Option<rustix::process::WaitS
             kill_tree(tool);
         });
     }
-    loop {
+    let status = loop {
         match wait(WaitOptions::empty()) {
             Ok(Some((pid, status))) if pid == tool => break Some(status),
             // An orphan below the program, reparented here: reaped.
@@ -408,7 +449,8 @@ fn wait_or_stop(socket: &UnixStream, tool: Pid) -> Option<rustix::process::WaitS
             Err(rustix::io::Errno::INTR) => {}
             Err(_) => break None,
         }
-    }
+    };
+    (status, true)
 }
 
 /// What the server sends a per-call supervisor on its socket: a length, then each field as a
@@ -522,10 +564,10 @@ fn kill_tree(tool: Pid) {
     let _ = kill_process(tool, Signal::KILL);
 }
 
-/// Kills the program's group and every process left below this supervisor, until none is left.
-/// Nothing left (the usual case: the program reaped, no child at all) costs one group `kill`
-/// and one `wait`.
-fn cleanup(tool: Pid) {
+/// Kills the program's group and every process left below this supervisor, until none is left
+/// (true) or `MAX_PASSES` passes. Nothing left (the usual case: the program reaped, no child at
+/// all) costs one group `kill` and one `wait`.
+fn cleanup(tool: Pid) -> bool {
     let mut group = true;
     for _ in 0..MAX_PASSES {
         if group && kill_process_group(tool, Signal::KILL).is_err() {
@@ -537,7 +579,7 @@ fn cleanup(tool: Pid) {
                 Ok(Some(_)) | Err(rustix::io::Errno::INTR) => {}
                 Ok(None) => break,
                 // No child at all: as a subreaper (Linux), nothing is left below.
-                Err(_) => return,
+                Err(_) => return true,
             }
         }
         for pid in children() {
@@ -545,6 +587,7 @@ fn cleanup(tool: Pid) {
         }
         std::thread::sleep(Duration::from_millis(1));
     }
+    false
 }
 
 /// Kills and reaps every child of the long-lived supervisor that is not a per-call supervisor

@@ -63,11 +63,14 @@ fn supervisor_of(server: u32) -> u32 {
     only[0].unsigned_abs()
 }
 
-/// True when nothing runs below the server's supervisor but its spare (the per-call supervisor
-/// that waits for the next call), and no process that ended waits to be reaped.
+/// True when nothing runs below the server's supervisor but at most one idle per-call
+/// supervisor (which waits for the next call), and no process that ended waits to be reaped.
 fn idle(supervisor: u32) -> bool {
     let below = children_of(supervisor);
-    below.len() == 1 && running(below[0]) && children_of(below[0].unsigned_abs()).is_empty()
+    below.len() <= 1
+        && below
+            .iter()
+            .all(|&p| running(p) && children_of(p.unsigned_abs()).is_empty())
 }
 
 /// Polls until `pred` holds, failing after `limit`; returns how long it took.
@@ -574,7 +577,7 @@ wait
     let supervisor = supervisor_of(server);
     until(
         Duration::from_secs(2),
-        "nothing left below the supervisor but its spare",
+        "nothing left below the supervisor but an idle one",
         || idle(supervisor),
     );
     // And the server goes on.
@@ -623,8 +626,58 @@ command = ["echo", "hello"]
     let r = s.ok("tools/call", json!({"name": "hello", "arguments": {}}));
     assert_eq!(r["content"][0]["text"], "hello\n", "{r}");
     let supervisor = supervisor_of(server);
-    until(Duration::from_secs(2), "a new supervisor and its spare", || {
+    until(Duration::from_secs(2), "a new supervisor and one idle below it", || {
         idle(supervisor) && descendants(server).len() == 2
+    });
+}
+
+#[test]
+#[cfg(target_os = "linux")] // processes observed through /proc
+fn a_per_call_supervisor_takes_the_next_call_and_keeps_nothing_of_the_last() {
+    // A per-call supervisor left idle takes the next call (no fork on the way of a call); what a
+    // call set (its folder, its environment, its descriptors) is not the next call's.
+    let f = Fixture::new();
+    f.write("sub/marker", "x");
+    let helper = crate::support::helper().display().to_string();
+    f.manifest(&format!(
+        r#"
+[tools.setter]
+run = 'pwd; echo "$ONLY_HERE"'
+cwd = "sub"
+env = {{ ONLY_HERE = "set" }}
+
+[tools.getter]
+run = 'pwd; echo "[$ONLY_HERE]"; ls /proc/self/fd | wc -l'
+
+[tools.stdin]
+command = ["{helper}", "stdin"]
+"#
+    ));
+    let mut s = f.serve_process().started();
+    let server = s.child.as_ref().expect("a process").id();
+    let mut text = |name: &str| {
+        let r = s.ok("tools/call", json!({"name": name, "arguments": {}}));
+        assert_eq!(r["isError"], false, "{r}");
+        r["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let root = std::fs::canonicalize(f.root()).expect("root");
+    assert_eq!(
+        text("setter"),
+        format!("{}\nset\n", root.join("sub").display())
+    );
+    let supervisor = supervisor_of(server);
+    until(Duration::from_secs(2), "one idle per-call supervisor", || {
+        idle(supervisor) && children_of(supervisor).len() == 1
+    });
+    let first = children_of(supervisor);
+    // `ls`'s own listing is a fourth descriptor (0, 1, 2, 3), as in a fresh process.
+    assert_eq!(text("getter"), format!("{}\n[]\n4\n", root.display()));
+    assert_eq!(text("stdin"), "0");
+    until(Duration::from_secs(2), "the same one idle again", || {
+        idle(supervisor) && children_of(supervisor) == first
     });
 }
 
