@@ -284,10 +284,19 @@ fn status(pid: u32, key: &str) -> u64 {
         .map_or(0, |kib| kib * 1024)
 }
 
-/// Processes whose parent is `pid` (the tool supervisors).
+/// The tool calls running under the server `pid`: the per-call supervisors, which its one
+/// supervisor (its child) forks.
 fn children(pid: u32) -> usize {
+    parented_by(pid)
+        .into_iter()
+        .map(|supervisor| parented_by(supervisor).len())
+        .sum()
+}
+
+/// Processes whose parent is `pid`.
+fn parented_by(pid: u32) -> Vec<u32> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
-        return 0;
+        return Vec::new();
     };
     dir.filter_map(|e| {
         let name = e.ok()?.file_name();
@@ -300,9 +309,9 @@ fn children(pid: u32) -> usize {
             .nth(1)?
             .parse()
             .ok()?;
-        (ppid == pid).then_some(())
+        (ppid == pid).then_some(n)
     })
-    .count()
+    .collect()
 }
 
 fn reads(d: &Path, file: &str, n: usize) -> Vec<u8> {

@@ -1,31 +1,44 @@
-//! Process trees on Unix: every program runs under a supervisor, our own binary started again as
-//! `mcp-manifest __supervise …` (`supervisor.rs`), which starts the program in a process group of
-//! its own and kills everything below it when the program ends, when the server asks (a shut-down
-//! socket) and when the server dies (the same socket, closed by the kernel).
+//! Process trees on Unix: every program runs under a per-call supervisor, forked for the call by
+//! the server's long-lived supervisor, our own binary started again once as
+//! `mcp-manifest __supervise` (`supervisor.rs`). The per-call supervisor starts the program in a
+//! process group of its own and kills everything below it when the program ends, when the server
+//! asks (a shut-down socket) and when the server dies (the same socket, closed by the kernel).
 //!
-//! The server side here starts the supervisor with tokio's `Command` (the standard library's
-//! `posix_spawn`: nothing of ours runs between fork and exec), reads its report (`pid N`, then the
-//! program's `exit CODE` / `signal N`) and reaps it.
+//! The server side here starts the long-lived supervisor (the standard library's `Command`:
+//! nothing of ours runs between fork and exec), hands it each call's socket and output pipes,
+//! writes the call on the socket and reads the per-call supervisor's report (`pid TOOL
+//! SUPERVISOR`, then the program's `exit CODE` / `signal N`).
 //!
-//! A tool that kills its own supervisor: the server sees the socket end without an ending and
-//! kills the program's group itself. On Linux the server binary is also a child subreaper
-//! (`adopt_orphans`, called by `main`): what was below the killed supervisor becomes the
-//! server's child, and `sweep` kills and reaps every child of the server that is not a live
-//! supervisor, again until none is left.
+//! Why one supervisor forks per call rather than the binary being started per call: `tool/true`
+//! (a `tools/call` of `true`), 2.4–2.8 ms with the binary started for each call (the loader's
+//! relocations and page faults of a 30 MB executable, about 1.5 ms of CPU), 0.9–1.1 ms with a
+//! fork of the small supervisor (`BENCHMARKS.md`, "Tool calls: one supervisor per server").
+//!
+//! A program that kills its own per-call supervisor: the server sees the socket end without an
+//! ending and kills the program's group; the long-lived supervisor (a child subreaper on Linux)
+//! kills what came back to it. A program that kills the long-lived supervisor: the server
+//! notices (a thread waits on its socket), reaps it and starts another at the next call; on
+//! Linux the server binary is a child subreaper too (`adopt_orphans`, called by `main`), and
+//! `sweep` kills and reaps every child of the server that is not the live supervisor (the
+//! per-call supervisors that came back to it, then what was below them), again until none is
+//! left.
 
 use std::collections::HashSet;
 use std::ffi::OsStr;
-use std::io;
-use std::os::fd::OwnedFd;
+use std::io::{self, IoSlice};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream as StdStream;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
+use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags, sendmsg};
 use rustix::process::{Pid, Signal, kill_process, kill_process_group};
-use tokio::io::AsyncBufReadExt;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
+use super::supervisor::{CALL_FDS, Request};
 use super::{Exit, Output, ProcessSpec, SpawnError, spawn_error};
 
 pub use super::supervisor::{SUPERVISE, main as supervise};
@@ -53,13 +66,106 @@ fn supervisor_exe() -> PathBuf {
         .clone()
 }
 
-/// A running program and its supervisor.
+/// The long-lived supervisor: the server's end of its socket. `None` until the first call, and
+/// again once it is seen dead.
+static SUPERVISOR_SOCKET: Mutex<Option<Arc<StdStream>>> = Mutex::new(None);
+
+/// Hands a call's descriptors to the long-lived supervisor, starting it first when there is
+/// none (or it died: then once more).
+fn hand_over(fds: &[std::os::fd::BorrowedFd<'_>; CALL_FDS]) -> Result<(), String> {
+    let mut slot = lock(&SUPERVISOR_SOCKET);
+    let mut last = String::new();
+    for _ in 0..2 {
+        let socket = match &*slot {
+            Some(s) => s.clone(),
+            None => {
+                let s = start_supervisor()?;
+                *slot = Some(s.clone());
+                s
+            }
+        };
+        let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(CALL_FDS))];
+        let mut ancillary = SendAncillaryBuffer::new(&mut space);
+        ancillary.push(SendAncillaryMessage::ScmRights(fds));
+        loop {
+            match sendmsg(
+                socket.as_fd(),
+                &[IoSlice::new(b"c")],
+                &mut ancillary,
+                // A dead supervisor is EPIPE, not SIGPIPE: Rust programs ignore SIGPIPE (and
+                // macOS has no MSG_NOSIGNAL).
+                SendFlags::empty(),
+            ) {
+                Ok(_) => return Ok(()),
+                Err(rustix::io::Errno::INTR) => {}
+                Err(e) => {
+                    last = io::Error::from(e).to_string();
+                    break;
+                }
+            }
+        }
+        // Dead (its watcher reaps it): another one.
+        *slot = None;
+    }
+    Err(last)
+}
+
+/// Starts the long-lived supervisor, and a thread that waits for its end: the thread reaps it,
+/// forgets it, and sweeps what it left (its per-call supervisors come back to the server).
+fn start_supervisor() -> Result<Arc<StdStream>, String> {
+    let exe = supervisor_exe();
+    let failed = |e: io::Error| format!("its supervisor `{}` cannot be started: {e}", exe.display());
+    let (ours, theirs) = StdStream::pair().map_err(failed)?;
+    #[expect(clippy::disallowed_methods, reason = "this is the one spawner")]
+    let mut cmd = std::process::Command::new(&exe);
+    cmd.arg0("mcp-manifest-supervisor")
+        .arg(SUPERVISE)
+        .current_dir("/")
+        .stdin(Stdio::from(OwnedFd::from(theirs)))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        // Out of the server's group: a Ctrl-C at the server's terminal is the server's to
+        // handle (it stops its calls), not the supervisor's.
+        .process_group(0);
+    let mut child = {
+        let _gate = adopted().gate.read().unwrap_or_else(|p| p.into_inner());
+        let child = cmd.spawn().map_err(failed)?;
+        lock(&adopted().supervisors).insert(child.id());
+        child
+    };
+    // The supervisor's end of the socket (in `cmd`) must not stay open here: its death would
+    // not close the socket.
+    drop(cmd);
+    let ours = Arc::new(ours);
+    let handed = Arc::downgrade(&ours);
+    let watcher = std::thread::Builder::new()
+        .name("mcp-supervisor-watch".into())
+        .spawn(move || {
+            let _ = child.wait();
+            // Forgotten, so that the next call starts another one; once no call holds it the
+            // socket closes, and the spare of this one (waiting on it) ends.
+            {
+                let mut slot = lock(&SUPERVISOR_SOCKET);
+                if slot
+                    .as_ref()
+                    .is_some_and(|s| handed.upgrade().is_some_and(|h| Arc::ptr_eq(s, &h)))
+                {
+                    *slot = None;
+                }
+            }
+            lock(&adopted().supervisors).remove(&child.id());
+            if adopted().on.load(Ordering::SeqCst) {
+                sweep();
+            }
+        });
+    watcher.map_err(failed)?;
+    Ok(ours)
+}
+
+/// A running program and its per-call supervisor.
 pub(super) struct Tree {
-    /// Taken by `Drop` (which leaves its reaping to a task).
-    child: Option<tokio::process::Child>,
-    /// The supervisor's pid.
-    pid: u32,
-    reports: tokio::io::BufReader<tokio::net::UnixStream>,
+    /// The per-call supervisor's socket (taken by `Drop`).
+    reports: Option<tokio::io::BufReader<tokio::net::UnixStream>>,
     /// A report line read in part (kept across cancelled reads).
     line: Vec<u8>,
     /// The program's ending once reported (`Some(None)`: the reports ended without one).
@@ -67,9 +173,12 @@ pub(super) struct Tree {
     stop: Stopper,
     /// The program's pid (also its process group's id).
     tool: Pid,
+    /// The per-call supervisor's pid.
+    supervisor: Pid,
 }
 
-/// How a tree is asked to stop: the server's end of the supervisor's socket, shut down.
+/// How a tree is asked to stop: the server's end of the per-call supervisor's socket, shut
+/// down.
 #[derive(Debug, Clone)]
 pub(super) struct Stopper(Arc<StdStream>);
 
@@ -88,77 +197,65 @@ impl Tree {
     ) -> Result<(Tree, Output, Output), SpawnError> {
         let other = |e: io::Error| SpawnError::Other(spec.program.clone(), e.to_string());
         let (ours, theirs) = StdStream::pair().map_err(other)?;
-        let exe = supervisor_exe();
-        #[expect(clippy::disallowed_methods, reason = "this is the one spawner")]
-        let mut cmd = tokio::process::Command::new(&exe);
-        cmd.arg0("mcp-manifest-supervisor")
-            .arg(SUPERVISE)
-            .arg(program)
-            .arg(&spec.program)
-            .args(&spec.args)
-            .current_dir(&spec.cwd)
-            .envs(spec.env.iter().map(|(k, v)| (k, v)))
-            .env("PATH", path)
-            .stdin(Stdio::from(OwnedFd::from(theirs)))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            // Out of the server's group: a Ctrl-C at the server's terminal is the server's to
-            // handle (it stops its calls), not each supervisor's.
-            .process_group(0)
-            // Never SIGKILL the supervisor on a drop: it must live to kill what is below it.
-            .kill_on_drop(false);
-        let (mut child, pid) = {
-            let _gate = adopted().gate.read().unwrap_or_else(|p| p.into_inner());
-            let child = cmd.spawn().map_err(|e| match e.kind() {
-                io::ErrorKind::NotFound | io::ErrorKind::PermissionDenied if spec.cwd.is_dir() => {
-                    SpawnError::Other(
-                        spec.program.clone(),
-                        format!("its supervisor `{}` cannot be started: {e}", exe.display()),
-                    )
-                }
-                _ => spawn_error(spec, &e),
-            })?;
-            let pid = child.id().unwrap_or(0);
-            lock(&adopted().supervisors).insert(pid);
-            (child, pid)
-        };
-        // The supervisor's end of the socket (in `cmd`) must not stay open here: its death would
-        // not end the reports.
-        drop(cmd);
-        let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
-            return Err(other(io::Error::other("its output pipes are missing")));
-        };
+        let (out_read, out_write) = io::pipe().map_err(other)?;
+        let (err_read, err_write) = io::pipe().map_err(other)?;
+        hand_over(&[theirs.as_fd(), out_write.as_fd(), err_write.as_fd()])
+            .map_err(|why| SpawnError::Other(spec.program.clone(), why))?;
+        // Only the per-call supervisor (then the program) holds these now: its end closes the
+        // socket and the pipes.
+        drop((theirs, out_write, err_write));
+
+        let args: Vec<&OsStr> = spec.args.iter().map(OsStr::new).collect();
+        let env: Vec<(&OsStr, &OsStr)> = spec
+            .env
+            .iter()
+            .map(|(k, v)| (OsStr::new(k), OsStr::new(v)))
+            .chain(std::iter::once((OsStr::new("PATH"), path)))
+            .collect();
+        // Absolute, as the server found them: the per-call supervisor runs in `/` until it
+        // changes to the working directory.
+        let program = std::path::absolute(program).map_err(other)?;
+        let cwd = std::path::absolute(&spec.cwd).map_err(other)?;
+        let call = Request::encode(
+            program.as_os_str(),
+            OsStr::new(&spec.program),
+            cwd.as_os_str(),
+            &args,
+            &env,
+        );
         let stop = Stopper(Arc::new(ours.try_clone().map_err(other)?));
         ours.set_nonblocking(true).map_err(other)?;
-        let reports = tokio::net::UnixStream::from_std(ours).map_err(other)?;
+        let mut socket = tokio::net::UnixStream::from_std(ours).map_err(other)?;
+        let stdout = tokio::net::unix::pipe::Receiver::from_owned_fd(out_read.into())
+            .map_err(other)?;
+        let stderr = tokio::net::unix::pipe::Receiver::from_owned_fd(err_read.into())
+            .map_err(other)?;
+        // A per-call supervisor that died first (killed at once) leaves the write failing: its
+        // report, none, says so below.
+        let _ = socket.write_all(&call).await;
         let mut tree = Tree {
-            child: Some(child),
-            pid,
-            reports: tokio::io::BufReader::new(reports),
+            reports: Some(tokio::io::BufReader::new(socket)),
             line: Vec::new(),
             ending: None,
             stop,
             tool: Pid::INIT,
+            supervisor: Pid::INIT,
         };
         // Until `pid N`: a dropped `start` drops the socket, which stops the supervisor.
         match tree.report().await {
-            Some(Report::Pid(pid)) => tree.tool = pid,
+            Some(Report::Pid(tool, supervisor)) => {
+                tree.tool = tool;
+                tree.supervisor = supervisor;
+            }
             Some(Report::Error(errno)) => {
-                tree.reap().await;
                 return Err(spawn_error(spec, &io::Error::from_raw_os_error(errno)));
             }
             _ => {
-                // Killed before it could report the program's pid (by the program itself, at
-                // once): what it started came back to this process, if anywhere.
-                tree.reap().await;
-                if adopted().on.load(Ordering::SeqCst) {
-                    let _ = tokio::task::spawn_blocking(sweep).await;
-                }
                 return Err(SpawnError::Other(
                     spec.program.clone(),
                     format!(
                         "its supervisor `{}` ended before starting it (is it mcp-manifest?)",
-                        exe.display()
+                        supervisor_exe().display()
                     ),
                 ));
             }
@@ -170,9 +267,8 @@ impl Tree {
         self.stop.clone()
     }
 
-    /// Waits for the program's ending, which the supervisor reports once nothing the program
-    /// started is left; the supervisor is reaped.
-    /// Cancel-safe: what was read is kept in `self`.
+    /// Waits for the program's ending, which the per-call supervisor reports once nothing the
+    /// program started is left. Cancel-safe: what was read is kept in `self`.
     pub(super) async fn wait(&mut self) -> io::Result<Exit> {
         while self.ending.is_none() {
             self.ending = match self.report().await {
@@ -182,46 +278,28 @@ impl Tree {
                 None => Some(None),
             };
         }
-        let ending = self.ending.flatten();
-        let status = self.reap().await;
-        match ending {
+        match self.ending.flatten() {
             Some(e) => Ok(e),
             None => {
-                // The supervisor ended without reporting: it was killed (by the program, or by
-                // `kill_hard`). What it was to clean up is cleaned up here.
+                // The per-call supervisor ended without reporting: it was killed (by the
+                // program, or by `kill_hard`). The program's group goes now; what came back to
+                // the long-lived supervisor, that one kills.
                 let _ = kill_process_group(self.tool, Signal::KILL);
-                if adopted().on.load(Ordering::SeqCst) {
-                    let _ = tokio::task::spawn_blocking(sweep).await;
-                }
-                use std::os::unix::process::ExitStatusExt;
-                Ok(match status.and_then(|s| s.signal()) {
-                    Some(sig) => Exit::Signal(sig),
-                    None => Exit::Signal(libc::SIGKILL),
-                })
+                Ok(Exit::Signal(libc::SIGKILL))
             }
         }
     }
 
-    /// Kills the supervisor and the program's group (the supervisor did not stop when asked).
+    /// Kills the per-call supervisor and the program's group (the supervisor did not stop when
+    /// asked).
     pub(super) fn kill_hard(&mut self) {
-        if let Some(child) = &mut self.child {
-            let _ = child.start_kill();
-        }
-        if self.tool != Pid::INIT {
-            let _ = kill_process_group(self.tool, Signal::KILL);
-        }
-    }
-
-    async fn reap(&mut self) -> Option<std::process::ExitStatus> {
-        let status = self.child.as_mut()?.wait().await.ok();
-        lock(&adopted().supervisors).remove(&self.pid);
-        status
+        kill_hard(self.supervisor, self.tool);
     }
 
     /// The next report line; `None` at the end. Cancel-safe: what was read of a line stays in
     /// `self.line` (`read_until` appends as it goes).
     async fn report(&mut self) -> Option<Report> {
-        let read = self.reports.read_until(b'\n', &mut self.line).await;
+        let read = self.reports.as_mut()?.read_until(b'\n', &mut self.line).await;
         let line = std::mem::take(&mut self.line);
         match read {
             Ok(0) | Err(_) => None,
@@ -230,40 +308,47 @@ impl Tree {
     }
 }
 
+/// SIGKILL to a per-call supervisor (still running: it is its own supervisor's child until it
+/// ends, so its pid is not reused) and its program's group.
+fn kill_hard(supervisor: Pid, tool: Pid) {
+    if supervisor != Pid::INIT {
+        let _ = kill_process(supervisor, Signal::KILL);
+    }
+    if tool != Pid::INIT {
+        let _ = kill_process_group(tool, Signal::KILL);
+    }
+}
+
 impl Drop for Tree {
     fn drop(&mut self) {
-        let Some(mut child) = self.child.take() else {
-            return;
-        };
-        if matches!(child.try_wait(), Ok(Some(_))) {
-            lock(&adopted().supervisors).remove(&self.pid);
-            return;
-        }
         // A call dropped half-way (a cancelled read): the supervisor was asked to stop (the
         // group's drop runs first) and gets the time to kill what is below it, then SIGKILL.
-        let (pid, tool) = (self.pid, self.tool);
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
-                if tokio::time::timeout(super::STOP_GRACE, child.wait())
-                    .await
-                    .is_err()
-                {
-                    let _ = child.start_kill();
-                    if tool != Pid::INIT {
-                        let _ = kill_process_group(tool, Signal::KILL);
-                    }
-                    let _ = child.wait().await;
-                }
-                lock(&adopted().supervisors).remove(&pid);
-            });
-        }
         // Without a runtime the server is going away: the supervisor sees its socket close.
+        let (Some(mut reports), None) = (self.reports.take(), self.ending) else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (supervisor, tool) = (self.supervisor, self.tool);
+        runtime.spawn(async move {
+            let mut line = Vec::new();
+            let ended = async {
+                while matches!(reports.read_until(b'\n', &mut line).await, Ok(n) if n > 0) {
+                    line.clear();
+                }
+            };
+            if tokio::time::timeout(super::STOP_GRACE, ended).await.is_err() {
+                kill_hard(supervisor, tool);
+            }
+        });
     }
 }
 
 /// A line from the supervisor.
 enum Report {
-    Pid(Pid),
+    /// The program's pid and its per-call supervisor's.
+    Pid(Pid, Pid),
     Error(i32),
     Exit(i32),
     Signal(i32),
@@ -271,10 +356,16 @@ enum Report {
 
 impl Report {
     fn parse(line: &str) -> Option<Report> {
-        let (word, n) = line.split_once(' ')?;
-        let n: i32 = n.parse().ok()?;
+        let (word, rest) = line.split_once(' ')?;
+        if word == "pid" {
+            let (tool, supervisor) = rest.split_once(' ')?;
+            return Some(Report::Pid(
+                Pid::from_raw(tool.parse().ok()?)?,
+                Pid::from_raw(supervisor.parse().ok()?)?,
+            ));
+        }
+        let n: i32 = rest.parse().ok()?;
         Some(match word {
-            "pid" => Report::Pid(Pid::from_raw(n)?),
             "error" => Report::Error(n),
             "exit" => Report::Exit(n),
             "signal" => Report::Signal(n),

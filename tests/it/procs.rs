@@ -42,6 +42,37 @@ fn children_of(pid: u32) -> Vec<i32> {
     out
 }
 
+/// Every process below `pid`, depth first.
+fn descendants(pid: u32) -> Vec<i32> {
+    let mut out = Vec::new();
+    for child in children_of(pid) {
+        out.push(child);
+        out.extend(descendants(child.unsigned_abs()));
+    }
+    out
+}
+
+/// The server's one child, its supervisor (which forks a supervisor for each call), once it is
+/// the only one.
+fn supervisor_of(server: u32) -> u32 {
+    let mut only = Vec::new();
+    until(Duration::from_secs(20), "the server's supervisor", || {
+        only = children_of(server);
+        only.len() == 1
+    });
+    only[0].unsigned_abs()
+}
+
+/// True when nothing runs below the server's supervisor but at most one idle per-call
+/// supervisor (which waits for the next call), and no process that ended waits to be reaped.
+fn idle(supervisor: u32) -> bool {
+    let below = children_of(supervisor);
+    below.len() <= 1
+        && below
+            .iter()
+            .all(|&p| running(p) && children_of(p.unsigned_abs()).is_empty())
+}
+
 /// Polls until `pred` holds, failing after `limit`; returns how long it took.
 fn until(limit: Duration, what: &str, mut pred: impl FnMut() -> bool) -> Duration {
     let start = Instant::now();
@@ -107,17 +138,18 @@ fn after_kill_9_of_the_server_no_tool_process_is_left() {
             "params": {"name": tool, "arguments": {}}}));
     }
     let mut tracked = pids(&f.root(), &SPAWNED);
-    // The two sleepers and the spawner's supervisor are the server's children.
+    // The server's supervisor forks one for each call: three, each with its program below (and
+    // a spare for the next call).
+    let supervisor = supervisor_of(server);
     until(Duration::from_secs(20), "three calls running", || {
-        children_of(server).len() == 3
+        children_of(supervisor)
+            .into_iter()
+            .filter(|&p| !children_of(p.unsigned_abs()).is_empty())
+            .count()
+            == 3
     });
-    let supervisors = children_of(server);
-    tracked.extend(&supervisors);
-    let sleepers: Vec<i32> = supervisors
-        .iter()
-        .flat_map(|&p| children_of(p as u32))
-        .collect();
-    tracked.extend(&sleepers);
+    tracked.push(supervisor as i32);
+    tracked.extend(descendants(supervisor));
     assert!(tracked.iter().all(|&p| running(p)), "{tracked:?}");
 
     // SIGKILL: the server cannot clean anything up itself.
@@ -541,15 +573,112 @@ wait
     until(Duration::from_secs(2), "the rogue tool's tree gone", || {
         tracked.iter().all(|&p| !running(p))
     });
-    // Reaped too: nothing of it is left as the server's child (not even a zombie).
+    // Reaped too: nothing of it is left below the server's supervisor (not even a zombie).
+    let supervisor = supervisor_of(server);
     until(
         Duration::from_secs(2),
-        "no child of the server left",
-        || children_of(server).is_empty(),
+        "nothing left below the supervisor but an idle one",
+        || idle(supervisor),
     );
     // And the server goes on.
     let r = s.ok("tools/call", json!({"name": "rogue", "arguments": {}}));
     assert_eq!(r["isError"], true, "{r}");
+}
+
+#[test]
+#[cfg(target_os = "linux")] // processes observed through /proc; sh scripts, setsid
+fn a_tool_that_kills_the_servers_supervisor_is_killed_with_its_tree_and_calls_go_on() {
+    // The supervisor that forks one for each call is killed by a tool (its grandparent). The
+    // calls' supervisors come back to the server (a child subreaper), which kills them and
+    // everything below them, and starts another supervisor at the next call.
+    let f = Fixture::new();
+    f.manifest(
+        r#"
+[tools.rogue]
+run = '''
+echo $$ > sh.pid
+sleep 300 & echo $! > child.pid
+setsid sh -c 'sleep 300 & echo $! > escaped.pid; wait' &
+while [ ! -s escaped.pid ]; do sleep 0.01; done
+kill -9 $(awk '{print $4}' /proc/$PPID/stat)
+wait
+'''
+
+[tools.hello]
+command = ["echo", "hello"]
+"#,
+    );
+    let mut s = f.serve_process().started();
+    let server = s.child.as_ref().expect("a process").id();
+    let r = s.ok("tools/call", json!({"name": "rogue", "arguments": {}}));
+    assert_eq!(r["isError"], true, "{r}");
+    let text = r["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("killed by signal 9"), "{text}");
+    let tracked = pids(&f.root(), &["sh.pid", "child.pid", "escaped.pid"]);
+    until(Duration::from_secs(2), "the rogue tool's tree gone", || {
+        tracked.iter().all(|&p| !running(p))
+    });
+    until(
+        Duration::from_secs(2),
+        "the dead supervisor reaped, nothing left",
+        || children_of(server).is_empty(),
+    );
+    let r = s.ok("tools/call", json!({"name": "hello", "arguments": {}}));
+    assert_eq!(r["content"][0]["text"], "hello\n", "{r}");
+    let supervisor = supervisor_of(server);
+    until(Duration::from_secs(2), "a new supervisor and one idle below it", || {
+        idle(supervisor) && descendants(server).len() == 2
+    });
+}
+
+#[test]
+#[cfg(target_os = "linux")] // processes observed through /proc
+fn a_per_call_supervisor_takes_the_next_call_and_keeps_nothing_of_the_last() {
+    // A per-call supervisor left idle takes the next call (no fork on the way of a call); what a
+    // call set (its folder, its environment, its descriptors) is not the next call's.
+    let f = Fixture::new();
+    f.write("sub/marker", "x");
+    let helper = crate::support::helper().display().to_string();
+    f.manifest(&format!(
+        r#"
+[tools.setter]
+run = 'pwd; echo "$ONLY_HERE"'
+cwd = "sub"
+env = {{ ONLY_HERE = "set" }}
+
+[tools.getter]
+run = 'pwd; echo "[$ONLY_HERE]"; ls /proc/self/fd | wc -l'
+
+[tools.stdin]
+command = ["{helper}", "stdin"]
+"#
+    ));
+    let mut s = f.serve_process().started();
+    let server = s.child.as_ref().expect("a process").id();
+    let mut text = |name: &str| {
+        let r = s.ok("tools/call", json!({"name": name, "arguments": {}}));
+        assert_eq!(r["isError"], false, "{r}");
+        r["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let root = std::fs::canonicalize(f.root()).expect("root");
+    assert_eq!(
+        text("setter"),
+        format!("{}\nset\n", root.join("sub").display())
+    );
+    let supervisor = supervisor_of(server);
+    until(Duration::from_secs(2), "one idle per-call supervisor", || {
+        idle(supervisor) && children_of(supervisor).len() == 1
+    });
+    let first = children_of(supervisor);
+    // `ls`'s own listing is a fourth descriptor (0, 1, 2, 3), as in a fresh process.
+    assert_eq!(text("getter"), format!("{}\n[]\n4\n", root.display()));
+    assert_eq!(text("stdin"), "0");
+    until(Duration::from_secs(2), "the same one idle again", || {
+        idle(supervisor) && children_of(supervisor) == first
+    });
 }
 
 #[test]
