@@ -115,7 +115,7 @@ EOF
 summarize() {
   local target=$1 log=$2
   local total
-  total=$(grep -E '^[^ ]+:[0-9]+:[0-9]+: error' "$log" | sort -u | wc -l)
+  total=$({ grep -E '^[^ ]+:[0-9]+:[0-9]+: error' "$log" || true; } | sort -u | wc -l)
   local global
   global=$(grep -E '^error(\[E[0-9]+\])?: ' "$log" |
     grep -vcE '^error: (could not compile|aborting|build failed)' || true)

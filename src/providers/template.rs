@@ -981,6 +981,19 @@ mod tests {
         ] {
             assert_eq!(read(bad), None, "{bad:?}");
         }
+    }
+
+    // Unix only: symlinks (Windows needs a privilege to make them and Wine makes none; the
+    // Windows walk's links are tested in `platform::windows::tests`).
+    #[cfg(unix)]
+    #[test]
+    fn symlinks_are_followed_only_inside_the_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join("notes")).unwrap();
+        std::fs::write(root.join("notes/a.md"), "a").unwrap();
+        let rules = Visibility::new(&root, false, true);
+        let read = |rel: &str| read_file(&root, &rules, rel, "x://", None).ok();
         let outside = tempfile::tempdir().unwrap();
         std::fs::write(outside.path().join("x.md"), "x").unwrap();
         std::os::unix::fs::symlink(outside.path().join("x.md"), root.join("notes/out.md")).unwrap();

@@ -830,11 +830,21 @@ macro_rules! for_each_engine {
         mod sqlite {
             $( #[test] fn $test() { super::$test(super::Kind::Sqlite) } )*
         }
+        // The PostgreSQL cluster and MariaDB server are started from the system's binaries
+        // (`postgres/cluster.rs`, `mysql/server.rs`): Unix only; Wine has none.
         mod postgres {
-            $( #[test] fn $test() { super::$test(super::Kind::Postgres) } )*
+            $(
+                #[test]
+                #[cfg_attr(not(unix), ignore = "needs a PostgreSQL cluster: Unix only")]
+                fn $test() { super::$test(super::Kind::Postgres) }
+            )*
         }
         mod mysql {
-            $( #[test] fn $test() { super::$test(super::Kind::Mysql) } )*
+            $(
+                #[test]
+                #[cfg_attr(not(unix), ignore = "needs a MariaDB server: Unix only")]
+                fn $test() { super::$test(super::Kind::Mysql) }
+            )*
         }
     };
 }

@@ -213,7 +213,7 @@ fn usable() -> Fixture {
     f.write("src/.env", "SECRET=1\n");
     f.write("src/pic.png", b"\x89PNG\r\n\x1a\n\0\0".as_slice());
     f.write("outside.txt", "NOT SERVED\n");
-    std::os::unix::fs::symlink(f.path("outside.txt"), f.path("src/out.rs")).expect("test value");
+    crate::support::symlink(f.path("outside.txt"), f.path("src/out.rs"));
     f.manifest(
         r#"
 [files.src]

@@ -1032,7 +1032,9 @@ fn schema_write_puts_the_schema_where_asked() {
     );
 }
 
-/// Runs `cmd`, killing it after 20 s (a FIFO opened blocking would hang it forever).
+/// Runs `cmd`, killing it after 20 s (a FIFO opened blocking would hang it forever; the FIFO
+/// tests are Unix only).
+#[cfg(unix)]
 fn run_bounded(mut cmd: Command) -> Output {
     let mut child = cmd
         .stdin(Stdio::null())

@@ -227,6 +227,33 @@ pub fn file_uri(path: &Path) -> String {
     }
 }
 
+/// Makes the symlink `link` to `target` where the platform lets a test make one, and says
+/// whether it did: always on Unix; on Windows only with the privilege (or developer mode) and
+/// never under Wine 8, which makes no Windows links. Tests assert what a link changes only when
+/// it was made (the Windows walk's own links and junctions are tested in the library:
+/// `platform::windows::tests`).
+pub fn symlink(target: impl AsRef<Path>, link: impl AsRef<Path>) -> bool {
+    let (target, link) = (target.as_ref(), link.as_ref());
+    #[cfg(unix)]
+    let made = std::os::unix::fs::symlink(target, link);
+    #[cfg(windows)]
+    let made = {
+        let dir = link
+            .parent()
+            .map_or_else(|| target.to_path_buf(), |p| p.join(target));
+        if dir.is_dir() {
+            std::os::windows::fs::symlink_dir(target, link)
+        } else {
+            std::os::windows::fs::symlink_file(target, link)
+        }
+    };
+    match made {
+        Ok(()) => true,
+        Err(e) if cfg!(unix) => panic!("symlink {}: {e}", link.display()),
+        Err(_) => false,
+    }
+}
+
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }

@@ -141,6 +141,9 @@ impl Web {
         }
     }
 
+    /// SIGTERM. Unix only, and so are the tests that use it: a Windows server stops on a
+    /// console's Ctrl+C, which a test cannot send to one child process of its own.
+    #[cfg(unix)]
     fn terminate(&mut self) {
         // SAFETY: kill(2) on the pid of our own child.
         unsafe {
@@ -148,7 +151,8 @@ impl Web {
         }
     }
 
-    /// Waits for the exit and returns its code and how long it took.
+    /// Waits for the exit and returns its code and how long it took (after `terminate`).
+    #[cfg(unix)]
     fn wait_exit(&mut self, limit: Duration) -> (Option<i32>, Duration) {
         let start = Instant::now();
         loop {
@@ -1435,6 +1439,8 @@ fn a_client_that_never_ends_its_sessions_does_not_grow_the_server() {
     assert_eq!(answers(&ids[ids.len() - 1]), 200);
 }
 
+// Unix only: SIGTERM (see `Web::terminate`).
+#[cfg(unix)]
 #[test]
 fn sigterm_lets_calls_in_flight_finish_then_exits() {
     let f = fixture("");
@@ -1482,6 +1488,8 @@ fn sigterm_lets_calls_in_flight_finish_then_exits() {
     assert_eq!(code, Some(0), "{}", web.log());
 }
 
+// Unix only: SIGTERM (see `Web::terminate`).
+#[cfg(unix)]
 #[test]
 fn sigterm_with_nothing_in_flight_still_ends_listen_streams_with_their_result() {
     let f = fixture("");
@@ -1497,6 +1505,8 @@ fn sigterm_with_nothing_in_flight_still_ends_listen_streams_with_their_result() 
     assert_eq!(code, Some(0), "{}", web.log());
 }
 
+// Unix only: SIGTERM (see `Web::terminate`).
+#[cfg(unix)]
 #[test]
 fn sigterm_kills_what_is_still_running_after_ten_seconds() {
     let f = fixture("");
@@ -1871,6 +1881,8 @@ fn a_request_head_over_64_kib_is_refused() {
     assert_eq!(status, 200);
 }
 
+// Unix only: descriptor limits (`RLIMIT_NOFILE`); Windows has no such limit on sockets.
+#[cfg(unix)]
 #[test]
 fn a_low_descriptor_limit_lowers_max_connections_and_says_so() {
     use std::os::unix::process::CommandExt;
