@@ -529,7 +529,7 @@ fn temp_beside(path: &Path, kind: &str, bytes: &[u8], mode: u32) -> io::Result<P
             Ok(mut f) => {
                 let written = f.write_all(bytes).and_then(|()| {
                     #[cfg(unix)]
-                    rustix::fs::fchmod(&f, rustix::fs::Mode::from_raw_mode(mode))?;
+                    f.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(mode))?;
                     #[cfg(not(unix))]
                     let _ = mode;
                     f.sync_all()
