@@ -683,7 +683,7 @@ mod os {
         // fires when the spawning thread ends).
         #[cfg(target_os = "linux")]
         unsafe {
-            cmd.pre_exec(|| {
+            cmd.pre_exec(move || {
                 libc::prctl(libc::PR_SET_PDEATHSIG, signal);
                 Ok(())
             });
