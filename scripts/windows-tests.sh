@@ -91,13 +91,27 @@ setup() {
     echo "-- prefix ready in $((SECONDS - t0)) s" >&2
   fi
 
+  # The test helper program (tests/helper/proc_helper.rs), built for Windows: the tests find it
+  # through MCP_MANIFEST_TEST_HELPER (there is no rustc under Wine to build it).
+  mkdir -p target/windows-tests
+  helper="$root/target/windows-tests/proc-helper.exe"
+  if [ ! -f "$helper" ] || [ tests/helper/proc_helper.rs -nt "$helper" ]; then
+    rustc --target "$target" -C linker=x86_64-w64-mingw32-gcc --edition 2021 -C opt-level=1 \
+      -o "$helper.part" tests/helper/proc_helper.rs
+    mv "$helper.part" "$helper"
+  fi
+  # Wine's Z: drive is the Unix root.
+  local helper_win
+  helper_win="Z:$(printf '%s' "$helper" | tr / '\\')"
+
   # Cargo runs each test binary through this wrapper.
-  runner="$cache/wine-run-$key"
+  runner="$root/target/windows-tests/wine-run"
   cat >"$runner.tmp" <<EOF
 #!/bin/sh
 # Runs a Windows program under the test Wine prefix (written by scripts/windows-tests.sh).
 export WINEPREFIX="$prefix" WINEARCH=win64 WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml="
 export MCP_MANIFEST_TEST_WINE=1
+export MCP_MANIFEST_TEST_HELPER='$helper_win'
 exec wine "\$@"
 EOF
   chmod +x "$runner.tmp"

@@ -923,9 +923,10 @@ fn list_folder(
             } else {
                 format!("{dir}/{name}")
             };
-            let real_rel = real.strip_prefix(root).ok()?.to_str()?;
+            // `/`-separated on every platform, as the rules read paths.
+            let real_rel = super::platform::below_root(real.to_str()?, root)?;
             let shown =
-                real.is_file() && rules.shows(&rel, real_rel) && !rules.is_manifest_at(&real);
+                real.is_file() && rules.shows(&rel, &real_rel) && !rules.is_manifest_at(&real);
             (!value.is_empty() && shown).then(|| value.to_owned())
         })
         .collect()

@@ -8,7 +8,7 @@
 //!   stderr;
 //! - `bytes N`: prints N bytes `x`; `forever`: prints `y` lines until killed;
 //! - `stdin`: prints how many bytes standard input held;
-//! - `sleep MS`; `exit CODE`;
+//! - `sleep MS`; `sleep_s SECONDS`; `exit CODE`;
 //! - `pid FILE`: writes its pid to FILE (whole once it exists); `append FILE TEXT`: appends TEXT and a newline;
 //! - `wait FILE`: waits until FILE exists;
 //! - `spawn FILE`: starts itself in the background as `pid FILE sleep 300000` (a grandchild
@@ -59,6 +59,11 @@ fn main() {
                 let ms: u64 = next(&mut args, "sleep").parse().unwrap();
                 out.flush().unwrap();
                 std::thread::sleep(Duration::from_millis(ms));
+            }
+            "sleep_s" => {
+                let secs: u64 = next(&mut args, "sleep_s").parse().unwrap();
+                out.flush().unwrap();
+                std::thread::sleep(Duration::from_secs(secs));
             }
             "exit" => {
                 out.flush().unwrap();

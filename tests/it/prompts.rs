@@ -59,11 +59,17 @@ fn prompts_are_listed_with_their_arguments() {
     );
 }
 
+/// What `file://{path}` needs as `path` to name `p`: the path itself on Unix, `/C:/…` on Windows.
+fn uri_path(p: &std::path::Path) -> String {
+    let uri = crate::support::file_uri(p);
+    uri.strip_prefix("file://").expect("a file URI").to_owned()
+}
+
 #[test]
 fn a_prompt_embeds_a_file_read_through_the_server() {
     let f = fixture();
     let mut s = f.serve().started();
-    let path = f.path("docs/a b.md").display().to_string();
+    let path = uri_path(&f.path("docs/a b.md"));
     let r = s.ok(
         "prompts/get",
         json!({"name": "review", "arguments": {"path": path, "focus": "naming"}}),
@@ -96,7 +102,7 @@ fn a_prompt_cannot_embed_a_hidden_or_outside_file() {
         "docs/../outside.txt",
         "docs/missing.md",
     ] {
-        let path = format!("{}/{rel}", f.root().display());
+        let path = format!("{}/{rel}", uri_path(&f.root()));
         let e = s.err(
             "prompts/get",
             json!({"name": "review", "arguments": {"path": path}}),

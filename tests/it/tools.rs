@@ -733,7 +733,10 @@ fn placeholder_and_process_mistakes_are_manifest_errors_with_a_place() {
         ]
     );
     assert_eq!(
-        diagnose("[tools.t]\nrun = 'git log -n {count}'\nparams.count = { type = \"integer\" }\n"),
+        // `shell` named: Windows has no default shell (its own error otherwise).
+        diagnose(
+            "[tools.t]\nrun = 'git log -n {count}'\nshell = \"sh\"\nparams.count = { type = \"integer\" }\n"
+        ),
         [
             "bad.toml:2:7: tool `t`: `{count}` in `run`: parameters are never spliced into the script; they arrive as environment variables: write \"$count\" (or \"$${count}\" for the braced form)"
         ]

@@ -118,8 +118,20 @@ impl Version {
     }
 }
 
-/// The version of what is at `path` (followed), for tests.
+/// A made-up version of file `ino` (for the caches' own tests, on every platform).
 #[cfg(test)]
+pub(crate) fn test_version(ino: u64) -> Version {
+    Version {
+        dev: 1,
+        ino,
+        size: 0,
+        mtime: (1, 0),
+        ctime: (1, 0),
+    }
+}
+
+/// The version of what is at `path` (followed), for tests (Unix: Windows gives none).
+#[cfg(all(test, unix))]
 pub(crate) fn version_at(path: impl AsRef<Path>) -> Option<Version> {
     sys::version_at(path.as_ref())
 }

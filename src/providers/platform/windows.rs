@@ -191,11 +191,6 @@ fn not_found_or(e: Error) -> OpenError {
 /// Device names Windows opens as devices in any folder, with any extension.
 const DEVICES: [&str; 7] = ["CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$", "CLOCK$"];
 
-#[cfg(test)]
-pub(super) fn version_at(_path: &Path) -> Option<Version> {
-    None
-}
-
 pub(super) fn name_allowed(name: &str) -> bool {
     if name.is_empty()
         || name.ends_with(['.', ' '])
@@ -353,10 +348,18 @@ pub(super) fn open_regular(path: &Path) -> std::io::Result<(File, u64)> {
     {
         return Err(not_regular());
     }
-    let file = OpenOptions::new()
+    // A folder does not open without FILE_FLAG_BACKUP_SEMANTICS (access denied): say what it is.
+    let file = match OpenOptions::new()
         .read(true)
         .share_mode(FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE)
-        .open(path)?;
+        .open(path)
+    {
+        Ok(file) => file,
+        Err(_) if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) => {
+            return Err(not_regular());
+        }
+        Err(e) => return Err(e),
+    };
     let meta = file.metadata()?;
     if !meta.is_file() {
         return Err(not_regular());
@@ -395,8 +398,7 @@ pub(super) fn regular_file_id(path: &Path) -> std::io::Result<super::FileId> {
         .open(path)
     {
         Ok(file) => file,
-        Err(e) if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) => {
-            let _ = e;
+        Err(_) if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) => {
             return Err(not_regular());
         }
         Err(e) => return Err(e),

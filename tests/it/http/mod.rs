@@ -18,8 +18,9 @@ use crate::support::{BIN, Fixture, TIMEOUT, stderr};
 mod hostile;
 mod resume;
 
-/// A manifest with a folder, a quick tool, a tool that sleeps (and says its pid), and a prompt.
-const MANIFEST: &str = r#"
+/// A manifest with a folder, a quick tool, a tool that sleeps (and says its pid), and a prompt;
+/// its tools run the test helper program (`{helper}`), the same on every platform.
+const MANIFEST_TEMPLATE: &str = r#"
 [server]
 name = "web"
 
@@ -27,25 +28,30 @@ name = "web"
 root = "docs"
 
 [tools.quick]
-description = "runs true"
-command = ["true"]
+description = "exits at once"
+command = ["{helper}", "exit", "0"]
 
 [tools.slow]
 description = "writes its pid, then sleeps"
-run = 'echo $$ > "$pidfile"; exec sleep "$secs"'
+command = ["{helper}", "pid", "{pidfile}", "sleep_s", "{secs}"]
 params.pidfile = { type = "string" }
 params.secs = { type = "string" }
 
 [tools.echo]
 description = "echoes its text"
-command = ["echo", "{text}"]
+command = ["{helper}", "outln", "{text}"]
 params.text = { type = "string" }
 "#;
+
+/// `MANIFEST_TEMPLATE` naming the helper.
+fn manifest() -> String {
+    MANIFEST_TEMPLATE.replace("{helper}", &crate::support::helper_path())
+}
 
 fn fixture(extra: &str) -> Fixture {
     let f = Fixture::new();
     f.write("docs/a.md", "# A\n");
-    f.manifest(&format!("{MANIFEST}\n{extra}"));
+    f.manifest(&format!("{}\n{extra}", manifest()));
     f
 }
 
@@ -481,7 +487,8 @@ fn raw_tools_list(addr: &str, host: &str) -> (u16, String) {
     )
 }
 
-/// Whether `pid` runs (a zombie left to an init that does not reap does not count).
+/// Whether `pid` runs (a zombie left to an init that does not reap does not count: /proc).
+#[cfg(target_os = "linux")]
 fn pid_alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         // The state follows the command name in parentheses.
@@ -490,6 +497,13 @@ fn pid_alive(pid: i32) -> bool {
             .is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X'])),
         Err(_) => false,
     }
+}
+
+/// Whether `pid` runs (elsewhere than Linux: no zombies to tell apart on Windows; on macOS a
+/// zombie counts as running).
+#[cfg(not(target_os = "linux"))]
+fn pid_alive(pid: i32) -> bool {
+    crate::tools::alive(pid)
 }
 
 /// Waits for the pid written to `file` (by the `slow` tool).
@@ -665,7 +679,9 @@ fn notifications_reach_every_session_that_asked() {
 
     // A manifest edit reaches every session at once, and every new request sees it.
     f.manifest(&format!(
-        "{MANIFEST}\n[tools.added]\ndescription = \"new\"\ncommand = [\"true\"]\n"
+        "{}\n[tools.added]\ndescription = \"new\"\ncommand = [\"{}\", \"exit\", \"0\"]\n",
+        manifest(),
+        crate::support::helper_path()
     ));
     next_notification(&one_stream, "notifications/tools/list_changed");
     next_notification(&two_stream, "notifications/tools/list_changed");
@@ -1278,7 +1294,7 @@ fn many_large_bodies_at_once_wait_for_room_instead_of_growing_the_server() {
 fn each_session_has_at_most_256_requests_in_flight() {
     let f = fixture("");
     // All 256 calls must run at once to be in flight together.
-    f.manifest(&MANIFEST.replacen("name = \"web\"", "name = \"web\"\nmax_processes = 256", 1));
+    f.manifest(&manifest().replacen("name = \"web\"", "name = \"web\"\nmax_processes = 256", 1));
     let web = Web::start(&f, &[]);
     let s = Legacy::start(&web);
     let dir = f.mkdir("pids");
