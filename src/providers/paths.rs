@@ -405,6 +405,11 @@ mod tests {
         std::fs::write(dir.path().join("secret"), "outer").unwrap();
         let inner = Some(("a/b/f.txt".to_owned(), "inner".to_owned()));
         assert_eq!(read(&root, "a/b/f.txt"), inner);
+        // Wine 8 makes a link a Unix symlink whose target reads back as a `Z:\…` path (the
+        // same file by another name, which a Windows link never is): not shown there.
+        if std::env::var_os("MCP_MANIFEST_TEST_WINE").is_some() {
+            return;
+        }
         match symlink("b/f.txt", root.join("a/rel-link")) {
             Ok(()) => {}
             // Windows makes symlinks only with a privilege (or developer mode); Wine 8 none.

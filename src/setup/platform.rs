@@ -139,15 +139,14 @@ pub(crate) struct EditLock {
 /// rename there (unless both sides opt in to POSIX semantics; never under Wine).
 pub(crate) const KEEP_OPEN_WHILE_EDITING: bool = cfg!(unix);
 
-/// Takes the exclusive lock for an edit of the configuration file `target` (open as `file`),
-/// waiting for it. Unix: `flock` on the file itself (std's `File::lock`), released when `file`
-/// closes. Windows: `LockFileEx` (std's `File::lock`) on a lock file of its own in the temp
-/// folder, named by a hash of the target's path, so that the target can be closed before a
-/// rename replaces it (`KEEP_OPEN_WHILE_EDITING`). Advisory: it orders concurrent `register`s
+/// The exclusive lock for an edit of the configuration file `target`, taken before the file is
+/// opened, waiting for it: Windows' (`LockFileEx` through std's `File::lock`) on a lock file of
+/// its own in the temp folder, named by a hash of the target's path, so that no run holds the
+/// target open while another replaces it. Unix: `None` (the lock is `flock` on the file
+/// itself, `lock_open_for_edit`). Advisory on both: it orders concurrent `register`s
 /// (tests/it/setup.rs `concurrent_registers_keep_every_entry`), it does not stop an editor.
-pub(crate) fn lock_for_edit(target: &Path, file: &File) -> io::Result<EditLock> {
+pub(crate) fn lock_path_for_edit(target: &Path) -> io::Result<EditLock> {
     if KEEP_OPEN_WHILE_EDITING {
-        file.lock()?;
         return Ok(EditLock { _file: None });
     }
     use sha2::{Digest, Sha256};
@@ -164,6 +163,16 @@ pub(crate) fn lock_for_edit(target: &Path, file: &File) -> io::Result<EditLock> 
         .open(dir.join(format!("{name}.lock")))?;
     lock.lock()?;
     Ok(EditLock { _file: Some(lock) })
+}
+
+/// Locks the open configuration file for the edit, waiting for it: `flock` (std's
+/// `File::lock`), released when the file is closed (Unix); nothing where
+/// `lock_path_for_edit` holds the lock (Windows).
+pub(crate) fn lock_open_for_edit(file: &File) -> io::Result<()> {
+    if KEEP_OPEN_WHILE_EDITING {
+        file.lock()?;
+    }
+    Ok(())
 }
 
 /// Whether two metadata describe the same file: device and inode on Unix; elsewhere the size,

@@ -117,6 +117,8 @@ pub(crate) const MAX_CONFIG: u64 = 64 << 20;
 /// file is created empty (mode 0600, folders made) when `create`, else `Ok(None)`.
 pub(crate) fn lock(path: &Path, create: bool) -> io::Result<Option<Locked>> {
     let target = write_target(path)?;
+    // Windows: taken before the file is opened (see `platform::lock_path_for_edit`).
+    let edit_lock = platform::lock_path_for_edit(&target)?;
     let mut created_dirs = Vec::new();
     for _ in 0..100 {
         let mut created = false;
@@ -162,7 +164,7 @@ pub(crate) fn lock(path: &Path, create: bool) -> io::Result<Option<Locked>> {
         if let Some(refused) = not_regular(&meta) {
             return Err(refused);
         }
-        let edit_lock = platform::lock_for_edit(&target, &file)?;
+        platform::lock_open_for_edit(&file)?;
         // Another run may have replaced the file while this one waited: lock the new one.
         match fs::metadata(&target) {
             Ok(now) if platform::same_entry(&now, &meta) => {}

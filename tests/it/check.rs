@@ -143,7 +143,7 @@ fn a_program_not_on_the_path_is_a_warning_naming_that_path() {
         lines,
         [
             format!("bad.toml:2:12: warning: [tools.gone]: program `mcp-manifest-surely-no-such-program` is not on the tools' PATH (`{path}`); install it, give its absolute path, or add its folder to PATH"),
-            format!("bad.toml:6:12: warning: [tools.abs]: program `{}/bin/missing` does not exist", root.display()),
+            format!("bad.toml:6:12: warning: [tools.abs]: program `{}` does not exist", root.join("bin").join("missing").display()),
             "bad.toml:8:12: warning: [tools.own_path]: program `find` is not on the tools' PATH (`/mcp-manifest-nowhere`); install it, give its absolute path, or add its folder to PATH".to_owned(),
             format!("bad.toml:12:12: warning: [templates.cmd]: program `mcp-manifest-no-such-either` is not on the tools' PATH (`{path}`); install it, give its absolute path, or add its folder to PATH"),
         ]

@@ -29,22 +29,24 @@ fn fixture() -> Fixture {
         })
         .collect();
     f.write("docs/big.bin", big);
+    // The tools run the test helper program (the same on every platform).
     f.manifest(
-        r#"[files.docs]
+        &r#"[files.docs]
 root = "docs"
 
 [tools.slow]
 description = "Sleeps"
-command = ["sleep", "60"]
+command = ["{helper}", "sleep", "60000"]
 
 [tools.echo]
 description = "Echoes"
-command = ["echo", "hi"]
+command = ["{helper}", "outln", "hi"]
 
 [tools.touch]
 description = "Leaves a mark"
-command = ["touch", "marker"]
-"#,
+command = ["{helper}", "append", "marker", "x"]
+"#
+        .replace("{helper}", &crate::support::helper_path()),
     );
     f
 }

@@ -19,6 +19,7 @@ fn run(cwd: &Path, home: &Path, args: &[&str]) -> Output {
         .env("HOME", home)
         .env_remove("XDG_CONFIG_HOME")
         .env_remove("APPDATA")
+        .env_remove("LOCALAPPDATA")
         .env_remove("CODEX_HOME")
         .env_remove("USERPROFILE")
         .stdin(Stdio::null())
@@ -409,9 +410,37 @@ impl Setup {
                 }
             })
             .collect();
-        self.home()
-            .join(".local/state/mcp-manifest/backups")
-            .join(folder)
+        let state = if cfg!(windows) {
+            self.home().join("AppData").join("Local")
+        } else if cfg!(target_os = "macos") {
+            self.home().join("Library").join("Application Support")
+        } else {
+            self.home().join(".local").join("state")
+        };
+        state.join("mcp-manifest").join("backups").join(folder)
+    }
+}
+
+/// Where desktop applications keep their settings in `home` when no variable moves it
+/// (`setup::platform::Dirs::app_config`).
+fn app_config(home: &Path) -> PathBuf {
+    if cfg!(windows) {
+        home.join("AppData").join("Roaming")
+    } else if cfg!(target_os = "macos") {
+        home.join("Library").join("Application Support")
+    } else {
+        home.join(".config")
+    }
+}
+
+/// The folder of `home` that setup's state goes to (`setup::platform::Dirs::state`).
+fn state_folder() -> &'static str {
+    if cfg!(windows) {
+        "AppData"
+    } else if cfg!(target_os = "macos") {
+        "Library"
+    } else {
+        ".local"
     }
 }
 
@@ -439,7 +468,9 @@ fn cases(s: &Setup) -> Vec<Case> {
         case(
             "claude-desktop",
             false,
-            home.join(".config/Claude/claude_desktop_config.json"),
+            app_config(&home)
+                .join("Claude")
+                .join("claude_desktop_config.json"),
             Some("mcpServers"),
             plain(&abs),
         ),
@@ -481,7 +512,7 @@ fn cases(s: &Setup) -> Vec<Case> {
         case(
             "vscode",
             true,
-            home.join(".config/Code/User/mcp.json"),
+            app_config(&home).join("Code").join("User").join("mcp.json"),
             Some("servers"),
             stdio(&abs),
         ),
@@ -766,7 +797,9 @@ fn print_writes_nothing_and_shows_the_entry() {
 #[test]
 fn invalid_config_files_are_refused_and_left_as_they_are() {
     let s = Setup::new();
-    let file = s.home().join(".config/Claude/claude_desktop_config.json");
+    let file = app_config(&s.home())
+        .join("Claude")
+        .join("claude_desktop_config.json");
     std::fs::create_dir_all(file.parent().expect("folder")).expect("folder");
     let broken = "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\"},\n  }\n}\n";
     std::fs::write(&file, broken).expect("write");
@@ -876,22 +909,38 @@ fn config_locations_follow_xdg_config_home_and_codex_home() {
     let s = Setup::new();
     let xdg = tempfile::tempdir().expect("xdg");
     let codex = tempfile::tempdir().expect("codex home");
+    // What moves Claude Desktop's folder: XDG_CONFIG_HOME on Linux, APPDATA on Windows; on
+    // macOS nothing (~/Library/Application Support).
+    let app_var = if cfg!(windows) {
+        Some("APPDATA")
+    } else if cfg!(target_os = "macos") {
+        None
+    } else {
+        Some("XDG_CONFIG_HOME")
+    };
     let run_with = |args: &[&str]| {
-        Command::new(BIN)
-            .args(args)
+        let mut cmd = Command::new(BIN);
+        cmd.args(args)
             .current_dir(s.project.root())
             .env("HOME", s.home())
-            .env("XDG_CONFIG_HOME", xdg.path())
-            .env("CODEX_HOME", codex.path())
-            .output()
-            .expect("run")
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("APPDATA")
+            .env_remove("LOCALAPPDATA")
+            .env_remove("USERPROFILE")
+            .env("CODEX_HOME", codex.path());
+        if let Some(var) = app_var {
+            cmd.env(var, xdg.path());
+        }
+        cmd.output().expect("run")
     };
     ok(&run_with(&["register", "claude-desktop"]));
-    assert!(
-        xdg.path()
-            .join("Claude/claude_desktop_config.json")
-            .is_file()
-    );
+    if app_var.is_some() {
+        assert!(
+            xdg.path()
+                .join("Claude/claude_desktop_config.json")
+                .is_file()
+        );
+    }
     ok(&run_with(&["register", "codex"]));
     assert!(codex.path().join("config.toml").is_file());
     // Only setup's state (the files it created) went to the home folder.
@@ -900,7 +949,11 @@ fn config_locations_follow_xdg_config_home_and_codex_home() {
         .flatten()
         .map(|e| e.file_name())
         .collect();
-    assert_eq!(home, [".local"]);
+    let mut want = vec![state_folder()];
+    if app_var.is_none() {
+        want = vec!["Library"];
+    }
+    assert_eq!(home, want);
 }
 
 #[test]

@@ -447,20 +447,21 @@ file = "{p}.md"
 
 [templates.run_here]
 uri = "here://{p}"
-command = ["find", "{p}.md"]
+command = ["{helper}", "cat", "{p}.md"]
 cwd = "notes"
 
 [templates.run_plain]
 uri = "run-plain://{p}"
-command = ["find", "{p}"]
+command = ["{helper}", "cat", "{p}"]
 cwd = "afile.txt"
 
 [templates.run_there]
 uri = "there://{p}"
-command = ["find", "{p}.md"]
+command = ["{helper}", "cat", "{p}.md"]
 cwd = "notes"
-"#;
-    f.write("bad.toml", templates);
+"#
+    .replace("{helper}", &crate::support::helper_path());
+    f.write("bad.toml", &templates);
     let out = f.run(&["check", "bad.toml"]);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     let err = stderr(&out);
