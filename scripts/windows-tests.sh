@@ -20,6 +20,8 @@
 #   scripts/windows-tests.sh sdk              the official Python SDK client (mcp, PyPI) driving
 #                                             the Windows binary under Wine over stdio, in both
 #                                             protocol eras (scripts/wine/stdio_interop.py)
+#   scripts/windows-tests.sh setup            installs what the others need and makes the Wine
+#                                             prefix and the helper (CI times it apart)
 #   scripts/windows-tests.sh env              prints the variables that make `cargo test
 #                                             --target x86_64-pc-windows-gnu` run under Wine, to
 #                                             `eval` in a shell
@@ -233,6 +235,10 @@ case "$mode" in
   ci)
     setup
     suite "$FLOOR_PASSED_CI" "${CI_MODULES[@]}"
+    ;;
+  setup)
+    setup
+    echo "windows-tests: ready (prefix $WINEPREFIX; $(wine --version))"
     ;;
   test)
     setup

@@ -593,14 +593,14 @@ fn a_template_variable_with_allow_dash_passes_a_dash_value() {
         &r#"
 [templates.show]
 uri = "show://{x}/{y}"
-command = ["{helper}", "args", "{x}", "{y}"]
+command = ["{helper}", "out", "{x}", "out", "|", "out", "{y}", "out", "|"]
 vars.x = { allow_dash = true }
 "#
         .replace("{helper}", &crate::support::helper_path()),
     );
     let mut s = f.serve().started();
     let r = s.ok("resources/read", json!({"uri": "show://-n/b"}));
-    assert_eq!(r["contents"][0]["text"], "-n\0b\0", "{r}");
+    assert_eq!(r["contents"][0]["text"], "-n|b|", "{r}");
     let e = s.err("resources/read", json!({"uri": "show://a/-n"}));
     assert_eq!(e["code"], -32602, "{e}");
     assert!(

@@ -491,21 +491,21 @@ fn cases(s: &Setup) -> Vec<Case> {
         case(
             "cursor",
             false,
-            project.join(".cursor/mcp.json"),
+            project.join(".cursor").join("mcp.json"),
             Some("mcpServers"),
             plain(ws),
         ),
         case(
             "cursor",
             true,
-            home.join(".cursor/mcp.json"),
+            home.join(".cursor").join("mcp.json"),
             Some("mcpServers"),
             plain(&abs),
         ),
         case(
             "vscode",
             false,
-            project.join(".vscode/mcp.json"),
+            project.join(".vscode").join("mcp.json"),
             Some("servers"),
             stdio(ws),
         ),
@@ -519,28 +519,30 @@ fn cases(s: &Setup) -> Vec<Case> {
         case(
             "windsurf",
             false,
-            home.join(".codeium/windsurf/mcp_config.json"),
+            home.join(".codeium")
+                .join("windsurf")
+                .join("mcp_config.json"),
             Some("mcpServers"),
             plain(&abs),
         ),
         case(
             "codex",
             false,
-            home.join(".codex/config.toml"),
+            home.join(".codex").join("config.toml"),
             None,
             Value::Null,
         ),
         case(
             "gemini",
             false,
-            project.join(".gemini/settings.json"),
+            project.join(".gemini").join("settings.json"),
             Some("mcpServers"),
             plain("mcp-server.toml"),
         ),
         case(
             "gemini",
             true,
-            home.join(".gemini/settings.json"),
+            home.join(".gemini").join("settings.json"),
             Some("mcpServers"),
             plain(&abs),
         ),
@@ -554,21 +556,21 @@ fn cases(s: &Setup) -> Vec<Case> {
         case(
             "copilot",
             true,
-            home.join(".copilot/mcp-config.json"),
+            home.join(".copilot").join("mcp-config.json"),
             Some("mcpServers"),
             json!({"type": "local", "command": bin, "args": ["serve", abs], "tools": ["*"]}),
         ),
         case(
             "qwen",
             false,
-            project.join(".qwen/settings.json"),
+            project.join(".qwen").join("settings.json"),
             Some("mcpServers"),
             plain("mcp-server.toml"),
         ),
         case(
             "qwen",
             true,
-            home.join(".qwen/settings.json"),
+            home.join(".qwen").join("settings.json"),
             Some("mcpServers"),
             plain(&abs),
         ),
@@ -582,7 +584,7 @@ fn cases(s: &Setup) -> Vec<Case> {
         case(
             "opencode",
             true,
-            home.join(".config/opencode/opencode.json"),
+            home.join(".config").join("opencode").join("opencode.json"),
             Some("mcp"),
             json!({"type": "local", "command": [bin, "serve", abs], "enabled": true}),
         ),
@@ -812,7 +814,7 @@ fn invalid_config_files_are_refused_and_left_as_they_are() {
         assert_eq!(std::fs::read_to_string(&file).expect("kept"), broken);
         assert!(s.backups(&file).is_empty());
     }
-    let codex = s.home().join(".codex/config.toml");
+    let codex = s.home().join(".codex").join("config.toml");
     std::fs::create_dir_all(codex.parent().expect("folder")).expect("folder");
     std::fs::write(&codex, "model = \n").expect("write");
     let err = failed(&s.run(&["register", "codex"]));
@@ -853,7 +855,7 @@ fn register_refuses_to_replace_a_server_it_did_not_write() {
 #[test]
 fn register_updates_its_own_entry_and_keeps_keys_added_to_it() {
     let s = Setup::new();
-    let file = s.home().join(".gemini/settings.json");
+    let file = s.home().join(".gemini").join("settings.json");
     std::fs::create_dir_all(file.parent().expect("folder")).expect("folder");
     // An entry of ours from an older binary path, with a key the user added.
     let old = json!({"mcpServers": {"demo": {"command": "/old/bin/mcp-manifest", "args": ["serve", "/old.toml"], "trust": true, "env": {"KEEP": "1"}}}});
@@ -937,7 +939,8 @@ fn config_locations_follow_xdg_config_home_and_codex_home() {
     if app_var.is_some() {
         assert!(
             xdg.path()
-                .join("Claude/claude_desktop_config.json")
+                .join("Claude")
+                .join("claude_desktop_config.json")
                 .is_file()
         );
     }
@@ -1081,7 +1084,7 @@ fn schema_write_puts_the_schema_where_asked() {
     ));
     assert!(out.contains("#:schema ./s.json"), "{out}");
     assert_eq!(
-        std::fs::read_to_string(dir.path().join("sub/s.json")).expect("written"),
+        std::fs::read_to_string(dir.path().join("sub").join("s.json")).expect("written"),
         printed
     );
 }
@@ -1151,8 +1154,8 @@ fn init_escapes_hostile_file_names_in_comments_and_its_report() {
 fn concurrent_registers_keep_every_entry() {
     let s = Setup::new();
     for (client, file) in [
-        ("cursor", s.home().join(".cursor/mcp.json")),
-        ("codex", s.home().join(".codex/config.toml")),
+        ("cursor", s.home().join(".cursor").join("mcp.json")),
+        ("codex", s.home().join(".codex").join("config.toml")),
     ] {
         let children: Vec<_> = (0..16)
             .map(|i| {
@@ -1295,11 +1298,15 @@ fn a_symlinked_install_registers_the_link_not_the_versioned_file() {
     let s = Setup::new();
     let dir = tempfile::tempdir().expect("dir");
     let root = dir.path().canonicalize().expect("dir");
-    let keg = root.join("Cellar/mcp-manifest/0.1.0/bin");
+    let keg = root
+        .join("Cellar")
+        .join("mcp-manifest")
+        .join("0.1.0")
+        .join("bin");
     std::fs::create_dir_all(&keg).expect("keg");
     std::fs::copy(BIN, keg.join("mcp-manifest")).expect("copy");
     std::fs::create_dir_all(root.join("bin")).expect("bin");
-    let link = root.join("bin/mcp-manifest");
+    let link = root.join("bin").join("mcp-manifest");
     std::os::unix::fs::symlink(keg.join("mcp-manifest"), &link).expect("link");
     let path = format!("{}:/usr/bin:/bin", root.join("bin").display());
     let out = Command::new("mcp-manifest")
@@ -1311,7 +1318,7 @@ fn a_symlinked_install_registers_the_link_not_the_versioned_file() {
         .expect("run");
     ok(&out);
     let v: Value = serde_json::from_str(
-        &std::fs::read_to_string(s.home().join(".cursor/mcp.json")).expect("config"),
+        &std::fs::read_to_string(s.home().join(".cursor").join("mcp.json")).expect("config"),
     )
     .expect("JSON");
     assert_eq!(
@@ -1328,7 +1335,7 @@ fn modes_private_new_files_kept_old_modes_and_read_only_refused() {
     let mode = |p: &Path| std::fs::metadata(p).expect("file").permissions().mode() & 0o777;
     // A new file carrying env values is 0600.
     ok(&s.run(&["register", "cursor", "--user", "--env", "TOKEN=s3cr3t"]));
-    let config = s.home().join(".cursor/mcp.json");
+    let config = s.home().join(".cursor").join("mcp.json");
     assert_eq!(mode(&config), 0o600);
     // An existing file keeps its mode, and so does its backup.
     std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o640)).expect("chmod");
