@@ -63,7 +63,7 @@ pub(crate) async fn run(
     let declared = source_entries(&manifest);
     let (registry, built) = Registry::build_partial(manifest, children).await;
     diags.extend(built);
-    let sources_complete = !checked.sources_dropped && registry.source_count() == declared;
+    let sources_complete = !checked.sources_dropped && registry.manifest_source_count() == declared;
     diags.extend(prompt_uris(&registry, sources_complete).await);
     if sources_complete {
         diags.extend(groups(&registry, mode != Mode::Errors).await);
@@ -74,7 +74,7 @@ pub(crate) async fn run(
         if diags.errors() == 0 && declared == 0 && m.tools.is_empty() && m.prompts.is_empty() {
             diags.warn(
                 Loc { line: 1, col: 1 },
-                "the manifest serves nothing: no [files], [sqlite], [postgres], [git], [templates], [tools] or [prompts] section (`mcp-manifest init --force` writes a starter one from what the folder holds)",
+                "the manifest serves nothing: no [files], [sqlite], [postgres], [mysql], [git], [templates], [skills], [tools] or [prompts] section (`mcp-manifest init --force` writes a starter one from what the folder holds)",
             );
         }
         diags.extend(static_warnings(&registry.manifest));
@@ -101,7 +101,7 @@ impl Outcome {
 }
 
 fn source_entries(m: &Manifest) -> usize {
-    m.files.len() + m.databases.len() + m.git.len() + m.templates.len()
+    m.files.len() + m.databases.len() + m.git.len() + m.templates.len() + m.skills.len()
 }
 
 /// Warnings computed from the manifest and the filesystem alone (no database, no network).

@@ -45,6 +45,11 @@ use tokio::sync::Semaphore;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
+/// `[server] max_processes` when not written.
+pub const DEFAULT_MAX_PROCESSES: usize = 16;
+/// The largest `max_processes` accepted.
+pub const MAX_MAX_PROCESSES: usize = 4096;
+
 /// What to run and within which limits.
 #[derive(Debug, Clone)]
 pub struct ProcessSpec {
@@ -504,8 +509,8 @@ impl Default for Children {
             next: AtomicU64::new(0),
             closed: AtomicBool::new(false),
             path: Mutex::default(),
-            slots: Arc::new(Semaphore::new(crate::manifest::DEFAULT_MAX_PROCESSES)),
-            limit: Mutex::new(crate::manifest::DEFAULT_MAX_PROCESSES),
+            slots: Arc::new(Semaphore::new(DEFAULT_MAX_PROCESSES)),
+            limit: Mutex::new(DEFAULT_MAX_PROCESSES),
         }
     }
 }

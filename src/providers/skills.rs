@@ -414,10 +414,17 @@ pub(crate) fn front_matter(bytes: &[u8]) -> Result<Map<String, Value>, String> {
             "its front matter nests deeper than {MAX_DEPTH} levels"
         ));
     }
-    // The loader copies what an alias names (a few lines could name gigabytes): refused
-    // before anything is built.
-    if uses_alias(&yaml) {
-        return Err("its front matter uses a YAML alias".into());
+    // The loader expands aliases into copies (a few bytes can make gigabytes): refused first,
+    // from the parser's events.
+    let mut parser = yaml_rust2::parser::Parser::new_from_str(&yaml);
+    loop {
+        use yaml_rust2::parser::Event;
+        match parser.next_token() {
+            Ok((Event::Alias(_), _)) => return Err("its front matter uses a YAML alias".into()),
+            Ok((Event::StreamEnd, _)) => break,
+            Ok(_) => {}
+            Err(e) => return Err(format!("its front matter is not valid YAML: {e}")),
+        }
     }
     let docs = yaml_rust2::YamlLoader::load_from_str(&yaml)
         .map_err(|e| format!("its front matter is not valid YAML: {e}"))?;
@@ -426,20 +433,6 @@ pub(crate) fn front_matter(bytes: &[u8]) -> Result<Map<String, Value>, String> {
         Value::Object(map) => Ok(map),
         _ => Err("its front matter is not a mapping of fields".into()),
     }
-}
-
-/// Whether `yaml` uses an alias (`*x`), read from the parser's events (nothing is built). YAML
-/// the parser refuses is left to the loader, which says why.
-fn uses_alias(yaml: &str) -> bool {
-    struct Seen(bool);
-    impl yaml_rust2::parser::EventReceiver for Seen {
-        fn on_event(&mut self, ev: yaml_rust2::Event) {
-            self.0 |= matches!(ev, yaml_rust2::Event::Alias(_));
-        }
-    }
-    let mut seen = Seen(false);
-    let _ = yaml_rust2::parser::Parser::new_from_str(yaml).load(&mut seen, true);
-    seen.0
 }
 
 /// How deeply `[` and `{` nest in `yaml` (a bound checked before parsing: the parser's values

@@ -13,10 +13,12 @@
 mod auth;
 mod convert;
 mod http;
+mod reload;
 mod shared;
 mod transport;
 
 pub(crate) use http::serve_http;
+pub(crate) use shared::tools_per_endpoint;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -92,8 +94,15 @@ fn skill(s: crate::providers::skills::Skill) -> rmcp::model::Skill {
 }
 
 /// Whether `seen` (`None`: everything) shows the resource or resource template `uri`.
+/// A view document (`ui://mcp-manifest/…`) goes with the tools that show it: the table view with
+/// every endpoint, a chart with its tool.
 fn sees_resource(seen: &Option<Arc<crate::manifest::Filter>>, uri: &str) -> bool {
-    seen.as_ref().is_none_or(|f| f.resource(uri))
+    let Some(f) = seen else { return true };
+    match uri.strip_prefix(crate::views::URI_PREFIX) {
+        Some("table") => true,
+        Some(view) => view.strip_prefix("chart/").is_some_and(|tool| f.tool(tool)),
+        None => f.resource(uri),
+    }
 }
 
 /// The serverInfo `_meta` for a stateless-era request (those carry their version in `_meta`).
@@ -487,7 +496,11 @@ impl ServerHandler for Handler {
                 rmcp::model::CallToolRequestMethod,
             >());
         }
-        reserve(&cx, transport::TOOL_RESERVE).await;
+        // Room in the stdio session's budget before the tool runs (a session's calls are bounded
+        // by it). Over HTTP a call takes its answer's room only once the answer is made
+        // (`http::answers`): a tool that runs for minutes holds nothing meanwhile, so slow calls
+        // never keep other clients' reads waiting (42 sleeping calls held the whole budget).
+        transport::reserve(&cx, transport::TOOL_RESERVE).await;
         let registry = &snap.registry;
         let args = params.arguments.unwrap_or_default();
         // rmcp cancels `cx.ct` on `notifications/cancelled` for this request (and when the
@@ -648,11 +661,11 @@ async fn reserve(cx: &RequestContext<RoleServer>, bytes: usize) {
     http::reserve(cx, bytes).await;
 }
 
-/// Runs `fut` (the work of the request of `cx`, which reserved `held` bytes) with `reserve`
-/// asked before a source makes a large answer (`providers::admit`): a large file is read only
-/// once the budget has room for it. The request asks only for what it does not hold yet, and
-/// never for more than the whole stdio budget (a reservation that big waits until every other
-/// answer is written, and one that waited on the request's own bytes would wait forever).
+/// Runs `fut` (the work of the request of `cx`, which reserved `held` bytes) with room asked
+/// before a source makes a large answer (`providers::admit`): a large file is read only once the
+/// budget has room for it. The request's reservation grows to the answer's cost (what it holds
+/// counts), never past the whole stdio budget (a reservation that big waits until every other
+/// answer is written).
 async fn admitted<F: std::future::Future>(
     cx: &RequestContext<RoleServer>,
     held: usize,
@@ -664,11 +677,12 @@ async fn admitted<F: std::future::Future>(
         let (cx, held) = (cx.clone(), held.clone());
         Box::pin(async move {
             use std::sync::atomic::Ordering;
+            transport::reserve_at_least(&cx, bytes).await;
             let had = held.load(Ordering::Acquire);
-            let want = had.saturating_add(bytes).min(transport::BUDGET).max(had);
+            let want = bytes.min(transport::BUDGET).max(had);
             held.store(want, Ordering::Release);
             if want > had {
-                reserve(&cx, want - had).await;
+                http::reserve(&cx, want - had).await;
             }
         })
     });

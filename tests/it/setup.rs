@@ -1067,8 +1067,9 @@ fn list_json_is_the_listing_with_mcp_field_names() {
         "{summary}"
     );
     assert!(
-        summary
-            .contains("sources    1 (1 files, 0 sqlite, 0 postgres, 0 mysql, 0 git, 0 templates)"),
+        summary.contains(
+            "sources    1 (1 files, 0 sqlite, 0 postgres, 0 mysql, 0 git, 0 templates, 0 skills)"
+        ),
         "{summary}"
     );
 }
@@ -1435,4 +1436,218 @@ fn same_name_for_another_manifest_needs_replace() {
     );
     let out = ok(&s.run(&["register", "cursor", "--user", "--replace", &other]));
     assert!(out.contains("Updated"), "{out}");
+}
+
+/// Runs a client entry as its client would (its `command` and `args`, from `cwd`) with an
+/// `initialize` and then `requests` on stdin, closed after them, and returns the answers.
+fn run_entry(entry: &Value, cwd: &Path, requests: &[Value]) -> Vec<Value> {
+    use std::io::Write as _;
+    let args: Vec<&str> = entry["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .map(|a| a.as_str().expect("string"))
+        .collect();
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let mut child = Command::new(entry["command"].as_str().expect("command"))
+        .args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the registered command");
+    let mut input = String::new();
+    for r in [&initialize, &initialized].into_iter().chain(requests) {
+        input.push_str(&r.to_string());
+        input.push('\n');
+    }
+    let mut stdin = child.stdin.take().expect("stdin");
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()).expect("write"));
+    let out = child.wait_with_output().expect("output");
+    writer.join().expect("writer");
+    stdout(&out)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v.get("id").is_some())
+        .collect()
+}
+
+/// `register CLIENT --group NAME`: the entry runs `serve MANIFEST --group NAME` and serves only
+/// that group; an unknown group (or a manifest without groups) is refused before anything is
+/// written, naming the groups there are.
+#[test]
+fn register_group_writes_an_entry_that_serves_only_that_group() {
+    let s = Setup::new();
+    let helper = crate::support::helper_path();
+    let manifest = format!(
+        "[server]\nname = \"demo\"\n\n[files.docs]\nroot = \"docs\"\n\n\
+         [tools.hi]\ncommand = [\"{helper}\", \"echo\", \"hi\"]\n\n\
+         [tools.bye]\ncommand = [\"{helper}\", \"echo\", \"bye\"]\n\n\
+         [groups.greet]\ntools = [\"hi\"]\nresources = []\n"
+    );
+    s.project.manifest(&manifest);
+
+    let err = failed(&s.run(&["register", "cursor", "--user", "--group", "gret"]));
+    assert!(
+        err.contains("no [groups.gret]")
+            && err.contains("did you mean `greet`?")
+            && err.contains("nothing registered"),
+        "{err}"
+    );
+    assert!(!s.home().join(".cursor").exists(), "nothing written");
+
+    let out = ok(&s.run(&["register", "cursor", "--user", "--group", "greet"]));
+    assert!(out.contains("--group greet"), "{out}");
+    let file = s.home().join(".cursor/mcp.json");
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).expect("written")).expect("JSON");
+    let entry = &v["mcpServers"]["demo"];
+    assert_eq!(
+        entry["args"],
+        json!(["serve", s.manifest(), "--group", "greet"]),
+        "{v}"
+    );
+    // Twice: nothing changes; Codex's TOML gets the same arguments.
+    let out = ok(&s.run(&["register", "cursor", "--user", "--group", "greet"]));
+    assert!(out.contains("nothing changed"), "{out}");
+    let out = ok(&s.run(&["register", "codex", "--group", "greet", "--print"]));
+    assert!(out.contains("\"--group\", \"greet\"]"), "{out}");
+
+    // The entry as the client runs it (from another folder) sees the group's tool only.
+    let elsewhere = tempfile::tempdir().expect("temp dir");
+    let answers = run_entry(
+        entry,
+        elsewhere.path(),
+        &[
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+            json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "bye", "arguments": {}}}),
+        ],
+    );
+    let list = answers.iter().find(|a| a["id"] == 2).expect("tools/list");
+    let names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(names.contains(&"hi") && !names.contains(&"bye"), "{list}");
+    let call = answers.iter().find(|a| a["id"] == 3).expect("tools/call");
+    assert!(call.get("error").is_some(), "outside the group: {call}");
+
+    // A manifest without groups: refused, saying how to declare one.
+    s.project
+        .manifest("[server]\nname = \"demo\"\n\n[files.docs]\nroot = \"docs\"\n");
+    let err = failed(&s.run(&["register", "gemini", "--group", "greet"]));
+    assert!(
+        err.contains("declares no groups") && err.contains("[groups.greet]"),
+        "{err}"
+    );
+    assert!(!s.project.path(".gemini").exists());
+}
+
+/// A manifest that listens on HTTP is registered for stdio (`--stdio`), which clients speak.
+#[test]
+fn register_keeps_a_listening_manifest_on_stdio() {
+    let s = Setup::new();
+    s.project.manifest(
+        "[server]\nname = \"demo\"\n\n[server.http]\nlisten = \"127.0.0.1:0\"\n\n[files.docs]\nroot = \"docs\"\n",
+    );
+    let out = ok(&s.run(&["register", "cursor", "--user", "--print"]));
+    let v: Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(
+        v["mcpServers"]["demo"]["args"],
+        json!(["serve", s.manifest(), "--stdio"])
+    );
+    let answers = run_entry(&v["mcpServers"]["demo"], &s.project.root(), &[]);
+    assert_eq!(
+        answers.len(),
+        1,
+        "initialize answered on stdio: {answers:?}"
+    );
+}
+
+/// `init` finds folders of agent skills (`.agents/skills`, `.claude/skills`, `skills/`: each
+/// holding `*/SKILL.md`) and offers a `[skills.NAME]` section for each that serves them; a
+/// later root gets a `prefix` (two roots may hold skills of the same name); a symlinked root is
+/// never followed; the result passes `check` and serves the skills.
+#[test]
+fn init_offers_a_skills_section_for_each_skills_folder() {
+    let f = Fixture::new();
+    let skill = |name: &str| {
+        format!("---\nname: {name}\ndescription: Does {name} things.\n---\n# {name}\n")
+    };
+    f.write(".agents/skills/pdf/SKILL.md", skill("pdf"));
+    f.write(".agents/skills/pdf/scripts/fill.py", "print(1)\n");
+    f.write(".agents/skills/review/SKILL.md", skill("review"));
+    f.write(".claude/skills/pdf/SKILL.md", skill("pdf"));
+    f.write("skills/notes/README.md", "no SKILL.md here\n");
+    f.write("README.md", "# Project\n");
+    let out = ok(&run(&f.root(), &f.root(), &["init", "."]));
+    assert!(
+        out.contains("agent skills     .agents/skills/ (2 skills)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("agent skills     .claude/skills/ (1 skill)"),
+        "{out}"
+    );
+    let text = std::fs::read_to_string(f.path("mcp-server.toml")).expect("manifest");
+    assert!(
+        text.contains("[skills.agents]\nroot = \".agents/skills\"\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("[skills.claude]\nroot = \".claude/skills\"\nprefix = \"claude\"\n"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("[skills.skills]"),
+        "no SKILL.md in skills/: {text}"
+    );
+    checks(&f);
+    let served = uris(&list_json(&f));
+    for want in [
+        "skill://pdf/SKILL.md",
+        "skill://pdf/scripts/fill.py",
+        "skill://review/SKILL.md",
+        "skill://claude/pdf/SKILL.md",
+    ] {
+        assert!(served.iter().any(|u| u == want), "{want}: {served:?}");
+    }
+
+    // A plain skills/ folder: served as skills, not again as documentation.
+    let g = Fixture::new();
+    g.write("skills/lint/SKILL.md", skill("lint"));
+    g.write("docs/guide.md", "# Guide\n");
+    ok(&run(&g.root(), &g.root(), &["init", "."]));
+    let text = std::fs::read_to_string(g.path("mcp-server.toml")).expect("manifest");
+    assert!(
+        text.contains("[skills.skills]\nroot = \"skills\"\n"),
+        "{text}"
+    );
+    checks(&g);
+    let uris_g = uris(&list_json(&g));
+    assert!(
+        uris_g.iter().any(|u| u == "skill://lint/SKILL.md"),
+        "{uris_g:?}"
+    );
+    assert!(
+        !uris_g.iter().any(|u| u.ends_with("/skills/lint/SKILL.md")),
+        "not served twice: {uris_g:?}"
+    );
+
+    // A symlinked skills root is not followed.
+    #[cfg(unix)]
+    {
+        let h = Fixture::new();
+        h.write("elsewhere/skills/x/SKILL.md", skill("x"));
+        std::fs::create_dir_all(h.path(".agents")).expect("mkdir");
+        std::os::unix::fs::symlink(h.path("elsewhere/skills"), h.path(".agents/skills"))
+            .expect("symlink");
+        ok(&run(&h.root(), &h.root(), &["init", "."]));
+        let text = std::fs::read_to_string(h.path("mcp-server.toml")).expect("manifest");
+        assert!(!text.contains("[skills."), "{text}");
+    }
 }

@@ -297,13 +297,21 @@ pub struct Server {
 
 impl Server {
     pub fn start(manifest: &Path, cwd: &Path) -> Server {
+        Server::start_logging(manifest, cwd, Stdio::null())
+    }
+
+    /// `start`, with the server's stderr (its log) going to `stderr`, at the default log level
+    /// (neither `MCP_MANIFEST_LOG` nor `RUST_LOG` passed on).
+    pub fn start_logging(manifest: &Path, cwd: &Path, stderr: impl Into<Stdio>) -> Server {
         let mut child = Command::new(BIN)
             .arg("serve")
             .arg(manifest)
             .current_dir(cwd)
+            .env_remove("MCP_MANIFEST_LOG")
+            .env_remove("RUST_LOG")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .spawn()
             .expect("spawn mcp-manifest serve");
         let stdout = child.stdout.take().expect("stdout");

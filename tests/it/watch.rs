@@ -501,3 +501,47 @@ fn a_change_right_after_start_up_is_never_lost() {
         s.wait_for(updated_for(uri));
     }
 }
+
+/// A valid reload says what changed in one line at the default log level (no `MCP_MANIFEST_LOG`):
+/// resources counted, templates, tools and prompts named; an invalid edit logs no such line.
+#[test]
+fn a_valid_reload_logs_what_changed_at_the_default_level() {
+    let f = fixture();
+    f.write("docs/b.md", "b");
+    f.write("docs/c.md", "c");
+    let helper = crate::support::helper_path();
+    let tools = |names: &[&str]| -> String {
+        names
+            .iter()
+            .map(|n| format!("[tools.{n}]\ncommand = [\"{helper}\", \"echo\", \"{n}\"]\n\n"))
+            .collect()
+    };
+    let prompt = "[prompts.review]\nmessages = [{ role = \"user\", text = \"Review\" }]\n";
+    let sources = |docs: &str| {
+        format!("[files.docs]\nroot = \"docs\"\n{docs}\n[files.sentinel]\nroot = \"sentinel\"\n\n")
+    };
+    let only_a = sources("include = [\"a.md\"]\n");
+    let manifest = f.manifest(&format!("{only_a}{}{prompt}", tools(&["hi", "bye"])));
+    let log = f.path("serve.log");
+    let file = std::fs::File::create(&log).expect("log file");
+    let mut s = Server::start_logging(&manifest, &f.root(), file).started();
+    watching(&mut s, &f);
+
+    // An invalid edit first: refused, logged as an error, and no `reloaded:` line.
+    f.manifest(&format!("{only_a}{}{prompt}inlcude = []\n", tools(&["hi"])));
+    s.wait_for(|v| is_method(v, "notifications/message"));
+    f.manifest(&format!("{}{}{prompt}", sources(""), tools(&["hi"])));
+    s.wait_for(|v| is_method(v, "notifications/tools/list_changed"));
+    s.close_stdin();
+    s.wait_exit(crate::support::TIMEOUT);
+    let text = std::fs::read_to_string(&log).expect("read the log");
+    let reloads: Vec<&str> = text.lines().filter(|l| l.contains("reloaded:")).collect();
+    assert_eq!(reloads.len(), 1, "{text}");
+    assert!(
+        reloads[0].ends_with(
+            "reloaded: +2 resources, templates unchanged, -1 tool (bye), prompts unchanged"
+        ),
+        "{text}"
+    );
+    assert!(reloads[0].contains("INFO"), "{text}");
+}

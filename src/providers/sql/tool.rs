@@ -8,11 +8,10 @@
 
 use serde_json::{Map, Value, json};
 
-use super::section::DatabaseDef;
 use super::text::{self, Dialect};
 use crate::manifest::expand::{format_duration, format_size};
-use crate::tools::templates::rows_schema;
-use crate::tools::{Hints, ToolContent, ToolInfo, ToolResult};
+use crate::manifest::sql::DatabaseDef;
+use crate::providers::tool::{Hints, ToolContent, ToolInfo, ToolResult};
 
 /// The tool of one source.
 #[derive(Debug)]
@@ -62,7 +61,7 @@ impl SqlTool {
                 title: None,
                 description: Some(description),
                 input_schema,
-                output_schema: Some(rows_schema()),
+                output_schema: Some(super::rows::schema()),
                 hints: Hints {
                     read_only: true,
                     destructive: false,

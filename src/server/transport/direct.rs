@@ -35,7 +35,7 @@ use super::super::convert::{contents, error, resource};
 use super::super::shared::Shared;
 use super::adapter::{deliver, route, serialize_answer};
 use super::parse::{self, ClientId};
-use super::session::Session;
+use super::session::{Session, Ticket, at_least};
 use super::state::{Out, RecState, Record, State};
 use super::{BUDGET, LIST_RESERVE, MAX_WORK, OUTPUT_CAP, READ_RESERVE};
 use crate::quote::{Quote, quote};
@@ -94,7 +94,17 @@ pub(super) fn answer(session: &Arc<Session>, text: &[u8]) -> bool {
     }
     let method = req.method.into_owned();
     let start = std::time::Instant::now();
-    let mut answer = job.answer;
+    // A large file is read only once the session's budget has room for it, as through rmcp.
+    let ticket = Ticket {
+        session: session.clone(),
+        id: internal,
+    };
+    let admitter: crate::providers::admit::Admitter = Arc::new(move |bytes| {
+        let ticket = ticket.clone();
+        Box::pin(at_least(ticket, bytes))
+    });
+    let mut answer: Pin<Box<dyn Future<Output = Result<Reply, ErrorData>> + Send>> =
+        Box::pin(crate::providers::admit::with(admitter, job.answer));
     match answer
         .as_mut()
         .poll(&mut Context::from_waker(Waker::noop()))

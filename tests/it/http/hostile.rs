@@ -255,10 +255,7 @@ struct HangingJwks {
 impl HangingJwks {
     fn start(keys: &[&TestKey]) -> HangingJwks {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        let url = format!(
-            "http://{}/jwks.json",
-            listener.local_addr().expect("an address")
-        );
+        let url = format!("http://{}/jwks.json", listener.local_addr().expect("bound"));
         let body = json!({"keys": keys.iter().map(|k| k.jwk()).collect::<Vec<_>>()}).to_string();
         let hang = Arc::new(AtomicBool::new(false));
         let hits = Arc::new(AtomicUsize::new(0));

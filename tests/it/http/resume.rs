@@ -25,7 +25,7 @@ impl Sse {
         assert!(
             r.headers()["content-type"]
                 .to_str()
-                .expect("a text header")
+                .expect("ASCII")
                 .starts_with("text/event-stream")
         );
         Sse {
@@ -125,7 +125,7 @@ fn progress_of(events: &[Event]) -> Vec<f64> {
         .iter()
         .filter_map(|e| e.message.as_ref())
         .filter(|m| m["method"] == "notifications/progress")
-        .map(|m| m["params"]["progress"].as_f64().expect("a progress number"))
+        .map(|m| m["params"]["progress"].as_f64().expect("a number"))
         .collect()
 }
 

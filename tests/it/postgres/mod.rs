@@ -1402,6 +1402,8 @@ fn a_value_larger_than_max_size_never_leaves_the_server() {
     );
     let mut s = f.serve_process().started();
     let pid = s.child.as_ref().expect("a process").id();
+    // What the server holds before the reads (its code and runtime; grows with the binary).
+    let base = crate::support::proc_memory(pid, "VmRSS");
     let ids: Vec<i64> = (0..4)
         .map(|i| {
             let id = s.fresh_id();
@@ -1434,9 +1436,10 @@ fn a_value_larger_than_max_size_never_leaves_the_server() {
     }
     let peak = crate::support::proc_memory(pid, "VmHWM");
     assert!(
-        peak < 40 * 1024 * 1024,
-        "peak RSS {} MiB for reads of a 60 MB row",
-        peak / (1024 * 1024)
+        peak < base + 24 * 1024 * 1024,
+        "peak RSS {} MiB (from {} MiB) for reads of a 60 MB row",
+        peak / (1024 * 1024),
+        base / (1024 * 1024)
     );
 }
 
