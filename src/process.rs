@@ -328,6 +328,18 @@ pub(crate) fn process_path(prefix: &[PathBuf], env: &[(String, String)]) -> OsSt
     parts.join(OsStr::new(os::PATH_SEPARATOR))
 }
 
+/// Whether `program` names a file by its path (`./x`, `/usr/bin/x`; Windows also `C:\x`,
+/// `dir\x`) rather than a name looked up in `PATH`. For `check`.
+pub(crate) fn names_a_path(program: &str) -> bool {
+    os::is_path(program)
+}
+
+/// Whether the file at `path` is one this platform can run (Unix: a file with an execute bit;
+/// Windows: any file, its extension says how). For `check`.
+pub(crate) fn is_runnable(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| os::runnable(&m))
+}
+
 /// Finds `program` the way the process would be started: a name (no path separator) in each
 /// folder of `path` in turn (an empty or relative entry is relative to `cwd`), the first file
 /// this system would run (Unix: an execute bit; Windows: the name with each `PATHEXT`

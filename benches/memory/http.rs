@@ -145,47 +145,25 @@ impl Drop for Server {
     }
 }
 
-/// A connection to `addr` from `source`, with a receive buffer of `rcvbuf` bytes when given.
+/// A connection to `addr` from `source`, with a receive buffer of `rcvbuf` bytes when given
+/// (bound before it connects: tokio's `TcpSocket` does that on every platform; handed back as a
+/// blocking std stream).
 fn connect_from(source: &str, addr: &str, rcvbuf: Option<i32>) -> std::io::Result<TcpStream> {
-    use std::os::fd::FromRawFd;
-    let target: std::net::SocketAddrV4 = addr.parse().expect("an IPv4 address");
+    let target: std::net::SocketAddr = addr.parse().expect("an IPv4 address");
     let source: std::net::Ipv4Addr = source.parse().expect("an IPv4 address");
-    let sockaddr = |ip: std::net::Ipv4Addr, port: u16| libc::sockaddr_in {
-        sin_family: libc::AF_INET as libc::sa_family_t,
-        sin_port: port.to_be(),
-        sin_addr: libc::in_addr {
-            s_addr: u32::from(ip).to_be(),
-        },
-        sin_zero: [0; 8],
-    };
-    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
-    // SAFETY: a socket made, configured, bound and connected here, then owned by the TcpStream
-    // (or closed on failure).
-    unsafe {
-        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let stream = TcpStream::from_raw_fd(fd);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()?;
+    runtime.block_on(async {
+        let socket = tokio::net::TcpSocket::new_v4()?;
         if let Some(size) = rcvbuf {
-            libc::setsockopt(
-                fd,
-                libc::SOL_SOCKET,
-                libc::SO_RCVBUF,
-                (&size as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            );
+            socket.set_recv_buffer_size(u32::try_from(size).unwrap_or(0))?;
         }
-        let from = sockaddr(source, 0);
-        if libc::bind(fd, (&from as *const libc::sockaddr_in).cast(), len) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let to = sockaddr(*target.ip(), target.port());
-        if libc::connect(fd, (&to as *const libc::sockaddr_in).cast(), len) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
+        socket.bind((source, 0).into())?;
+        let stream = socket.connect(target).await?.into_std()?;
+        stream.set_nonblocking(false)?;
         Ok(stream)
-    }
+    })
 }
 
 fn meta() -> Value {
@@ -581,7 +559,7 @@ fn conn_flood(bin: &Path) {
 }
 
 fn sigterm(bin: &Path) {
-    let server = Server::start(bin, &[], "[server.http]\nmax_connections = 2\n");
+    let mut server = Server::start(bin, &[], "[server.http]\nmax_connections = 2\n");
     let call = modern(
         &server.addr,
         "tools/call",
@@ -604,10 +582,7 @@ fn sigterm(bin: &Path) {
         })
         .collect();
     std::thread::sleep(Duration::from_millis(300));
-    // SAFETY: a signal to the child this bench started.
-    unsafe {
-        libc::kill(server.child.id() as libc::pid_t, libc::SIGTERM);
-    }
+    terminate(&mut server.child);
     let (mut answered, mut reset) = (0, 0);
     for mut s in waiting {
         let _ = s.set_read_timeout(Some(Duration::from_secs(30)));
@@ -699,4 +674,19 @@ fn sessions(bin: &Path) {
     if server.log().contains("panicked") {
         println!("  the server panicked: see its log");
     }
+}
+
+/// SIGTERM to the server (the bench reads /proc: it runs on Linux).
+#[cfg(unix)]
+fn terminate(child: &mut Child) {
+    // SAFETY: a signal to the child this bench started.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+    }
+}
+
+/// Windows has no SIGTERM (and no /proc: the bench's figures are Linux's).
+#[cfg(not(unix))]
+fn terminate(child: &mut Child) {
+    let _ = child.kill();
 }

@@ -16,7 +16,7 @@ use crate::setup::{self, Client, clients, init as starter, register as reg};
 pub async fn init(dir: Option<PathBuf>, force: bool) -> i32 {
     let given = dir.unwrap_or_else(|| PathBuf::from("."));
     let dir = setup::expand_home(&given, &setup::process_env);
-    let dir = match std::fs::canonicalize(&dir) {
+    let dir = match crate::providers::platform::canonical(&dir) {
         Ok(d) if d.is_dir() => d,
         Ok(d) => {
             eprintln!("mcp-manifest: {} is not a folder", d.display());
@@ -183,7 +183,8 @@ pub async fn register(args: RegisterArgs) -> i32 {
 }
 
 fn register_checked(args: &RegisterArgs, registry: &Registry, path: &Path) -> Result<(), String> {
-    let manifest = std::fs::canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let manifest = crate::providers::platform::canonical(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     let name = args
         .name
         .clone()
@@ -194,7 +195,7 @@ fn register_checked(args: &RegisterArgs, registry: &Registry, path: &Path) -> Re
     }
     let env = reg::parse_env(&args.env)?;
     let exe = std::env::current_exe()
-        .and_then(std::fs::canonicalize)
+        .and_then(|p| crate::providers::platform::canonical(&p))
         .map_err(|e| format!("cannot find this program's own path: {e}"))?;
     let os = Os::current();
     let project = project_dir(args.project.as_deref(), &manifest)?;
@@ -428,7 +429,7 @@ fn unregister_checked(args: &UnregisterArgs) -> Result<(), String> {
     let os = Os::current();
     let target = clients::target(args.client, args.user, &project, os, &setup::process_env)?;
     let own = std::env::current_exe()
-        .and_then(std::fs::canonicalize)
+        .and_then(|p| crate::providers::platform::canonical(&p))
         .unwrap_or_default();
     let state = state_of(os);
     let mut out = std::io::stdout().lock();
@@ -505,7 +506,8 @@ fn project_dir(given: Option<&Path>, manifest: &Path) -> Result<PathBuf, String>
     match given {
         Some(p) => {
             let p = setup::expand_home(p, &setup::process_env);
-            std::fs::canonicalize(&p).map_err(|e| format!("--project {}: {e}", p.display()))
+            crate::providers::platform::canonical(&p)
+                .map_err(|e| format!("--project {}: {e}", p.display()))
         }
         None => Ok(manifest
             .parent()

@@ -18,19 +18,7 @@ const MAX_MANIFEST: u64 = 16 * 1024 * 1024;
 /// waited on), at most `MAX_MANIFEST` bytes, UTF-8.
 pub(super) fn read_text(path: &Path) -> std::io::Result<String> {
     use std::io::Read;
-    #[cfg(unix)]
-    let file = {
-        use std::os::unix::fs::OpenOptionsExt;
-        std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(path)?
-    };
-    #[cfg(not(unix))]
-    let file = std::fs::File::open(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(std::io::Error::other("it is not a regular file"));
-    }
+    let (file, _) = crate::providers::platform::open_regular(path)?;
     let mut bytes = Vec::new();
     file.take(MAX_MANIFEST + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > MAX_MANIFEST {

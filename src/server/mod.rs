@@ -803,24 +803,3 @@ where
     output.finish(Duration::from_millis(200)).await;
     Ok(())
 }
-
-/// SIGTERM or SIGINT (how a service manager or a terminal stops an HTTP server).
-#[cfg(unix)]
-async fn terminate_or_interrupt() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
-    }
-}
-
-#[cfg(not(unix))]
-async fn terminate_or_interrupt() {
-    let _ = tokio::signal::ctrl_c().await;
-}

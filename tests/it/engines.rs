@@ -840,15 +840,45 @@ fn check_says_which_sources_have_an_sql_tool(kind: Kind) {
 }
 
 macro_rules! for_each_engine {
-    ($($test:ident),* $(,)?) => {
+    ($($test:ident),* $(,)? ; seen_running: $($seen:ident),* $(,)?) => {
         mod sqlite {
             $( #[test] fn $test() { super::$test(super::Kind::Sqlite) } )*
+            // A SQLite statement is seen running by the database's descriptors in
+            // /proc/PID/fd (`Db::running`): Linux only.
+            $(
+                #[test]
+                #[cfg_attr(
+                    not(target_os = "linux"),
+                    ignore = "SQLite statements are seen running through /proc/PID/fd: Linux only"
+                )]
+                fn $seen() { super::$seen(super::Kind::Sqlite) }
+            )*
         }
+        // The PostgreSQL cluster and MariaDB server are started from the system's binaries
+        // (`postgres/cluster.rs`, `mysql/server.rs`): Unix only; Wine has none.
         mod postgres {
-            $( #[test] fn $test() { super::$test(super::Kind::Postgres) } )*
+            $(
+                #[test]
+                #[cfg_attr(not(unix), ignore = "needs a PostgreSQL cluster: Unix only")]
+                fn $test() { super::$test(super::Kind::Postgres) }
+            )*
+            $(
+                #[test]
+                #[cfg_attr(not(unix), ignore = "needs a PostgreSQL cluster: Unix only")]
+                fn $seen() { super::$seen(super::Kind::Postgres) }
+            )*
         }
         mod mysql {
-            $( #[test] fn $test() { super::$test(super::Kind::Mysql) } )*
+            $(
+                #[test]
+                #[cfg_attr(not(unix), ignore = "needs a MariaDB server: Unix only")]
+                fn $test() { super::$test(super::Kind::Mysql) }
+            )*
+            $(
+                #[test]
+                #[cfg_attr(not(unix), ignore = "needs a MariaDB server: Unix only")]
+                fn $seen() { super::$seen(super::Kind::Mysql) }
+            )*
         }
     };
 }
@@ -860,8 +890,9 @@ for_each_engine!(
     sql_tool_answers_rows_within_limits,
     sql_tool_refuses_writes_and_leaves_the_database_unchanged,
     statements_past_their_timeout_are_stopped,
+    subscriptions_see_writes,
+    check_says_which_sources_have_an_sql_tool;
+    seen_running:
     cancelled_statements_stop_on_the_server,
     the_server_stops_its_statements_when_it_exits,
-    subscriptions_see_writes,
-    check_says_which_sources_have_an_sql_tool,
 );

@@ -80,8 +80,12 @@ impl Fixture {
         plain(self.dir.path().canonicalize().expect("canonical temp dir"))
     }
 
+    /// `rel` (`/`-separated) below the root, in the platform's separators (as messages show
+    /// paths).
     pub fn path(&self, rel: &str) -> PathBuf {
-        self.root().join(rel)
+        rel.split('/')
+            .filter(|part| !part.is_empty())
+            .fold(self.root(), |p, part| p.join(part))
     }
 
     /// Writes a file (making its folders).
@@ -224,6 +228,38 @@ pub fn file_uri(path: &Path) -> String {
         format!("file:///{}", text.replace('\\', "/"))
     } else {
         format!("file://{text}")
+    }
+}
+
+/// Makes the symlink `link` to `target` where the platform lets a test make one, and says
+/// whether it did: always on Unix; on Windows only with the privilege (or developer mode);
+/// never under Wine. Tests assert what a link changes only when
+/// it was made (the Windows walk's own links and junctions are tested in the library:
+/// `platform::windows::tests`).
+pub fn symlink(target: impl AsRef<Path>, link: impl AsRef<Path>) -> bool {
+    let (target, link) = (target.as_ref(), link.as_ref());
+    // Wine 8 makes a link a Unix symlink whose target reads back as a `Z:\…` path: the same
+    // file by another name, which a Windows link never is. Not made there.
+    if std::env::var_os("MCP_MANIFEST_TEST_WINE").is_some() {
+        return false;
+    }
+    #[cfg(unix)]
+    let made = std::os::unix::fs::symlink(target, link);
+    #[cfg(windows)]
+    let made = {
+        let dir = link
+            .parent()
+            .map_or_else(|| target.to_path_buf(), |p| p.join(target));
+        if dir.is_dir() {
+            std::os::windows::fs::symlink_dir(target, link)
+        } else {
+            std::os::windows::fs::symlink_file(target, link)
+        }
+    };
+    match made {
+        Ok(()) => true,
+        Err(e) if cfg!(unix) => panic!("symlink {}: {e}", link.display()),
+        Err(_) => false,
     }
 }
 

@@ -177,7 +177,8 @@ impl GitSource {
             return None;
         };
         // Canonical, like the paths in change events.
-        let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        let canonical =
+            |p: &Path| crate::providers::platform::canonical(p).unwrap_or_else(|_| p.to_path_buf());
         Some(GitSource {
             name: def.name.clone(),
             prefix: format!("git://{}/", def.name),

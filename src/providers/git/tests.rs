@@ -43,7 +43,7 @@ fn source(path: &Path, diags: &mut Diagnostics) -> Option<GitSource> {
 #[test]
 fn discovery_and_fixed_uris_for_a_work_tree_and_a_bare_repository() {
     let tmp = tempfile::tempdir().unwrap();
-    let top = tmp.path().canonicalize().unwrap();
+    let top = crate::providers::platform::canonical(tmp.path()).unwrap();
     Repository::init(top.join("work")).unwrap();
     std::fs::create_dir(top.join("work/sub")).unwrap();
     Repository::init_bare(top.join("bare.git")).unwrap();

@@ -129,13 +129,17 @@ fn progress_of(events: &[Event]) -> Vec<f64> {
         .collect()
 }
 
-/// A manifest whose tool reports progress (a line of stderr every 0.3 s) for `secs` seconds.
-const PROGRESS: &str = r#"
+/// A manifest whose tool reports progress (a line of stderr every 0.3 s, `n` times), then says
+/// `done`: the test helper program, the same on every platform.
+fn progress_manifest() -> String {
+    r#"
 [tools.steps]
 description = "reports progress, then says done"
-run = 'i=0; while [ "$i" -lt "$n" ]; do echo "step $i" >&2; sleep 0.3; i=$((i+1)); done; echo done'
+command = ["{helper}", "steps", "{n}", "300"]
 params.n = { type = "string" }
-"#;
+"#
+    .replace("{helper}", &crate::support::helper_path())
+}
 
 fn steps(id: i64, n: u32) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
@@ -144,7 +148,7 @@ fn steps(id: i64, n: u32) -> Value {
 
 #[test]
 fn a_dropped_post_stream_resumes_with_exactly_the_events_after_its_last_id() {
-    let f = fixture(PROGRESS);
+    let f = fixture(&progress_manifest());
     let web = Web::start(&f, &[]);
     let s = Legacy::start(&web);
     // The answer's stream: a priming event (an id, the retry hint, no data) first.
@@ -274,7 +278,8 @@ fn a_fresh_get_starts_from_now_and_a_dropped_get_resumes() {
 #[test]
 fn an_event_id_no_longer_held_is_told_not_met_with_an_empty_stream() {
     let f = fixture(&format!(
-        "{PROGRESS}\n[server.http]\nresume_window = \"1s\"\n"
+        "{}\n[server.http]\nresume_window = \"1s\"\n",
+        progress_manifest()
     ));
     let web = Web::start(&f, &[]);
     let s = Legacy::start(&web);

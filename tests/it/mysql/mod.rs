@@ -51,6 +51,10 @@ const TYPES: &str = r#"
 "#;
 
 #[test]
+#[cfg_attr(
+    not(unix),
+    ignore = "needs a MariaDB server from the system's binaries: Unix only"
+)]
 fn every_common_type_maps_to_json() {
     let my = shared();
     my.database("types", TYPES);
@@ -105,6 +109,10 @@ fn every_common_type_maps_to_json() {
 }
 
 #[test]
+#[cfg_attr(
+    not(unix),
+    ignore = "needs a MariaDB server from the system's binaries: Unix only"
+)]
 fn the_schema_is_the_create_statements() {
     let my = shared();
     my.database(
@@ -139,6 +147,10 @@ fn the_schema_is_the_create_statements() {
 /// read-only transaction does not contain: `check` warns, the SQL tool refuses unless the
 /// manifest accepts it.
 #[test]
+#[cfg_attr(
+    not(unix),
+    ignore = "needs a MariaDB server from the system's binaries: Unix only"
+)]
 fn accounts_that_can_write_server_files_are_warned_about_and_refused_the_sql_tool() {
     let my = shared();
     my.database("risky", "CREATE TABLE t (v INT); INSERT INTO t VALUES (1);");
@@ -194,6 +206,10 @@ fn accounts_that_can_write_server_files_are_warned_about_and_refused_the_sql_too
 }
 
 #[test]
+#[cfg_attr(
+    not(unix),
+    ignore = "needs a MariaDB server from the system's binaries: Unix only"
+)]
 fn check_warns_about_unreachable_databases_and_rejected_sql() {
     let my = shared();
     my.database("checked", "CREATE TABLE t (v INT);");
@@ -253,6 +269,10 @@ sql = "SELECT * FROM missing WHERE id = :id"
 }
 
 #[test]
+#[cfg_attr(
+    not(unix),
+    ignore = "needs a MariaDB server from the system's binaries: Unix only"
+)]
 fn a_database_that_is_down_is_each_requests_error_and_nothing_connects_early() {
     let my = shared();
     my.database("lazy", "CREATE TABLE t (v INT); INSERT INTO t VALUES (1);");
@@ -300,6 +320,10 @@ fn a_database_that_is_down_is_each_requests_error_and_nothing_connects_early() {
 }
 
 #[test]
+#[cfg_attr(
+    not(unix),
+    ignore = "needs a MariaDB server from the system's binaries: Unix only"
+)]
 fn manifest_errors_name_the_place() {
     let f = Fixture::new();
     let lines = f.diagnose(

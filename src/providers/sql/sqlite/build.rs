@@ -21,7 +21,13 @@ impl EngineDef for SqliteKeys {
         Box::pin(async move {
             let entry = def.entry();
             let shown = self.path.display();
-            let path = match tokio::fs::canonicalize(&self.path).await {
+            let given = self.path.clone();
+            let canonical =
+                tokio::task::spawn_blocking(move || crate::providers::platform::canonical(&given));
+            let path = match canonical
+                .await
+                .unwrap_or_else(|e| Err(std::io::Error::other(e)))
+            {
                 Ok(p) => p,
                 Err(e) => {
                     let why = match e.kind() {
