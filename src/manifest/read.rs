@@ -18,7 +18,16 @@ const MAX_MANIFEST: u64 = 16 * 1024 * 1024;
 /// waited on), at most `MAX_MANIFEST` bytes, UTF-8.
 pub(super) fn read_text(path: &Path) -> std::io::Result<String> {
     use std::io::Read;
-    let (file, _) = crate::providers::platform::open_regular(path)?;
+    // Opened without waiting (a FIFO put in its place is refused below, never waited on). This
+    // one open is the manifest's own: the files seam (`providers::platform`) sits above it.
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let file = options.open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("it is not a regular file"));
+    }
     let mut bytes = Vec::new();
     file.take(MAX_MANIFEST + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > MAX_MANIFEST {
