@@ -3,6 +3,7 @@
 //! listing, calling through `crate::process`, arguments checked by `crate::params`).
 
 pub(crate) mod command;
+pub(crate) mod output_schema;
 pub(crate) mod search;
 pub(crate) mod templates;
 
