@@ -262,7 +262,9 @@ fn reads(bin: &Path) {
     let clients: Vec<_> = (0..n)
         .map(|_| {
             let (addr, request) = (server.addr.clone(), request.clone());
-            std::thread::spawn(move || exchange(VICTIM, &addr, &request, Duration::from_secs(300)).0)
+            std::thread::spawn(move || {
+                exchange(VICTIM, &addr, &request, Duration::from_secs(300)).0
+            })
         })
         .collect();
     let answered = clients

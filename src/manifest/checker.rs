@@ -11,10 +11,10 @@ use indexmap::IndexMap;
 
 use super::read::Declared;
 use super::{
-    About, DEFAULT_DEBOUNCE, DEFAULT_MAX_OUTPUT, DEFAULT_MAX_PROCESSES, DEFAULT_MAX_SIZE, Diagnostics, Filter, Loc,
-    MAX_MAX_PROCESSES, MAX_MAX_SIZE, Manifest, Param, ParamType, Query, RESOURCE_TOOL_NAMES,
-    SEARCH_TOOL_NAME, Server, SourceMap, TemplateBackend, about, expand, groups, normalize,
-    type_phrase,
+    About, DEFAULT_DEBOUNCE, DEFAULT_MAX_OUTPUT, DEFAULT_MAX_PROCESSES, DEFAULT_MAX_SIZE,
+    Diagnostics, Filter, Loc, MAX_MAX_PROCESSES, MAX_MAX_SIZE, Manifest, Param, ParamType, Query,
+    RESOURCE_TOOL_NAMES, SEARCH_TOOL_NAME, Server, SourceMap, TemplateBackend, about, expand,
+    groups, normalize, type_phrase,
 };
 use crate::manifest::raw::{self, Key, RawManifest, RawParam, SizeValue, Sp};
 

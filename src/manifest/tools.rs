@@ -6,8 +6,7 @@ use indexmap::IndexMap;
 
 use super::raw::{self, Key, RawArg, SizeValue, Sp};
 use super::{
-    ArgvItem, Checker, Command, DEFAULT_TIMEOUT, Exec, Loc, OutputKind,
-    RESOURCE_TOOL_NAMES, Tool,
+    ArgvItem, Checker, Command, DEFAULT_TIMEOUT, Exec, Loc, OutputKind, RESOURCE_TOOL_NAMES, Tool,
 };
 
 impl Checker<'_> {

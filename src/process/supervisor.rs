@@ -326,7 +326,10 @@ fn run_call(fds: [OwnedFd; CALL_FDS]) -> Ran {
         return Ran::Failed;
     };
     if let Err(e) = std::env::set_current_dir(&req.cwd) {
-        report(&mut socket, &format!("error {}", e.raw_os_error().unwrap_or(0)));
+        report(
+            &mut socket,
+            &format!("error {}", e.raw_os_error().unwrap_or(0)),
+        );
         return Ran::Clean;
     }
     let start = |program: &OsStr, arg0: &OsStr, rest: &[OsString]| {
@@ -360,7 +363,10 @@ fn run_call(fds: [OwnedFd; CALL_FDS]) -> Ran {
     let child = match child {
         Ok(c) => c,
         Err(e) => {
-            report(&mut socket, &format!("error {}", e.raw_os_error().unwrap_or(0)));
+            report(
+                &mut socket,
+                &format!("error {}", e.raw_os_error().unwrap_or(0)),
+            );
             return Ran::Clean;
         }
     };
@@ -663,7 +669,10 @@ mod tests {
             OsStr::new("echo"),
             OsStr::new("/tmp"),
             &[OsStr::new("a b"), OsStr::new(""), OsStr::new("-x")],
-            &[(OsStr::new("PATH"), OsStr::new("/x:/y")), (OsStr::new("E"), OsStr::new(""))],
+            &[
+                (OsStr::new("PATH"), OsStr::new("/x:/y")),
+                (OsStr::new("E"), OsStr::new("")),
+            ],
         );
         let body = &bytes[4..];
         assert_eq!(

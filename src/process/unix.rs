@@ -114,7 +114,8 @@ fn hand_over(fds: &[std::os::fd::BorrowedFd<'_>; CALL_FDS]) -> Result<(), String
 /// forgets it, and sweeps what it left (its per-call supervisors come back to the server).
 fn start_supervisor() -> Result<Arc<StdStream>, String> {
     let exe = supervisor_exe();
-    let failed = |e: io::Error| format!("its supervisor `{}` cannot be started: {e}", exe.display());
+    let failed =
+        |e: io::Error| format!("its supervisor `{}` cannot be started: {e}", exe.display());
     let (ours, theirs) = StdStream::pair().map_err(failed)?;
     #[expect(clippy::disallowed_methods, reason = "this is the one spawner")]
     let mut cmd = std::process::Command::new(&exe);
@@ -226,10 +227,10 @@ impl Tree {
         let stop = Stopper(Arc::new(ours.try_clone().map_err(other)?));
         ours.set_nonblocking(true).map_err(other)?;
         let mut socket = tokio::net::UnixStream::from_std(ours).map_err(other)?;
-        let stdout = tokio::net::unix::pipe::Receiver::from_owned_fd(out_read.into())
-            .map_err(other)?;
-        let stderr = tokio::net::unix::pipe::Receiver::from_owned_fd(err_read.into())
-            .map_err(other)?;
+        let stdout =
+            tokio::net::unix::pipe::Receiver::from_owned_fd(out_read.into()).map_err(other)?;
+        let stderr =
+            tokio::net::unix::pipe::Receiver::from_owned_fd(err_read.into()).map_err(other)?;
         // A per-call supervisor that died first (killed at once) leaves the write failing: its
         // report, none, says so below.
         let _ = socket.write_all(&call).await;
@@ -299,7 +300,11 @@ impl Tree {
     /// The next report line; `None` at the end. Cancel-safe: what was read of a line stays in
     /// `self.line` (`read_until` appends as it goes).
     async fn report(&mut self) -> Option<Report> {
-        let read = self.reports.as_mut()?.read_until(b'\n', &mut self.line).await;
+        let read = self
+            .reports
+            .as_mut()?
+            .read_until(b'\n', &mut self.line)
+            .await;
         let line = std::mem::take(&mut self.line);
         match read {
             Ok(0) | Err(_) => None,
@@ -338,7 +343,10 @@ impl Drop for Tree {
                     line.clear();
                 }
             };
-            if tokio::time::timeout(super::STOP_GRACE, ended).await.is_err() {
+            if tokio::time::timeout(super::STOP_GRACE, ended)
+                .await
+                .is_err()
+            {
                 kill_hard(supervisor, tool);
             }
         });

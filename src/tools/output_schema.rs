@@ -37,6 +37,10 @@ impl boon::UrlLoader for NoFetch {
 
 impl OutputSchema {
     /// Compiles `schema`; the error says why it is not a valid JSON Schema.
+    #[allow(
+        clippy::result_large_err,
+        reason = "boon's own error, made at most once per manifest load"
+    )]
     pub fn compile(schema: &Json) -> Result<OutputSchema, String> {
         let mut compiler = boon::Compiler::new();
         compiler.use_loader(Box::new(NoFetch));
