@@ -267,6 +267,8 @@ fn dollar_brace_param_in_run_names_the_form_that_works() {
             "run = 'git log -n \"${count}\" -- \"$path\"'\n",
             "params.count = { type = \"integer\", default = 10 }\n",
             "params.path = { type = \"string\", default = \".\" }\n",
+            // Named: Windows has no default shell (its own error otherwise).
+            "shell = \"sh\"\n",
             "\n",
             "[tools.ps]\n",
             "shell = \"pwsh\"\n",
@@ -279,12 +281,13 @@ fn dollar_brace_param_in_run_names_the_form_that_works() {
             "\n",
             "[tools.loop]\n",
             "run = 'for f in *; do echo \"${MCP_MANIFEST_NO_SUCH_f}\"; done; echo $${f} ${MCP_MANIFEST_NO_SUCH_g:-x}'\n",
+            "shell = \"sh\"\n",
         )),
         [
             "bad.toml:2:20: tool `recent`: `${count}` in `run` is the manifest's `${VAR}`, filled from the server's environment when the manifest loads, not parameter `count`; parameters reach the script as environment variables: write `\"$count\"` (or `$${count}`, which the shell reads as `${count}`)",
-            "bad.toml:8:21: tool `ps`: `${name}` in `run` is the manifest's `${VAR}`, filled from the server's environment when the manifest loads, not parameter `name`; parameters reach the script as environment variables: write `$env:name`",
-            "bad.toml:12:27: tool `argv`: `${word}` in `command` is the manifest's `${VAR}`, filled from the server's environment when the manifest loads, not parameter `word`; write `{word}`: in `command` each `{param}` becomes part of one argument",
-            "bad.toml:16:29: tool `loop`: `${MCP_MANIFEST_NO_SUCH_f}` in `run` is the manifest's `${VAR}`, filled when the manifest loads, and environment variable `MCP_MANIFEST_NO_SUCH_f` is not set; for the script's own variable write `$${MCP_MANIFEST_NO_SUCH_f}` (or `$MCP_MANIFEST_NO_SUCH_f`), for the environment give a default: `${MCP_MANIFEST_NO_SUCH_f:-value}`",
+            "bad.toml:9:21: tool `ps`: `${name}` in `run` is the manifest's `${VAR}`, filled from the server's environment when the manifest loads, not parameter `name`; parameters reach the script as environment variables: write `$env:name`",
+            "bad.toml:13:27: tool `argv`: `${word}` in `command` is the manifest's `${VAR}`, filled from the server's environment when the manifest loads, not parameter `word`; write `{word}`: in `command` each `{param}` becomes part of one argument",
+            "bad.toml:17:29: tool `loop`: `${MCP_MANIFEST_NO_SUCH_f}` in `run` is the manifest's `${VAR}`, filled when the manifest loads, and environment variable `MCP_MANIFEST_NO_SUCH_f` is not set; for the script's own variable write `$${MCP_MANIFEST_NO_SUCH_f}` (or `$MCP_MANIFEST_NO_SUCH_f`), for the environment give a default: `${MCP_MANIFEST_NO_SUCH_f:-value}`",
         ]
     );
     // Written as the message says, each checks.
@@ -293,6 +296,7 @@ fn dollar_brace_param_in_run_names_the_form_that_works() {
         "[tools.recent]\n",
         "run = 'echo \"$count\" $${count}'\n",
         "params.count = { type = \"integer\", default = 10 }\n",
+        "shell = \"sh\"\n",
     ));
     let out = f.run(&["check"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));

@@ -858,3 +858,31 @@ command = ["{helper}", "spawn", "quick.gc", "wait", "quick.gc", "outln", "done"]
         "what the tool left running when it exited",
     );
 }
+
+/// A server killed outright (SIGKILL; Windows: `TerminateProcess`, no event of any kind) leaves
+/// none of its tools' processes running, grandchildren included: Unix's supervisor sees its
+/// parent go, Windows closes the server's handle of each tool's Job Object
+/// (`JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE`).
+#[test]
+fn a_killed_server_leaves_no_tool_process_on_every_platform() {
+    use crate::tools::{alive, wait_gone};
+    let f = Fixture::new();
+    let helper = crate::support::helper_path();
+    f.manifest(&format!(
+        r#"
+[tools.slow]
+command = ["{helper}", "spawn", "k.gc", "wait", "k.gc", "pid", "k.tool", "sleep", "100000"]
+"#
+    ));
+    let mut s = f.serve_process().started();
+    s.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "slow", "arguments": {}}}));
+    let started = pids(&f.root(), &["k.tool", "k.gc"]);
+    assert!(started.iter().all(|&p| alive(p)), "{started:?}");
+    let mut server = s.child.take().expect("a server process");
+    server.kill().expect("kill the server");
+    server.wait().expect("reaped");
+    for p in started {
+        wait_gone(p, "a killed server's tool process");
+    }
+}
