@@ -807,4 +807,3 @@ async fn terminate_or_interrupt() {
 async fn terminate_or_interrupt() {
     let _ = tokio::signal::ctrl_c().await;
 }
-

@@ -31,6 +31,6 @@ mod sqlite;
 mod template_tools;
 mod templates;
 mod tools;
-mod visibility;
 mod views;
+mod visibility;
 mod watch;

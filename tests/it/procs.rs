@@ -626,9 +626,11 @@ command = ["echo", "hello"]
     let r = s.ok("tools/call", json!({"name": "hello", "arguments": {}}));
     assert_eq!(r["content"][0]["text"], "hello\n", "{r}");
     let supervisor = supervisor_of(server);
-    until(Duration::from_secs(2), "a new supervisor and one idle below it", || {
-        idle(supervisor) && descendants(server).len() == 2
-    });
+    until(
+        Duration::from_secs(2),
+        "a new supervisor and one idle below it",
+        || idle(supervisor) && descendants(server).len() == 2,
+    );
 }
 
 #[test]
@@ -669,9 +671,11 @@ command = ["{helper}", "stdin"]
         format!("{}\nset\n", root.join("sub").display())
     );
     let supervisor = supervisor_of(server);
-    until(Duration::from_secs(2), "one idle per-call supervisor", || {
-        idle(supervisor) && children_of(supervisor).len() == 1
-    });
+    until(
+        Duration::from_secs(2),
+        "one idle per-call supervisor",
+        || idle(supervisor) && children_of(supervisor).len() == 1,
+    );
     let first = children_of(supervisor);
     // `ls`'s own listing is a fourth descriptor (0, 1, 2, 3), as in a fresh process.
     assert_eq!(text("getter"), format!("{}\n[]\n4\n", root.display()));

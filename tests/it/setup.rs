@@ -1010,7 +1010,8 @@ fn list_json_is_the_listing_with_mcp_field_names() {
         "{summary}"
     );
     assert!(
-        summary.contains("sources    1 (1 files, 0 sqlite, 0 postgres, 0 mysql, 0 git, 0 templates)"),
+        summary
+            .contains("sources    1 (1 files, 0 sqlite, 0 postgres, 0 mysql, 0 git, 0 templates)"),
         "{summary}"
     );
 }

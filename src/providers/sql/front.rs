@@ -24,12 +24,12 @@ use super::text::Names;
 use super::tool::SqlTool;
 use crate::manifest::{Diagnostics, Loc, ParamType};
 use crate::params::Typed;
+use crate::providers::spec::TemplateSpec;
 use crate::providers::{
     Body, BoxFut, ChangeEffect, Completion, CompletionRequest, Contents, Database, RequestError,
     ResourceInfo, Source, SqlCheck, TemplateInfo, encode_component, ready,
 };
 use crate::quote::{Quote, quote};
-use crate::providers::spec::TemplateSpec;
 use crate::tools::{ToolInfo, ToolResult};
 use crate::watch::Change;
 

@@ -171,7 +171,13 @@ async fn one(front: &Front, request: Request<Body>, member: Box<RawValue>) -> Op
     let response = match super::endpoints::path(request.uri().path()) {
         super::endpoints::Path::Group(g) => match front.groups.service(g) {
             Some(service) => service.handle(request).await,
-            None => return Some(error(peek.id.unwrap_or(Value::Null), INTERNAL_ERROR, "Internal error: the group is gone")),
+            None => {
+                return Some(error(
+                    peek.id.unwrap_or(Value::Null),
+                    INTERNAL_ERROR,
+                    "Internal error: the group is gone",
+                ));
+            }
         },
         _ => front.service.handle(request).await,
     };
