@@ -2,7 +2,7 @@
 # `register` / `unregister` checked by the real clients (issue 33), pinned from npm, each in a
 # temporary HOME and a temporary git project holding a manifest:
 #
-#   1. `mcp-manifest register CLIENT [--user]` in the project;
+#   1. `mcp-manifest register CLIENT [--user]` in the project (once with `--group`);
 #   2. the client's gate passed as a user would (each documented below);
 #   3. the client's own listing must show the server connected — or, for clients that cannot
 #      connect without their service, found (Copilot CLI lists servers without starting them)
@@ -97,9 +97,15 @@ fail() {
 run_case() {
   local name=$1 client=$2 scope=$3 gate=$4 kind=$5
   shift 5
-  local flag=()
+  local flag=() group=()
   [ "$scope" = user ] && flag=(--user)
   new_case "$name"
+  if [ "$name" = claude-group ]; then
+    # `register --group`: the entry runs `serve MANIFEST --group docs`, which the client starts.
+    printf '\n[groups.docs]\nresources = ["file://*"]\nprompts = []\n' >> "$proj/mcp-server.toml"
+    git -C "$proj" -c user.name=ci -c user.email=ci@example.com commit -qam group
+    group=(--group docs)
+  fi
   if [ "$name" = gemini-project ]; then
     # A committed settings file with a comment (Gemini CLI reads JSONC): register edits it in
     # place and unregister gives back the same bytes (git status stays clean).
@@ -111,7 +117,7 @@ run_case() {
   local t reg_time listed connected
   t=$(now)
   local reg_out
-  reg_out=$(in_case mcp-manifest register "$client" "${flag[@]}")
+  reg_out=$(in_case mcp-manifest register "$client" "${flag[@]}" "${group[@]}")
   reg_time=$(since "$t")
   echo "$reg_out" | sed "s|^|   [$name] |"
   echo "$reg_out" | grep -q "Still needed" || fail "$name: register named no step"
@@ -130,6 +136,9 @@ run_case() {
   local check_time
   check_time=$(since "$t")
   [ "$listed" = yes ] || fail "$name: the client does not list the server"
+  if [ "$name" = claude-group ] && ! echo "$listing" | grep -q -- "--group docs"; then
+    fail "$name: the listed server does not run --group docs"
+  fi
   [ "$connected" = no ] && fail "$name: the server is not $kind"
   t=$(now)
   local unreg
@@ -232,6 +241,7 @@ list_copilot() { in_case copilot mcp list; }
 t_all=$(now)
 run_case claude-project claude-code project "approve (settings)" connected
 run_case claude-user claude-code user "none" connected
+run_case claude-group claude-code user "none (--group docs)" connected
 run_case gemini-project gemini project "trust the folder" connected
 run_case gemini-user gemini user "trust the folder" connected
 run_case qwen-project qwen project "qwen mcp approve" connected

@@ -63,7 +63,7 @@ pub(crate) async fn run(
     let declared = source_entries(&manifest);
     let (registry, built) = Registry::build_partial(manifest, children).await;
     diags.extend(built);
-    let sources_complete = !checked.sources_dropped && registry.source_count() == declared;
+    let sources_complete = !checked.sources_dropped && registry.manifest_source_count() == declared;
     diags.extend(prompt_uris(&registry, sources_complete).await);
     if sources_complete {
         diags.extend(groups(&registry, mode != Mode::Errors).await);
@@ -74,7 +74,7 @@ pub(crate) async fn run(
         if diags.errors() == 0 && declared == 0 && m.tools.is_empty() && m.prompts.is_empty() {
             diags.warn(
                 Loc { line: 1, col: 1 },
-                "the manifest serves nothing: no [files], [sqlite], [postgres], [git], [templates], [tools] or [prompts] section (`mcp-manifest init --force` writes a starter one from what the folder holds)",
+                "the manifest serves nothing: no [files], [sqlite], [postgres], [mysql], [git], [templates], [skills], [tools] or [prompts] section (`mcp-manifest init --force` writes a starter one from what the folder holds)",
             );
         }
         diags.extend(static_warnings(&registry.manifest));
@@ -101,7 +101,7 @@ impl Outcome {
 }
 
 fn source_entries(m: &Manifest) -> usize {
-    m.files.len() + m.databases.len() + m.git.len() + m.templates.len()
+    m.files.len() + m.databases.len() + m.git.len() + m.templates.len() + m.skills.len()
 }
 
 /// Warnings computed from the manifest and the filesystem alone (no database, no network).
@@ -122,21 +122,6 @@ fn tools_path(m: &Manifest, env: &[(String, String)]) -> OsString {
     crate::process::process_path(&m.server.path, env)
 }
 
-fn is_executable(p: &Path) -> bool {
-    let Ok(meta) = std::fs::metadata(p) else {
-        return false;
-    };
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        meta.is_file() && meta.permissions().mode() & 0o111 != 0
-    }
-    #[cfg(not(unix))]
-    {
-        meta.is_file()
-    }
-}
-
 /// One warning per process whose program cannot be started.
 fn programs(m: &Manifest, w: &mut Diagnostics) {
     let mut check = |what: String,
@@ -147,11 +132,11 @@ fn programs(m: &Manifest, w: &mut Diagnostics) {
         if program.is_empty() {
             return; // reported as an error already
         }
-        if program.contains('/') {
-            let p = Path::new(program);
+        if crate::process::names_a_path(program) {
+            let p = cwd.join(program);
             if !p.exists() {
                 w.warn(loc, format!("{what}: program `{program}` does not exist"));
-            } else if !is_executable(p) {
+            } else if !crate::process::is_runnable(&p) {
                 w.warn(
                     loc,
                     format!("{what}: program `{program}` is not an executable file"),
@@ -337,7 +322,10 @@ fn overlaps(m: &Manifest, w: &mut Diagnostics) {
                     "[files.{}] overlaps [files.{}]: both serve `{}` (and maybe more); a file both serve is listed once, under [files.{}], and read with its rules",
                     later.def.name,
                     earlier.def.name,
-                    outer.root.join(&shared).display(),
+                    shared
+                        .split('/')
+                        .fold(outer.root.clone(), |p, part| p.join(part))
+                        .display(),
                     earlier.def.name
                 ),
             );

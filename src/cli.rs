@@ -16,9 +16,12 @@ use crate::check::{self, Mode};
 use crate::manifest::{self, Diagnostics};
 use crate::providers::Body;
 use crate::registry::{PromptContent, PromptMessages, Registry};
-use crate::setup::platform::Os;
-use crate::setup::{self, Client, clients, init, register as reg};
+use crate::setup;
 use crate::tools::{CallContext, ToolContent};
+
+mod setup_verbs;
+
+pub use setup_verbs::{RegisterArgs, UnregisterArgs, init, register, unregister};
 
 const DEFAULT_MANIFEST: &str = "mcp-server.toml";
 
@@ -197,7 +200,8 @@ pub async fn check(manifest: Option<PathBuf>, deny_warnings: bool, json: bool) -
         .filter(|n| !from_manifest.contains(n))
         .collect();
     let prompts = m.prompts.len();
-    let sources = m.files.len() + m.databases.len() + m.git.len() + m.templates.len();
+    let sources =
+        m.files.len() + m.databases.len() + m.git.len() + m.templates.len() + m.skills.len();
     let mut out = std::io::stdout().lock();
     let _ = writeln!(
         out,
@@ -206,11 +210,12 @@ pub async fn check(manifest: Option<PathBuf>, deny_warnings: bool, json: bool) -
     );
     let _ = writeln!(
         out,
-        "  sources    {sources} ({} files, {}{} git, {} templates)",
+        "  sources    {sources} ({} files, {}{} git, {} templates, {} skills)",
         m.files.len(),
         database_counts(m),
         m.git.len(),
-        m.templates.len()
+        m.templates.len(),
+        m.skills.len()
     );
     let _ = writeln!(out, "  resources  {resources}");
     let _ = writeln!(out, "  templates  {templates}");
@@ -244,12 +249,38 @@ pub async fn check(manifest: Option<PathBuf>, deny_warnings: bool, json: bool) -
         );
     }
     let _ = writeln!(out, "  prompts    {prompts}");
+    if !m.groups.is_empty() || !m.server.expose.is_everything() {
+        let _ = write!(out, "{}", endpoints_summary(std::sync::Arc::new(registry)));
+    }
     OK
+}
+
+/// What a client of each endpoint loads before any call: the tools `tools/list` gives there and
+/// the answer's size (`check`'s summary, when the manifest has groups or `[server] expose`).
+fn endpoints_summary(registry: std::sync::Arc<Registry>) -> String {
+    let rows = crate::server::tools_per_endpoint(registry);
+    let width = rows
+        .iter()
+        .map(|r| r.group.as_deref().map_or(7, str::len))
+        .max()
+        .unwrap_or(7);
+    let mut s =
+        String::from("  tools/list per endpoint (stdio: serve --group NAME; HTTP: /mcp/NAME):\n");
+    for r in rows {
+        let name = r.group.as_deref().unwrap_or("default");
+        s.push_str(&format!(
+            "    {name:<width$}  {:>4} tool{}  {:>8} bytes\n",
+            r.tools,
+            if r.tools == 1 { " " } else { "s" },
+            r.bytes
+        ));
+    }
+    s
 }
 
 /// "2 sqlite, 1 postgres, 0 mysql, ": the database sources by engine.
 fn database_counts(m: &manifest::Manifest) -> String {
-    crate::providers::sql::section::section_names()
+    crate::manifest::sql::section_names()
         .map(|section| {
             let n = m.databases.iter().filter(|d| d.section == section).count();
             format!("{n} {section}, ")
@@ -771,478 +802,6 @@ fn prompt_json(rendered: &PromptMessages) -> Value {
         out["description"] = Value::String(d.clone());
     }
     out
-}
-
-/// `mcp-manifest init [DIR] [--force]`: a commented starter manifest (and its schema) for DIR,
-/// from what DIR holds; what it writes passes `check`.
-pub async fn init(dir: Option<PathBuf>, force: bool) -> i32 {
-    let given = dir.unwrap_or_else(|| PathBuf::from("."));
-    let dir = setup::expand_home(&given, &setup::process_env);
-    let dir = match std::fs::canonicalize(&dir) {
-        Ok(d) if d.is_dir() => d,
-        Ok(d) => {
-            eprintln!("mcp-manifest: {} is not a folder", d.display());
-            return FAILED;
-        }
-        Err(e) => {
-            eprintln!(
-                "mcp-manifest: cannot use the folder {}: {e} (working directory {})",
-                dir.display(),
-                cwd_text()
-            );
-            return FAILED;
-        }
-    };
-    let manifest = dir.join(init::MANIFEST);
-    // The entry itself (a symlink is not followed): a dangling link exists too.
-    match std::fs::symlink_metadata(&manifest) {
-        Ok(m) if !m.is_file() && !m.file_type().is_symlink() => {
-            eprintln!(
-                "mcp-manifest: {} exists and {}; init writes only a file there: move it away first",
-                manifest.display(),
-                entry_kind(&m)
-            );
-            return FAILED;
-        }
-        Ok(m) if !force => {
-            let what = if m.file_type().is_symlink() {
-                let to = std::fs::read_link(&manifest).unwrap_or_default();
-                format!(
-                    " (a symlink to {}{})",
-                    to.display(),
-                    if manifest.exists() {
-                        ""
-                    } else {
-                        ", which does not exist"
-                    }
-                )
-            } else {
-                String::new()
-            };
-            eprintln!(
-                "mcp-manifest: {}{what} exists; init leaves it as it is (--force replaces it with a new file; a symlink is replaced, never its target)",
-                manifest.display()
-            );
-            return FAILED;
-        }
-        _ => {}
-    }
-    let walk_dir = dir.clone();
-    let findings = match tokio::task::spawn_blocking(move || init::inspect(&walk_dir)).await {
-        Ok(f) => f,
-        Err(e) => {
-            eprintln!("mcp-manifest: looking at {} failed: {e}", dir.display());
-            return FAILED;
-        }
-    };
-    let (accepted, left_out) = init::accept(init::propose(&findings), &dir).await;
-    let folder_name = dir
-        .file_name()
-        .map_or_else(|| "server".to_owned(), |n| n.to_string_lossy().into_owned());
-    let text = init::render(&reg::suggest_name(&folder_name), &accepted);
-    let mut out = std::io::stdout().lock();
-    let _ = write!(
-        out,
-        "{}",
-        init::report(&dir, &findings, &accepted, &left_out)
-    );
-    // Every section passed alone; the whole must build too before anything is written.
-    if let Err(e) = init::check_text(&text, &dir).await {
-        eprintln!(
-            "mcp-manifest: the manifest init would write does not pass check (a bug; nothing written):\n{e}"
-        );
-        return FAILED;
-    }
-    let written = if force {
-        setup::replace_entry(&manifest, text.as_bytes())
-    } else {
-        setup::create_file(&manifest, text.as_bytes())
-    };
-    if let Err(e) = written {
-        eprintln!("mcp-manifest: cannot write {}: {e}", manifest.display());
-        return FAILED;
-    }
-    let schema_path = dir.join(init::SCHEMA);
-    let schema = schema_text();
-    // Only a regular file is read (a FIFO would never answer); a symlink is kept unless
-    // --force, which replaces the link itself.
-    let old_schema = match std::fs::symlink_metadata(&schema_path) {
-        Ok(m) if m.is_file() => std::fs::read(&schema_path).ok(),
-        Ok(m) if m.file_type().is_symlink() => Some(Vec::new()),
-        Ok(m) => {
-            let _ = writeln!(
-                out,
-                "Left {} as it is: it {}.",
-                schema_path.display(),
-                entry_kind(&m)
-            );
-            Some(schema.as_bytes().to_vec())
-        }
-        Err(_) => None,
-    };
-    let schema_note = match old_schema {
-        Some(old) if old == schema.as_bytes() => String::new(),
-        Some(_) if !force => format!(
-            " (kept the existing {}: it differs from this version's; `mcp-manifest schema --write {}` replaces it)",
-            init::SCHEMA,
-            schema_path.display()
-        ),
-        _ => match setup::replace_entry(&schema_path, schema.as_bytes()) {
-            Ok(()) => format!(" and {} (for editors)", schema_path.display()),
-            Err(e) => format!(" (could not write {}: {e})", schema_path.display()),
-        },
-    };
-    let _ = writeln!(
-        out,
-        "Wrote {}{schema_note}.",
-        init::shown(&manifest.display().to_string())
-    );
-    let shown = init::shown(&clients::shell_word(&manifest.display().to_string()));
-    let _ = writeln!(out, "Next:  mcp-manifest check {shown}");
-    let _ = writeln!(
-        out,
-        "Then:  mcp-manifest register claude-desktop {shown}   (or claude-code, cursor, vscode, windsurf, codex, gemini, copilot, qwen, opencode)"
-    );
-    OK
-}
-
-/// What `register` is asked to do.
-pub struct RegisterArgs {
-    pub client: Client,
-    pub manifest: Option<PathBuf>,
-    pub name: Option<String>,
-    pub env: Vec<String>,
-    pub user: bool,
-    pub print: bool,
-    pub project: Option<PathBuf>,
-    /// Repoint an entry of the same name that serves another manifest.
-    pub replace: bool,
-}
-
-/// `mcp-manifest register CLIENT [MANIFEST]`: adds this server (absolute binary and manifest
-/// paths) to the client's configuration file, or prints the entry with `--print`.
-pub async fn register(args: RegisterArgs) -> i32 {
-    let registry = match load(args.manifest.as_deref()).await {
-        Ok(r) => r,
-        Err(d) => {
-            report(&d);
-            eprintln!(
-                "mcp-manifest: fix the manifest first (`mcp-manifest check` shows the same); nothing registered"
-            );
-            return FAILED;
-        }
-    };
-    let (path, _) = manifest_path(args.manifest.as_deref());
-    match register_checked(&args, &registry, &path) {
-        Ok(()) => OK,
-        Err(e) => {
-            eprintln!("mcp-manifest: {e}");
-            FAILED
-        }
-    }
-}
-
-fn register_checked(args: &RegisterArgs, registry: &Registry, path: &Path) -> Result<(), String> {
-    let manifest = std::fs::canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let name = args
-        .name
-        .clone()
-        .unwrap_or_else(|| registry.manifest.server.name.clone());
-    reg::check_name(&name)?;
-    let env = reg::parse_env(&args.env)?;
-    let exe = std::env::current_exe()
-        .and_then(std::fs::canonicalize)
-        .map_err(|e| format!("cannot find this program's own path: {e}"))?;
-    let os = Os::current();
-    let project = project_dir(args.project.as_deref(), &manifest)?;
-    let target = clients::target(args.client, args.user, &project, os, &setup::process_env)?;
-    let (entry, machine_paths) = entry_for(&target, &exe, os, &manifest, &project, env)?;
-    if args.print {
-        let _ = write!(
-            std::io::stdout().lock(),
-            "{}",
-            reg::snippet(target.format, &name, &entry)
-        );
-        eprintln!(
-            "mcp-manifest: --print: this entry goes in {} ({} scope); nothing written",
-            target.path.display(),
-            target.scope.as_str()
-        );
-        return Ok(());
-    }
-    let opts = reg::Opts {
-        own: &exe,
-        replace: args.replace,
-        project: &project,
-    };
-    let state = state_of(os);
-    let done = reg::register(&target, &name, &entry, opts, state.as_ref())?;
-    let mut out = std::io::stdout().lock();
-    let file = target.path.display();
-    for note in &done.notes {
-        let _ = writeln!(out, "Note: {note}.");
-    }
-    let scope = target.scope.as_str();
-    let title = args.client.title();
-    match done.outcome {
-        reg::Outcome::Unchanged => {
-            let _ = writeln!(
-                out,
-                "`{name}` is already registered for {title} in {file}; nothing changed."
-            );
-        }
-        reg::Outcome::Added => {
-            let _ = writeln!(
-                out,
-                "Registered `{name}` for {title} in {file} ({scope} scope)."
-            );
-        }
-        reg::Outcome::Updated => {
-            let _ = writeln!(
-                out,
-                "Updated `{name}` for {title} in {file} ({scope} scope)."
-            );
-        }
-    }
-    if done.outcome != reg::Outcome::Unchanged {
-        if let Some(b) = &done.backup {
-            let _ = writeln!(out, "  backup   {}", b.display());
-        }
-        let _ = writeln!(out, "  command  {}", entry.command);
-        let _ = writeln!(out, "  args     {}", entry.args.join(" "));
-        for (k, v) in &entry.env {
-            let _ = writeln!(out, "  env      {k}={v}");
-        }
-    }
-    if let Some(why) = machine_paths {
-        let _ = writeln!(
-            out,
-            "Warning: {file} is a project file, meant to be committed, but holds this machine's paths: {why}. Each teammate runs `mcp-manifest register {}` on their own machine.",
-            args.client.id()
-        );
-    }
-    if exe.components().any(|c| c.as_os_str() == "target") && entry.command != "mcp-manifest" {
-        let _ = writeln!(
-            out,
-            "Note: this binary is a build output ({}); `cargo clean` removes it. `cargo install --path .` gives a lasting path (then register again).",
-            entry.command
-        );
-    }
-    let gate = clients::gate(args.client, &target, &name, &project);
-    let _ = writeln!(out, "Still needed ({}): {}.", gate.kind, gate.step);
-    if let Some(cmd) = &gate.command {
-        let _ = writeln!(out, "  run:    {cmd}");
-    }
-    if let Some(check) = &gate.check {
-        let _ = writeln!(out, "  check:  {check}");
-    }
-    Ok(())
-}
-
-/// The entry `register` writes for `target`, and why it holds this machine's paths when a
-/// project file cannot do without them. A user's file gets absolute paths; a project file
-/// the program's name when the `mcp-manifest` on PATH is this program, and the manifest's path
-/// as the client resolves it (relative, or `${workspaceFolder}/…`).
-fn entry_for(
-    target: &clients::Target,
-    exe: &Path,
-    os: Os,
-    manifest: &Path,
-    project: &Path,
-    env: Vec<(String, String)>,
-) -> Result<(reg::Entry, Option<String>), String> {
-    let (command, on_path) = own_command(exe, os);
-    let absolute = utf8(manifest)?;
-    if target.scope == clients::Scope::User {
-        let entry = reg::Entry {
-            command: utf8(&command)?,
-            args: vec!["serve".to_owned(), absolute],
-            env,
-        };
-        return Ok((entry, None));
-    }
-    let mut why = Vec::new();
-    let command = if on_path {
-        "mcp-manifest".to_owned()
-    } else {
-        why.push(format!(
-            "the program's path ({}: no `mcp-manifest` on PATH is this program)",
-            command.display()
-        ));
-        utf8(&command)?
-    };
-    let relative = manifest.strip_prefix(project).ok().and_then(|r| {
-        let parts: Option<Vec<&str>> = r.components().map(|c| c.as_os_str().to_str()).collect();
-        parts.map(|p| p.join("/"))
-    });
-    let manifest_arg = match (target.paths, relative) {
-        (clients::Paths::Relative, Some(rel)) => rel,
-        (clients::Paths::WorkspaceFolder, Some(rel)) => format!("${{workspaceFolder}}/{rel}"),
-        (clients::Paths::Machine(reason), _) => {
-            why.push(format!("the manifest's path ({reason})"));
-            absolute
-        }
-        (clients::Paths::Absolute, _) => absolute,
-        (_, None) => {
-            why.push(format!(
-                "the manifest's path ({} is outside the project folder {})",
-                manifest.display(),
-                project.display()
-            ));
-            absolute
-        }
-    };
-    let entry = reg::Entry {
-        command,
-        args: vec!["serve".to_owned(), manifest_arg],
-        env,
-    };
-    Ok((entry, (!why.is_empty()).then(|| why.join("; "))))
-}
-
-/// Setup's state folder (backups of project files, the files `register` created).
-fn state_of(os: Os) -> Option<setup::state::State> {
-    setup::platform::Dirs {
-        os,
-        env: &setup::process_env,
-    }
-    .state()
-    .ok()
-    .map(|dir| setup::state::State { dir })
-}
-
-/// What `unregister` is asked to do.
-pub struct UnregisterArgs {
-    pub client: Client,
-    pub manifest: Option<PathBuf>,
-    pub name: Option<String>,
-    pub user: bool,
-    pub project: Option<PathBuf>,
-}
-
-/// `mcp-manifest unregister CLIENT [--name N]`: removes the entry `register` wrote (only an
-/// entry that runs mcp-manifest); the name defaults to the manifest's server name.
-pub fn unregister(args: UnregisterArgs) -> i32 {
-    match unregister_checked(&args) {
-        Ok(()) => OK,
-        Err(e) => {
-            eprintln!("mcp-manifest: {e}");
-            FAILED
-        }
-    }
-}
-
-fn unregister_checked(args: &UnregisterArgs) -> Result<(), String> {
-    let (path, display) = manifest_path(args.manifest.as_deref());
-    let name = match &args.name {
-        Some(n) => n.clone(),
-        None => match manifest::load(&path, &display) {
-            Ok(m) => m.server.name,
-            Err(d) => {
-                return Err(format!(
-                    "cannot tell which server to remove: {}give --name NAME",
-                    d
-                ));
-            }
-        },
-    };
-    let abs = std::path::absolute(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let project = project_dir(args.project.as_deref(), &abs)?;
-    let os = Os::current();
-    let target = clients::target(args.client, args.user, &project, os, &setup::process_env)?;
-    let own = std::env::current_exe()
-        .and_then(std::fs::canonicalize)
-        .unwrap_or_default();
-    let state = state_of(os);
-    let mut out = std::io::stdout().lock();
-    match reg::unregister(&target, &name, &own, state.as_ref())? {
-        None => {
-            let _ = writeln!(
-                out,
-                "No server `{name}` in {}; nothing changed.",
-                target.path.display()
-            );
-        }
-        Some(done) => {
-            let _ = writeln!(
-                out,
-                "Removed `{name}` from {} ({}).",
-                target.path.display(),
-                args.client.title()
-            );
-            if let Some(b) = done.backup {
-                let _ = writeln!(out, "  backup   {}", b.display());
-            }
-            for gone in &done.removed {
-                let _ = writeln!(
-                    out,
-                    "  removed  {} (register had created it; it held nothing else)",
-                    gone.display()
-                );
-            }
-            for note in &done.notes {
-                let _ = writeln!(out, "Note: {note}.");
-            }
-        }
-    }
-    Ok(())
-}
-
-/// The path written as an entry's command, and whether it is the `mcp-manifest` found on
-/// PATH: `exe` (canonical), or the `mcp-manifest` on PATH, or `argv[0]` when it is a path, when
-/// that is the same file: a symlinked install (`bin/mcp-manifest` →
-/// `Cellar/mcp-manifest/0.1.0/bin/mcp-manifest`) keeps working after an upgrade replaces the
-/// versioned folder.
-fn own_command(exe: &Path, os: Os) -> (PathBuf, bool) {
-    let name = os.exe_name();
-    let on_path: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|p| {
-            std::env::split_paths(&p)
-                .filter(|d| d.is_absolute())
-                .map(|d| d.join(name))
-                .collect()
-        })
-        .unwrap_or_default();
-    // The first `mcp-manifest` on PATH is what a bare name runs.
-    let first = on_path.iter().find(|c| c.is_file());
-    if let Some(same) = on_path
-        .iter()
-        .find(|c| c.is_file() && reg::same_file(c, exe))
-    {
-        return (same.clone(), first == Some(same));
-    }
-    let argv0 = std::env::args_os()
-        .next()
-        .map(PathBuf::from)
-        .filter(|p| p.components().count() > 1)
-        .and_then(|p| std::path::absolute(p).ok());
-    let found = argv0
-        .into_iter()
-        .find(|c| c.is_file() && reg::same_file(c, exe))
-        .unwrap_or_else(|| exe.to_path_buf());
-    (found, false)
-}
-
-/// The project folder of a project-scoped client: `--project`, else the manifest's folder.
-fn project_dir(given: Option<&Path>, manifest: &Path) -> Result<PathBuf, String> {
-    match given {
-        Some(p) => {
-            let p = setup::expand_home(p, &setup::process_env);
-            std::fs::canonicalize(&p).map_err(|e| format!("--project {}: {e}", p.display()))
-        }
-        None => Ok(manifest
-            .parent()
-            .map_or_else(|| PathBuf::from("/"), Path::to_path_buf)),
-    }
-}
-
-fn utf8(p: &Path) -> Result<String, String> {
-    p.to_str().map(str::to_owned).ok_or_else(|| {
-        format!(
-            "{}: the path is not valid UTF-8, which clients' configuration files cannot hold",
-            p.display()
-        )
-    })
 }
 
 /// What a directory entry that is not a regular file is, for messages.

@@ -142,7 +142,8 @@ enum Command {
         manifest: Option<PathBuf>,
     },
     /// Write a commented starter mcp-server.toml for a folder from what it holds (a git
-    /// repository, documentation, source folders, SQLite files), and its JSON Schema beside it.
+    /// repository, documentation, source folders, SQLite files, agent skills), and its JSON
+    /// Schema beside it.
     Init {
         /// The folder (default: the current one).
         dir: Option<PathBuf>,
@@ -175,6 +176,10 @@ enum Command {
         /// Point an existing entry of the same name that serves another manifest at this one.
         #[arg(long)]
         replace: bool,
+        /// Serve only what [groups.NAME] of the manifest shows (the entry runs
+        /// `serve MANIFEST --group NAME`).
+        #[arg(long, value_name = "NAME")]
+        group: Option<String>,
     },
     /// Remove this server from an MCP client's configuration (only an entry that runs
     /// mcp-manifest).
@@ -281,6 +286,7 @@ fn main() -> ExitCode {
                 project,
                 print,
                 replace,
+                group,
             }) => {
                 cli::register(cli::RegisterArgs {
                     client,
@@ -291,6 +297,7 @@ fn main() -> ExitCode {
                     print,
                     project,
                     replace,
+                    group,
                 })
                 .await
             }
@@ -341,14 +348,17 @@ fn tune_allocator() {
 fn tune_allocator() {}
 
 /// Logs go to stderr only (stdout is the protocol). `MCP_MANIFEST_LOG` (or `RUST_LOG`) sets the
-/// filter; the default is warnings, and one access line per HTTP request.
+/// filter; the default is warnings, one access line per HTTP request, and one line per manifest
+/// reload saying what changed.
 fn init_logging() {
     use tracing_subscriber::EnvFilter;
     let filter = std::env::var("MCP_MANIFEST_LOG")
         .or_else(|_| std::env::var("RUST_LOG"))
         .ok()
         .and_then(|f| EnvFilter::try_new(f).ok())
-        .unwrap_or_else(|| EnvFilter::new("warn,rmcp=error,mcp_manifest::access=info"));
+        .unwrap_or_else(|| {
+            EnvFilter::new("warn,rmcp=error,mcp_manifest::access=info,mcp_manifest::reload=info")
+        });
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -46,6 +46,11 @@ use tokio::sync::Semaphore;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
+/// `[server] max_processes` when not written.
+pub const DEFAULT_MAX_PROCESSES: usize = 16;
+/// The largest `max_processes` accepted.
+pub const MAX_MAX_PROCESSES: usize = 4096;
+
 /// What to run and within which limits.
 #[derive(Debug, Clone)]
 pub struct ProcessSpec {
@@ -324,6 +329,18 @@ pub(crate) fn process_path(prefix: &[PathBuf], env: &[(String, String)]) -> OsSt
     parts.join(OsStr::new(os::PATH_SEPARATOR))
 }
 
+/// Whether `program` names a file by its path (`./x`, `/usr/bin/x`; Windows also `C:\x`,
+/// `dir\x`) rather than a name looked up in `PATH`. For `check`.
+pub(crate) fn names_a_path(program: &str) -> bool {
+    os::is_path(program)
+}
+
+/// Whether the file at `path` is one this platform can run (Unix: a file with an execute bit;
+/// Windows: any file, its extension says how). For `check`.
+pub(crate) fn is_runnable(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| os::runnable(&m))
+}
+
 /// Finds `program` the way the process would be started: a name (no path separator) in each
 /// folder of `path` in turn (an empty or relative entry is relative to `cwd`), the first file
 /// this system would run (Unix: an execute bit; Windows: the name with each `PATHEXT`
@@ -493,8 +510,8 @@ impl Default for Children {
             next: AtomicU64::new(0),
             closed: AtomicBool::new(false),
             path: Mutex::default(),
-            slots: Arc::new(Semaphore::new(crate::manifest::DEFAULT_MAX_PROCESSES)),
-            limit: Mutex::new(crate::manifest::DEFAULT_MAX_PROCESSES),
+            slots: Arc::new(Semaphore::new(DEFAULT_MAX_PROCESSES)),
+            limit: Mutex::new(DEFAULT_MAX_PROCESSES),
         }
     }
 }

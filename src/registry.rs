@@ -113,7 +113,7 @@ impl Registry {
         }
         let search = SearchTool::build(&files);
         for def in &manifest.databases {
-            if let Some(built) = def.engine.build(def, &mut diags).await {
+            if let Some(built) = crate::providers::sql::build(def, &mut diags).await {
                 databases.push(built.database);
                 placed.push((def.loc, built.source));
             }
@@ -253,6 +253,12 @@ impl Registry {
     /// How many sources were built (`build_partial` leaves out those with problems).
     pub fn source_count(&self) -> usize {
         self.sources.len()
+    }
+
+    /// How many of the manifest's source entries were built (the views' own source, which no
+    /// entry declares, left out).
+    pub fn manifest_source_count(&self) -> usize {
+        self.sources.len() - usize::from(self.views.is_some())
     }
 
     /// The folders to watch: every watched source's, plus the manifest's own folder. Sorted and

@@ -3,6 +3,8 @@
 //! 127.0.0.1; each prints what the victim saw and the server's peak RSS (VmHWM):
 //!
 //! - `http-unread`: 200 clients ask for a 5 MiB file and never read; then a 1-byte read;
+//! - `http-reads`: 16 clients at once read a 10 MiB binary file (the default `max_size`) and
+//!   take their answers: the time they all took and the peak;
 //! - `http-slow-bodies`: 8 clients announce 4 MiB bodies and send a byte every 300 ms, while
 //!   another client sends a request every 100 ms for 12 s: its slowest answer, and the time it
 //!   spent waiting;
@@ -30,8 +32,9 @@ use serde_json::{Value, json};
 
 use super::{MIB, mib, status};
 
-pub(crate) const LOADS: [&str; 8] = [
+pub(crate) const LOADS: [&str; 9] = [
     "http-unread",
+    "http-reads",
     "http-slow-bodies",
     "http-chunks",
     "http-jwks-hang",
@@ -47,6 +50,7 @@ const VICTIM: &str = "127.0.0.1";
 pub(crate) fn run(bin: &Path, name: &str) {
     match name {
         "http-unread" => unread(bin),
+        "http-reads" => reads(bin),
         "http-slow-bodies" => slow_bodies(bin),
         "http-chunks" => chunks(bin),
         "http-jwks-hang" => jwks_hang(bin),
@@ -141,47 +145,25 @@ impl Drop for Server {
     }
 }
 
-/// A connection to `addr` from `source`, with a receive buffer of `rcvbuf` bytes when given.
+/// A connection to `addr` from `source`, with a receive buffer of `rcvbuf` bytes when given
+/// (bound before it connects: tokio's `TcpSocket` does that on every platform; handed back as a
+/// blocking std stream).
 fn connect_from(source: &str, addr: &str, rcvbuf: Option<i32>) -> std::io::Result<TcpStream> {
-    use std::os::fd::FromRawFd;
-    let target: std::net::SocketAddrV4 = addr.parse().expect("an IPv4 address");
+    let target: std::net::SocketAddr = addr.parse().expect("an IPv4 address");
     let source: std::net::Ipv4Addr = source.parse().expect("an IPv4 address");
-    let sockaddr = |ip: std::net::Ipv4Addr, port: u16| libc::sockaddr_in {
-        sin_family: libc::AF_INET as libc::sa_family_t,
-        sin_port: port.to_be(),
-        sin_addr: libc::in_addr {
-            s_addr: u32::from(ip).to_be(),
-        },
-        sin_zero: [0; 8],
-    };
-    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
-    // SAFETY: a socket made, configured, bound and connected here, then owned by the TcpStream
-    // (or closed on failure).
-    unsafe {
-        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let stream = TcpStream::from_raw_fd(fd);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()?;
+    runtime.block_on(async {
+        let socket = tokio::net::TcpSocket::new_v4()?;
         if let Some(size) = rcvbuf {
-            libc::setsockopt(
-                fd,
-                libc::SOL_SOCKET,
-                libc::SO_RCVBUF,
-                (&size as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            );
+            socket.set_recv_buffer_size(u32::try_from(size).unwrap_or(0))?;
         }
-        let from = sockaddr(source, 0);
-        if libc::bind(fd, (&from as *const libc::sockaddr_in).cast(), len) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let to = sockaddr(*target.ip(), target.port());
-        if libc::connect(fd, (&to as *const libc::sockaddr_in).cast(), len) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
+        socket.bind((source, 0).into())?;
+        let stream = socket.connect(target).await?.into_std()?;
+        stream.set_nonblocking(false)?;
         Ok(stream)
-    }
+    })
 }
 
 fn meta() -> Value {
@@ -254,6 +236,43 @@ fn unread(bin: &Path) {
         "http-unread: {} clients never reading a 5 MiB answer; another client's 1-byte read: {status:?} in {}, peak RSS {:.0} MiB",
         stalled.len(),
         secs(took),
+        mib(server.peak())
+    );
+}
+
+fn reads(bin: &Path) {
+    let server = Server::start(bin, &[], "");
+    // Bytes that are not UTF-8: read as a blob (base64), the heaviest answer per byte.
+    let mut x: u32 = 7;
+    let bytes: Vec<u8> = (0..10 * MIB - 1024)
+        .map(|_| {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            (x >> 16) as u8 | 0x80
+        })
+        .collect();
+    std::fs::write(server.dir.path().join("docs/large.bin"), bytes).unwrap();
+    let request = modern(
+        &server.addr,
+        "resources/read",
+        json!({"uri": server.uri("large.bin")}),
+        "",
+    );
+    let n = 16;
+    let start = Instant::now();
+    let clients: Vec<_> = (0..n)
+        .map(|_| {
+            let (addr, request) = (server.addr.clone(), request.clone());
+            std::thread::spawn(move || exchange(VICTIM, &addr, &request, Duration::from_secs(300)).0)
+        })
+        .collect();
+    let answered = clients
+        .into_iter()
+        .map(|c| c.join().ok().flatten())
+        .filter(|status| *status == Some(200))
+        .count();
+    println!(
+        "http-reads: {n} clients at once read a 10 MiB binary file: {answered} answered in {}, peak RSS {:.0} MiB",
+        secs(start.elapsed()),
         mib(server.peak())
     );
 }
@@ -540,7 +559,7 @@ fn conn_flood(bin: &Path) {
 }
 
 fn sigterm(bin: &Path) {
-    let server = Server::start(bin, &[], "[server.http]\nmax_connections = 2\n");
+    let mut server = Server::start(bin, &[], "[server.http]\nmax_connections = 2\n");
     let call = modern(
         &server.addr,
         "tools/call",
@@ -563,10 +582,7 @@ fn sigterm(bin: &Path) {
         })
         .collect();
     std::thread::sleep(Duration::from_millis(300));
-    // SAFETY: a signal to the child this bench started.
-    unsafe {
-        libc::kill(server.child.id() as libc::pid_t, libc::SIGTERM);
-    }
+    terminate(&mut server.child);
     let (mut answered, mut reset) = (0, 0);
     for mut s in waiting {
         let _ = s.set_read_timeout(Some(Duration::from_secs(30)));
@@ -658,4 +674,19 @@ fn sessions(bin: &Path) {
     if server.log().contains("panicked") {
         println!("  the server panicked: see its log");
     }
+}
+
+/// SIGTERM to the server (the bench reads /proc: it runs on Linux).
+#[cfg(unix)]
+fn terminate(child: &mut Child) {
+    // SAFETY: a signal to the child this bench started.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+    }
+}
+
+/// Windows has no SIGTERM (and no /proc: the bench's figures are Linux's).
+#[cfg(not(unix))]
+fn terminate(child: &mut Child) {
+    let _ = child.kill();
 }

@@ -10,7 +10,6 @@
 //! stopped when the fixtures are dropped.
 
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::process::CommandExt as _;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -20,7 +19,7 @@ use serde_json::{Value, json};
 
 use crate::fixtures::{QUERY_SQL, ROWS};
 use crate::peer;
-use crate::postgres::{as_owner, free_port, run_as};
+use crate::postgres::{as_owner, die_with_parent, free_port, hand_to, run_as, terminate};
 use crate::report::{self, Round};
 use crate::workloads::{
     Beside, BesideSpec, Entry, MIB, Target, Unavailable, entry, json_text, request,
@@ -72,8 +71,8 @@ impl Server {
             None => builder.tempdir(),
         }
         .context("creating the server's folder")?;
-        if let Some((uid, gid)) = owner {
-            std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid))?;
+        if let Some(owner) = owner {
+            hand_to(dir.path(), owner)?;
         }
         let mut init = Command::new(install);
         init.arg("--no-defaults")
@@ -111,13 +110,7 @@ impl Server {
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         as_owner(&mut cmd, owner);
-        // SAFETY: `prctl` is async-signal-safe; this runs in the child between fork and exec.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                Ok(())
-            });
-        }
+        die_with_parent(&mut cmd, true);
         let child = cmd.spawn().context("starting mariadbd")?;
         let mut server = Server {
             access: Access {
@@ -159,12 +152,7 @@ impl Drop for Server {
             return;
         };
         eprintln!("stopping the MariaDB server");
-        if let Ok(pid) = i32::try_from(child.id()) {
-            // SAFETY: signalling our own child, which has not been reaped yet.
-            unsafe {
-                libc::kill(pid, libc::SIGTERM);
-            }
-        }
+        terminate(&mut child);
         let deadline = Instant::now() + Duration::from_secs(30);
         while let Ok(None) = child.try_wait() {
             if Instant::now() > deadline {

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, anyhow, bail, ensure};
 use serde_json::{Value, json};
 
-pub use os::{as_owner, run_as};
+pub use os::{as_owner, die_with_parent, hand_to, run_as, terminate};
 
 use crate::fixtures::{QUERY_SQL, ROWS};
 use crate::peer::{self, Peer, Program};
@@ -134,7 +134,7 @@ impl Cluster {
             .stdout(Stdio::null())
             .stderr(log);
         os::as_owner(&mut cmd, owner);
-        os::die_with_parent(&mut cmd);
+        os::die_with_parent(&mut cmd, false);
         let postmaster = cmd.spawn().context("starting postgres")?;
         let mut cluster = Cluster {
             access: Access {
@@ -673,20 +673,33 @@ mod os {
         }
     }
 
-    /// A suite killed by SIGKILL takes `postgres` along (Linux's parent-death signal).
-    pub fn die_with_parent(cmd: &mut Command) {
+    /// A suite killed by SIGKILL takes `postgres` along (Linux's parent-death signal, SIGQUIT:
+    /// PostgreSQL's immediate shutdown; `kill`: SIGKILL instead).
+    pub fn die_with_parent(cmd: &mut Command, kill: bool) {
+        #[cfg(target_os = "linux")]
+        let signal = if kill { libc::SIGKILL } else { libc::SIGQUIT };
         // SAFETY: `prctl` is async-signal-safe; this runs in the child between fork and exec.
         // The suite spawns from its main thread, which lives as long as the process (the signal
         // fires when the spawning thread ends).
         #[cfg(target_os = "linux")]
         unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGQUIT);
+            cmd.pre_exec(move || {
+                libc::prctl(libc::PR_SET_PDEATHSIG, signal);
                 Ok(())
             });
         }
         #[cfg(not(target_os = "linux"))]
-        let _ = cmd;
+        let _ = (cmd, kill);
+    }
+
+    /// SIGTERM: a graceful stop.
+    pub fn terminate(child: &mut Child) {
+        if let Ok(pid) = i32::try_from(child.id()) {
+            // SAFETY: signalling our own child, which has not been reaped yet.
+            unsafe {
+                libc::kill(pid, libc::SIGTERM);
+            }
+        }
     }
 
     /// SIGINT: PostgreSQL's fast shutdown (clients are disconnected).
@@ -722,9 +735,13 @@ mod os {
 
     pub fn as_owner(_: &mut Command, _: Option<(u32, u32)>) {}
 
-    pub fn die_with_parent(_: &mut Command) {}
+    pub fn die_with_parent(_: &mut Command, _: bool) {}
 
     pub fn fast_shutdown(child: &mut Child) {
+        let _ = child.kill();
+    }
+
+    pub fn terminate(child: &mut Child) {
         let _ = child.kill();
     }
 }

@@ -170,4 +170,14 @@ mod tests {
         assert!(http_url("ftp://example.com").is_err());
         assert!(http_url("example.com").is_err());
     }
+
+    /// International host names are URLs (the `idna` back end pinned in Cargo.toml, unicode-rs,
+    /// maps them by UTS 46; its no-Unicode stub would refuse them).
+    #[test]
+    fn international_host_names_are_urls() {
+        assert!(http_url("https://Bücher.example/x").is_ok());
+        let u = url::Url::parse("https://ＤＢ.例え.jp/").expect("a URL");
+        assert_eq!(u.host_str(), Some("db.xn--r8jz45g.jp"));
+        assert!(http_url("https://a\u{200b}\u{fffd}b.example/").is_err());
+    }
 }

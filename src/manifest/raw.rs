@@ -841,6 +841,6 @@ pub fn json_schema() -> serde_json::Value {
     let mut generator = schemars::SchemaGenerator::default();
     let schema = generator.root_schema_for::<RawManifest>();
     let mut value = serde_json::to_value(schema).expect("a schema is plain JSON");
-    crate::providers::sql::section::extend_schema(&mut value, &mut generator);
+    crate::manifest::sql::extend_schema(&mut value, &mut generator);
     value
 }

@@ -71,9 +71,10 @@ impl<'a> Walker<'a> {
                     self.err(
                         value.span(),
                         format!(
-                            "`{path}` must be {}, found {}",
+                            "`{path}` must be {}, found {}{}",
                             expected.join(" or "),
-                            found(value.get_ref())
+                            found(value.get_ref()),
+                            shape_hint(path, value.get_ref())
                         ),
                     );
                 }
@@ -88,9 +89,10 @@ impl<'a> Walker<'a> {
             self.err(
                 value.span(),
                 format!(
-                    "`{path}` must be {}, found {}",
+                    "`{path}` must be {}, found {}{}",
                     describe(schema),
-                    found(value.get_ref())
+                    found(value.get_ref()),
+                    shape_hint(path, value.get_ref())
                 ),
             );
             return;
@@ -319,6 +321,19 @@ fn describe(schema: &Value) -> String {
         })
         .collect::<Vec<_>>()
         .join(" or ")
+}
+
+/// What follows "`tools` must be a table, found an array" when a section of named entries is
+/// written as an array of tables (`[[tools]]`): how to write it (`hints::named_section_shape`).
+fn shape_hint(path: &str, value: &DeValue<'_>) -> String {
+    let named = super::read::named_sections()
+        .chain(["skills", "groups"])
+        .any(|s| s == path);
+    match value {
+        DeValue::Array(items) if named => super::hints::named_section_shape(path, items),
+        DeValue::Array(_) if path == "server" => super::hints::single_table_shape(path),
+        _ => String::new(),
+    }
 }
 
 fn found(value: &DeValue<'_>) -> &'static str {

@@ -70,7 +70,7 @@ impl Checker<'_> {
     pub(super) fn views(
         &mut self,
         raw: &RawManifest,
-        databases: &crate::providers::sql::section::Taken<'_>,
+        databases: &crate::manifest::sql::Taken<'_>,
         m: &Manifest,
     ) -> Vec<ToolView> {
         let on = m.server.template_tools;

@@ -14,6 +14,7 @@ pub(crate) mod skills;
 pub(crate) mod spec;
 pub(crate) mod sql;
 pub(crate) mod template;
+pub(crate) mod tool;
 pub(crate) mod visible;
 
 use std::collections::HashMap;
@@ -141,7 +142,7 @@ pub(crate) trait Source: Send + Sync + std::fmt::Debug + 'static {
     }
 
     /// Tools of this source's own, beside its templates' (a database's SQL tool). No IO.
-    fn tools(&self) -> Vec<crate::tools::ToolInfo> {
+    fn tools(&self) -> Vec<tool::ToolInfo> {
         Vec::new()
     }
 
@@ -150,10 +151,8 @@ pub(crate) trait Source: Send + Sync + std::fmt::Debug + 'static {
         self: Arc<Self>,
         name: String,
         _args: serde_json::Map<String, serde_json::Value>,
-    ) -> BoxFut<crate::tools::ToolResult> {
-        ready(crate::tools::ToolResult::error(format!(
-            "unknown tool `{name}`"
-        )))
+    ) -> BoxFut<tool::ToolResult> {
+        ready(tool::ToolResult::error(format!("unknown tool `{name}`")))
     }
 
     /// The server is stopping: stop what runs elsewhere on this source's behalf (queries on a

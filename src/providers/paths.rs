@@ -393,8 +393,7 @@ mod tests {
         Some((o.real_rel, String::from_utf8(bytes).ok()?))
     }
 
-    /// (Windows: `platform::windows::tests::links_and_junctions_leaving_the_root_are_not_found`.)
-    #[cfg(unix)]
+    /// (Windows, junctions too: `platform::windows::tests::links_and_junctions_leaving_the_root_are_not_found`.)
     #[test]
     fn opens_below_the_root_and_follows_only_inner_symlinks() {
         let dir = tempfile::tempdir().unwrap();
@@ -404,7 +403,22 @@ mod tests {
         let root = crate::providers::platform::canonical(&dir.path().join("root")).unwrap();
         std::fs::write(root.join("a/b/f.txt"), "inner").unwrap();
         std::fs::write(dir.path().join("secret"), "outer").unwrap();
-        symlink("b/f.txt", root.join("a/rel-link")).unwrap();
+        let inner = Some(("a/b/f.txt".to_owned(), "inner".to_owned()));
+        assert_eq!(read(&root, "a/b/f.txt"), inner);
+        // Wine 8 makes a link a Unix symlink whose target reads back as a `Z:\…` path (the
+        // same file by another name, which a Windows link never is): not shown there.
+        if std::env::var_os("MCP_MANIFEST_TEST_WINE").is_some() {
+            return;
+        }
+        match symlink("b/f.txt", root.join("a/rel-link")) {
+            Ok(()) => {}
+            // Windows makes symlinks only with a privilege (or developer mode); Wine 8 none.
+            Err(e) if cfg!(windows) => {
+                eprintln!("no symlink made here ({e}): only the plain reads shown");
+                return;
+            }
+            Err(e) => panic!("symlink: {e}"),
+        }
         symlink(root.join("a/b/f.txt"), root.join("abs-in")).unwrap();
         symlink(dir.path().join("secret"), root.join("abs-out")).unwrap();
         symlink("../secret", root.join("rel-out")).unwrap();
@@ -412,8 +426,6 @@ mod tests {
         symlink("b", root.join("a/dirlink")).unwrap();
         symlink(dir.path(), root.join("outdir")).unwrap();
         symlink("loop", root.join("loop")).unwrap();
-        let inner = Some(("a/b/f.txt".to_owned(), "inner".to_owned()));
-        assert_eq!(read(&root, "a/b/f.txt"), inner);
         assert_eq!(read(&root, "a/rel-link"), inner);
         assert_eq!(read(&root, "abs-in"), inner);
         assert_eq!(read(&root, "a/dirlink/f.txt"), inner);

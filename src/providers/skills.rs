@@ -414,6 +414,18 @@ pub(crate) fn front_matter(bytes: &[u8]) -> Result<Map<String, Value>, String> {
             "its front matter nests deeper than {MAX_DEPTH} levels"
         ));
     }
+    // The loader expands aliases into copies (a few bytes can make gigabytes): refused first,
+    // from the parser's events.
+    let mut parser = yaml_rust2::parser::Parser::new_from_str(&yaml);
+    loop {
+        use yaml_rust2::parser::Event;
+        match parser.next_token() {
+            Ok((Event::Alias(_), _)) => return Err("its front matter uses a YAML alias".into()),
+            Ok((Event::StreamEnd, _)) => break,
+            Ok(_) => {}
+            Err(e) => return Err(format!("its front matter is not valid YAML: {e}")),
+        }
+    }
     let docs = yaml_rust2::YamlLoader::load_from_str(&yaml)
         .map_err(|e| format!("its front matter is not valid YAML: {e}"))?;
     let doc = docs.into_iter().next().unwrap_or(yaml_rust2::Yaml::Null);

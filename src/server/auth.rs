@@ -729,4 +729,24 @@ mod tests {
         assert_eq!(keys[0].kid.as_deref(), Some("s"));
         assert_eq!(keys[0].algs, vec![Algorithm::EdDSA]);
     }
+
+    /// A token without `kid` is tried against the keys of its algorithm only (issue 35: against
+    /// every key of a 2 399-key JWKS, 0.6 s per token); with a `kid`, against that key only.
+    #[test]
+    fn a_token_without_kid_is_tried_only_against_keys_of_its_algorithm() {
+        let text = r#"{"keys": [
+            {"kty": "OKP", "crv": "Ed25519", "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo", "kid": "a"},
+            {"kty": "OKP", "crv": "Ed25519", "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo", "kid": "b"},
+            {"kty": "RSA", "n": "sXchDaQebHnPiGvyDOAT4saGEUetSyo9MKLOoWFsueri23bOdgWp4Dy1WlUzewbgBHod5pcM9H95GQRV3JDXboIRROSBigeC5yjU1hGzHHyXss8UDprecbAYxknTcQkhslANGRUZmdTOQ5qTRsLAt6BTYuyvVRdhS8exSZEy_c4gs_7svlJJQ4H9_NxsiIoLwAEk7-Q3UXERGYw_75IDrGA84-lA_-Ct4eTlXHBIY2EaV7t7LjJaynVJCpkv4LKjTTAumiGUIuQhrNhZLuF_RJLqHpM2kgWFLU7-VTdL1VbC2tejvcI2BlMkEpk1BzBZI0KQB0GaDWFLN-aEAw3vRw", "e": "AQAB", "kid": "r"}
+        ]}"#;
+        let cache = Arc::new(KeyCache::new(Jwks::Url("https://auth.example/jwks".into())));
+        *cache.keys.write().unwrap() = Arc::new(parse_jwks(text).unwrap());
+        // Fresh: nothing is fetched.
+        cache.times().fetched = Some(Instant::now());
+        assert_eq!(cache.matching(None, Algorithm::EdDSA).len(), 2);
+        assert_eq!(cache.matching(None, Algorithm::RS256).len(), 1);
+        assert_eq!(cache.matching(None, Algorithm::ES256).len(), 0);
+        assert_eq!(cache.matching(Some("b"), Algorithm::EdDSA).len(), 1);
+        assert_eq!(cache.matching(Some("r"), Algorithm::EdDSA).len(), 0);
+    }
 }

@@ -13,10 +13,12 @@
 mod auth;
 mod convert;
 mod http;
+mod reload;
 mod shared;
 mod transport;
 
 pub(crate) use http::serve_http;
+pub(crate) use shared::tools_per_endpoint;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -92,8 +94,15 @@ fn skill(s: crate::providers::skills::Skill) -> rmcp::model::Skill {
 }
 
 /// Whether `seen` (`None`: everything) shows the resource or resource template `uri`.
+/// A view document (`ui://mcp-manifest/…`) goes with the tools that show it: the table view with
+/// every endpoint, a chart with its tool.
 fn sees_resource(seen: &Option<Arc<crate::manifest::Filter>>, uri: &str) -> bool {
-    seen.as_ref().is_none_or(|f| f.resource(uri))
+    let Some(f) = seen else { return true };
+    match uri.strip_prefix(crate::views::URI_PREFIX) {
+        Some("table") => true,
+        Some(view) => view.strip_prefix("chart/").is_some_and(|tool| f.tool(tool)),
+        None => f.resource(uri),
+    }
 }
 
 /// The serverInfo `_meta` for a stateless-era request (those carry their version in `_meta`).
@@ -487,7 +496,11 @@ impl ServerHandler for Handler {
                 rmcp::model::CallToolRequestMethod,
             >());
         }
-        reserve(&cx, transport::TOOL_RESERVE).await;
+        // Room in the stdio session's budget before the tool runs (a session's calls are bounded
+        // by it). Over HTTP a call takes its answer's room only once the answer is made
+        // (`http::answers`): a tool that runs for minutes holds nothing meanwhile, so slow calls
+        // never keep other clients' reads waiting (42 sleeping calls held the whole budget).
+        transport::reserve(&cx, transport::TOOL_RESERVE).await;
         let registry = &snap.registry;
         let args = params.arguments.unwrap_or_default();
         // rmcp cancels `cx.ct` on `notifications/cancelled` for this request (and when the
@@ -668,7 +681,11 @@ async fn admitted<F: std::future::Future>(
             let want = had.saturating_add(bytes).min(transport::BUDGET).max(had);
             held.store(want, Ordering::Release);
             if want > had {
-                reserve(&cx, want - had).await;
+                // On stdio the request gives back what it holds while it waits for the whole
+                // (no request holds room while it waits for more); over HTTP, where the
+                // budget lets a request that holds room take more, it adds.
+                transport::reserve_total(&cx, want).await;
+                http::reserve(&cx, want - had).await;
             }
         })
     });
@@ -785,25 +802,4 @@ where
     // Everything answered is written before we return (the process exits right after).
     output.finish(Duration::from_millis(200)).await;
     Ok(())
-}
-
-/// SIGTERM or SIGINT (how a service manager or a terminal stops an HTTP server).
-#[cfg(unix)]
-async fn terminate_or_interrupt() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
-    }
-}
-
-#[cfg(not(unix))]
-async fn terminate_or_interrupt() {
-    let _ = tokio::signal::ctrl_c().await;
 }

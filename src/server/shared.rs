@@ -30,7 +30,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::manifest::Filter;
-use crate::providers::{TemplateInfo, blocking};
+use crate::providers::blocking;
 use crate::registry::Registry;
 use crate::watch::{Change, Watcher};
 
@@ -183,6 +183,61 @@ impl Snapshot {
             .find(|(at, _)| at.as_deref() == cursor)
             .map(|(_, json)| json.clone())
     }
+}
+
+/// What `tools/list` answers on one endpoint, for `check`'s summary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct EndpointTools {
+    /// The `[groups.NAME]` (`serve --group NAME`, `/mcp/NAME`); none: the default endpoint.
+    pub group: Option<String>,
+    pub tools: usize,
+    /// Bytes of the `tools/list` results (every page) as a handshake-era session gets them:
+    /// what each client loads into its context before any call.
+    pub bytes: usize,
+}
+
+/// `tools/list` on the default endpoint (`[server] expose` applied) and on each group's, as
+/// the server answers it.
+pub(crate) fn tools_per_endpoint(registry: Arc<Registry>) -> Vec<EndpointTools> {
+    let groups: Vec<String> = registry
+        .manifest
+        .groups
+        .iter()
+        .map(|g| g.name.clone())
+        .collect();
+    let snap = Snapshot::new(registry);
+    std::iter::once(None)
+        .chain(groups.into_iter().map(Some))
+        .map(|group| {
+            let seen = snap.seen(group.as_deref());
+            let shown: Vec<rmcp::model::Tool> = snap
+                .tools()
+                .iter()
+                .filter(|t| seen.as_ref().is_none_or(|f| f.tool(&t.name)))
+                .cloned()
+                .collect();
+            let size = snap.registry.page_size();
+            let mut bytes = 0;
+            let mut at: Option<String> = None;
+            while let Ok((items, next)) = crate::registry::paginate(&shown, at.as_deref(), size) {
+                let mut result = rmcp::model::ListToolsResult::with_all_items(items.to_vec());
+                result.next_cursor = next.clone();
+                let mut result = rmcp::model::ServerResult::ListToolsResult(result);
+                result.strip_result_type_for_legacy_peer();
+                result.strip_non_object_output_for_legacy_peer();
+                bytes += serde_json::to_string(&result).map_or(0, |j| j.len());
+                match next {
+                    Some(next) => at = Some(next),
+                    None => break,
+                }
+            }
+            EndpointTools {
+                group,
+                tools: shown.len(),
+                bytes,
+            }
+        })
+        .collect()
 }
 
 pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -568,27 +623,25 @@ impl Shared {
                 return None;
             }
         };
+        let (before, after) = (
+            super::reload::Served::of(old).await,
+            super::reload::Served::of(&new).await,
+        );
         let which = ListChanged {
-            resources: listing(old).await != listing(&new).await,
-            tools: old.tools() != new.tools(),
-            prompts: format!("{:?}", old.manifest.prompts) != format!("{:?}", new.manifest.prompts),
+            resources: before.resources != after.resources || before.templates != after.templates,
+            tools: before.tools != after.tools,
+            prompts: before.prompts != after.prompts,
         };
-        tracing::info!("manifest reloaded: {}", old.manifest.file);
+        // At the default log level (`main`'s filter lets this target's info through): a user
+        // who edits the manifest sees that the edit took and what it changed.
+        tracing::info!(
+            target: "mcp_manifest::reload",
+            "{}",
+            super::reload::summary(&before, &after)
+        );
         self.replace(new);
         Some(which)
     }
-}
-
-/// What `resources/list` and `resources/templates/list` would answer, to compare two registries.
-async fn listing(r: &Registry) -> (Vec<String>, Vec<TemplateInfo>) {
-    let list = r
-        .list_resources()
-        .await
-        .unwrap_or_default()
-        .into_iter()
-        .map(|x| x.uri)
-        .collect();
-    (list, r.templates())
 }
 
 impl Session {

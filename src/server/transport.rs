@@ -85,7 +85,7 @@ mod writer;
 
 pub use adapter::LineTransport;
 pub use direct::hook;
-pub use session::reserve;
+pub use session::{reserve, reserve_total};
 pub use sys::{Watch, terminated};
 pub use writer::Output;
 

@@ -1,5 +1,6 @@
 //! `init`: a commented starter manifest for a folder, from what the folder holds: a git
-//! repository, documentation, source folders, SQLite files (found by their header).
+//! repository, documentation, source folders, SQLite files (found by their header), folders of
+//! agent skills (`.agents/skills`, `.claude/skills`, `skills/` holding `*/SKILL.md`).
 //!
 //! The walk is bounded (depth, entries, header reads) so a huge tree stays fast; it never
 //! follows symlinks and skips `.git`, `node_modules`, `target`, hidden and ignored folders (what
@@ -64,6 +65,9 @@ pub(crate) struct Findings {
     pub source_dirs: Vec<String>,
     /// SQLite files, relative, `/`-separated, in walk order.
     pub databases: Vec<String>,
+    /// Folders of agent skills (`SKILL_ROOTS` that hold a `*/SKILL.md`) and how many skills
+    /// each holds.
+    pub skills: Vec<(&'static str, usize)>,
     /// Regular files that are none of the above (and not the manifest or its schema).
     pub other_files: usize,
     /// Names from `SKIP_DIRS` seen (served sources exclude them too).
@@ -191,8 +195,43 @@ pub(crate) fn inspect(dir: &Path) -> Findings {
     }
     f.doc_exts = doc_counts;
     f.test = test_runner(dir, &f.build_files);
+    f.skills = SKILL_ROOTS
+        .iter()
+        .filter_map(|root| Some((*root, skills_in(dir, root)?)))
+        .collect();
     f.elapsed = start.elapsed();
     f
+}
+
+/// Where agents keep skills, each a folder holding a `SKILL.md`: the cross-agent place, Claude
+/// Code's, and a plain `skills/` folder. The first two are hidden, so the walk does not enter
+/// them: they are looked at directly.
+const SKILL_ROOTS: &[&str] = &[".agents/skills", ".claude/skills", "skills"];
+/// Folders of a skills root looked at.
+const MAX_SKILL_FOLDERS: usize = 1_000;
+
+/// How many folders of `dir/root` hold a `SKILL.md` file; `None` when none does, or when the
+/// root or a folder on the way to it is a symlink (never followed).
+fn skills_in(dir: &Path, root: &str) -> Option<usize> {
+    let mut at = dir.to_path_buf();
+    for part in root.split('/') {
+        at.push(part);
+        if !std::fs::symlink_metadata(&at).is_ok_and(|m| m.is_dir()) {
+            return None;
+        }
+    }
+    let count = std::fs::read_dir(&at)
+        .ok()?
+        .flatten()
+        .take(MAX_SKILL_FOLDERS)
+        .filter(|e| {
+            let hidden = e.file_name().to_string_lossy().starts_with('.');
+            !hidden
+                && e.file_type().is_ok_and(|t| t.is_dir())
+                && std::fs::symlink_metadata(e.path().join("SKILL.md")).is_ok_and(|m| m.is_file())
+        })
+        .count();
+    (count > 0).then_some(count)
 }
 
 /// Build manifests served with the documentation when found at the top.
@@ -320,8 +359,16 @@ pub(crate) fn propose(f: &Findings) -> Vec<Section> {
         include.push(format!("{d}/**"));
     }
     let skipped: Vec<String> = f.skipped.iter().map(|d| format!("**/{d}/**")).collect();
+    // A skills folder is served by its own section (as `skill://`), not as documentation too.
+    let skill_dirs: Vec<String> = f
+        .skills
+        .iter()
+        .filter(|(root, _)| !root.starts_with('.'))
+        .map(|(root, _)| format!("{root}/**"))
+        .collect();
     if !include.is_empty() {
         let mut exclude: Vec<String> = f.source_dirs.iter().map(|d| format!("{d}/**")).collect();
+        exclude.extend(skill_dirs.iter().cloned());
         exclude.extend(skipped.iter().cloned());
         let mut body = vec![
             "root = \".\"".to_owned(),
@@ -377,6 +424,7 @@ pub(crate) fn propose(f: &Findings) -> Vec<Section> {
             .filter(|p| !p.contains(['*', '?', '[', ']', '{', '}', '\\']))
             .cloned()
             .collect();
+        exclude.extend(skill_dirs.iter().cloned());
         exclude.extend(skipped.iter().cloned());
         if !exclude.is_empty() {
             body.push(format!("exclude = {}", toml_array(&exclude)));
@@ -391,6 +439,37 @@ pub(crate) fn propose(f: &Findings) -> Vec<Section> {
                 "files            {} other file{} in the folder",
                 f.other_files,
                 if f.other_files == 1 { "" } else { "s" }
+            ),
+        });
+    }
+    for (i, (root, count)) in f.skills.iter().enumerate() {
+        // `.agents/skills` → `agents`, `.claude/skills` → `claude`, `skills` → `skills`.
+        let name = root
+            .trim_start_matches('.')
+            .split('/')
+            .next()
+            .unwrap_or("skills");
+        let mut body = vec![format!("root = {}", toml_str(root))];
+        if i > 0 {
+            // Two roots may hold skills of the same name: the later ones' URIs get a prefix.
+            body.push(format!("prefix = {}", toml_str(name)));
+        }
+        let uri = if i > 0 {
+            format!("skill://{name}/NAME/SKILL.md")
+        } else {
+            "skill://NAME/SKILL.md".to_owned()
+        };
+        out.push(Section {
+            kind: "skills",
+            name: name.to_owned(),
+            comment: vec![
+                format!("Agent skills: every folder of {root} holding a SKILL.md, served as the"),
+                format!("Skills extension (skills/list, skills/get) and as resources ({uri})."),
+            ],
+            body,
+            summary: format!(
+                "agent skills     {root}/ ({count} skill{})",
+                if *count == 1 { "" } else { "s" }
             ),
         });
     }
@@ -569,6 +648,7 @@ fn instructions(name: &str, sections: &[Section]) -> String {
         let part = match x.kind {
             "git" => "its git history (git://repo/log, git://repo/commit/{rev})".to_owned(),
             "tools" => "a `test` tool that runs its test suite".to_owned(),
+            "skills" => format!("the agent skills of `{}` (skills/list)", x.name),
             "sqlite" => format!(
                 "the SQLite database `{}` (sqlite://{}/schema first)",
                 x.name, x.name
@@ -634,10 +714,16 @@ pub(crate) async fn check_text(text: &str, dir: &Path) -> Result<Registry, Strin
 async fn check_section(section: &Section, dir: &Path) -> Result<(), String> {
     let registry = check_text(&section.text(), dir).await?;
     if section.kind != "files" {
-        registry
+        let listed = registry
             .list_resources()
             .await
             .map_err(|e| format!("listing its resources failed: {e}"))?;
+        if section.kind == "skills" && listed.is_empty() {
+            return Err(
+                "no skill in it is served (hidden or gitignored, or no SKILL.md front matter with `name` and `description`)"
+                    .to_owned(),
+            );
+        }
     }
     Ok(())
 }
@@ -689,7 +775,7 @@ pub(crate) fn report(
     if accepted.is_empty() && left_out.is_empty() {
         let _ = writeln!(
             s,
-            "  nothing to serve yet: no git repository, documentation, source folder or SQLite file"
+            "  nothing to serve yet: no git repository, documentation, source folder, skills or SQLite file"
         );
     }
     for x in accepted {

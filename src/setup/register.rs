@@ -117,21 +117,7 @@ pub(crate) fn runs_us(command: &str, own: &Path) -> bool {
 
 /// Whether two paths name the same existing file.
 pub(crate) fn same_file(a: &Path, b: &Path) -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        match (std::fs::metadata(a), std::fs::metadata(b)) {
-            (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
-            _ => false,
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        matches!(
-            (std::fs::canonicalize(a), std::fs::canonicalize(b)),
-            (Ok(x), Ok(y)) if x == y
-        )
-    }
+    super::platform::same_file(a, b)
 }
 
 /// How `register` treats an entry of the same name.
@@ -634,13 +620,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let own = dir.path().join("mm");
         std::fs::write(&own, "").unwrap();
-        let link = dir.path().join("link");
-        #[cfg(unix)]
-        std::os::unix::fs::symlink(&own, &link).unwrap();
         assert!(runs_us("/opt/mcp-manifest-0.1.0", &own));
         assert!(runs_us(&own.to_string_lossy(), &own));
+        // Unix only: a symlink to the binary (Windows needs a privilege to make one).
         #[cfg(unix)]
-        assert!(runs_us(&link.to_string_lossy(), &own));
+        {
+            let link = dir.path().join("link");
+            std::os::unix::fs::symlink(&own, &link).unwrap();
+            assert!(runs_us(&link.to_string_lossy(), &own));
+        }
         assert!(!runs_us("/usr/bin/npx", &own));
     }
 

@@ -32,7 +32,7 @@ pub(crate) fn write_target(path: &Path) -> io::Result<PathBuf> {
                     _ => link,
                 };
             }
-            Ok(_) => return fs::canonicalize(&current).or(Ok(current)),
+            Ok(_) => return crate::providers::platform::canonical(&current).or(Ok(current)),
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 if current == path {
                     return Ok(current);
@@ -66,20 +66,7 @@ pub(crate) fn entry_kind(meta: &fs::Metadata) -> Option<&'static str> {
     if t.is_dir() {
         return Some("is a folder");
     }
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        if t.is_fifo() {
-            return Some("is a FIFO (named pipe)");
-        }
-        if t.is_char_device() || t.is_block_device() {
-            return Some("is a device");
-        }
-        if t.is_socket() {
-            return Some("is a socket");
-        }
-    }
-    Some("is not a regular file")
+    Some(platform::special_kind(&t).unwrap_or("is not a regular file"))
 }
 
 /// The refusal to edit `meta` (of a path that exists) as a file, if it is not one.
@@ -93,20 +80,6 @@ fn not_regular(meta: &fs::Metadata) -> Option<io::Error> {
     Some(io::Error::other(format!("{kind}{not}; left as it is")))
 }
 
-/// The mode of a new file under the process umask (`0666 & !umask`).
-#[cfg(unix)]
-fn default_mode() -> u32 {
-    let umask = fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Umask:"))
-                .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
-        })
-        .unwrap_or(0o022);
-    0o666 & !umask
-}
-
 /// A configuration file, locked for a read-modify-write.
 pub(crate) struct Locked {
     /// The file written (a symlink's target).
@@ -117,8 +90,10 @@ pub(crate) struct Locked {
     existed: Option<(u32, u64)>,
     /// Folders this run made for the file, outermost first.
     pub created_dirs: Vec<PathBuf>,
-    /// Held for the lock; dropped (unlocked) after the rename.
+    /// The file, where it holds the lock (`platform::KEEP_OPEN_WHILE_EDITING`).
     _file: Option<File>,
+    /// Held for the lock; dropped (unlocked) after the rename.
+    _lock: platform::EditLock,
 }
 
 impl Locked {
@@ -142,6 +117,8 @@ pub(crate) const MAX_CONFIG: u64 = 64 << 20;
 /// file is created empty (mode 0600, folders made) when `create`, else `Ok(None)`.
 pub(crate) fn lock(path: &Path, create: bool) -> io::Result<Option<Locked>> {
     let target = write_target(path)?;
+    // Windows: taken before the file is opened (see `platform::lock_path_for_edit`).
+    let edit_lock = platform::lock_path_for_edit(&target)?;
     let mut created_dirs = Vec::new();
     for _ in 0..100 {
         let mut created = false;
@@ -166,8 +143,7 @@ pub(crate) fn lock(path: &Path, create: bool) -> io::Result<Option<Locked>> {
                 }
                 let mut o = OpenOptions::new();
                 o.write(true).create_new(true);
-                #[cfg(unix)]
-                std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
+                platform::owner_only(&mut o);
                 match o.open(&target) {
                     Ok(_) => created = true,
                     Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
@@ -178,8 +154,7 @@ pub(crate) fn lock(path: &Path, create: bool) -> io::Result<Option<Locked>> {
         }
         let mut o = OpenOptions::new();
         o.read(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::custom_flags(&mut o, libc::O_NONBLOCK);
+        platform::non_blocking(&mut o);
         let mut file = match o.open(&target) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
@@ -189,7 +164,7 @@ pub(crate) fn lock(path: &Path, create: bool) -> io::Result<Option<Locked>> {
         if let Some(refused) = not_regular(&meta) {
             return Err(refused);
         }
-        platform::lock_exclusive(&file)?;
+        platform::lock_open_for_edit(&file)?;
         // Another run may have replaced the file while this one waited: lock the new one.
         match fs::metadata(&target) {
             Ok(now) if platform::same_entry(&now, &meta) => {}
@@ -202,20 +177,10 @@ pub(crate) fn lock(path: &Path, create: bool) -> io::Result<Option<Locked>> {
                 meta.len()
             )));
         }
-        #[cfg(unix)]
-        let existed = {
-            use std::os::unix::fs::MetadataExt;
-            if !created && meta.mode() & 0o200 == 0 {
-                return Err(io::Error::other(format!(
-                    "the file is read-only (mode {:04o}); left as it is. To let mcp-manifest edit it: chmod u+w {}",
-                    meta.mode() & 0o7777,
-                    target.display()
-                )));
-            }
-            (!created).then(|| (meta.mode() & 0o7777, meta.nlink()))
-        };
-        #[cfg(not(unix))]
-        let existed = (!created).then_some((0o644, 1));
+        if !created && let Some(refusal) = platform::read_only(&meta, &target) {
+            return Err(io::Error::other(refusal));
+        }
+        let existed = (!created).then(|| (platform::mode_of(&meta), platform::links(&meta)));
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes)?;
         return Ok(Some(Locked {
@@ -223,7 +188,8 @@ pub(crate) fn lock(path: &Path, create: bool) -> io::Result<Option<Locked>> {
             bytes,
             existed,
             created_dirs,
-            _file: Some(file),
+            _file: platform::KEEP_OPEN_WHILE_EDITING.then_some(file),
+            _lock: edit_lock,
         }));
     }
     Err(io::Error::other(
@@ -262,7 +228,7 @@ impl Locked {
         let mode = match self.existed {
             Some((mode, _)) => mode,
             None if private => 0o600,
-            None => new_mode(),
+            None => platform::new_mode(),
         };
         let tmp = temp_beside(&self.target, "tmp", bytes, mode)
             .map_err(|e| format!("{shown}: cannot write: {e}"))?;
@@ -311,14 +277,14 @@ pub(crate) fn replace(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// folder, FIFO, device or socket.
 pub(crate) fn replace_entry(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let mode = match fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_symlink() => new_mode(),
+        Ok(m) if m.file_type().is_symlink() => platform::new_mode(),
         Ok(m) => {
             if let Some(refused) = not_regular(&m) {
                 return Err(refused);
             }
-            mode_of(&m)
+            platform::mode_of(&m)
         }
-        Err(_) => new_mode(),
+        Err(_) => platform::new_mode(),
     };
     let tmp = temp_beside(path, "tmp", bytes, mode)?;
     fs::rename(&tmp, path).inspect_err(|_| {
@@ -326,34 +292,10 @@ pub(crate) fn replace_entry(path: &Path, bytes: &[u8]) -> io::Result<()> {
     })
 }
 
-fn mode_of(m: &fs::Metadata) -> u32 {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        m.mode() & 0o7777
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = m;
-        0o644
-    }
-}
-
-fn new_mode() -> u32 {
-    #[cfg(unix)]
-    {
-        default_mode()
-    }
-    #[cfg(not(unix))]
-    {
-        0o644
-    }
-}
-
 /// Creates `path` with `bytes`; fails with `AlreadyExists` (and writes nothing) when it exists
 /// (also as a dangling symlink). Makes the parent folders.
 pub(crate) fn create_new(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let tmp = temp_beside(path, "tmp", bytes, new_mode())?;
+    let tmp = temp_beside(path, "tmp", bytes, platform::new_mode())?;
     // A hard link is an atomic "create if absent" of a complete file.
     let linked = fs::hard_link(&tmp, path);
     let _ = fs::remove_file(&tmp);
@@ -489,27 +431,9 @@ fn clean_leftovers(target: &Path) {
         let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<i32>().ok()) else {
             continue;
         };
-        if !alive(pid) && e.file_type().is_ok_and(|t| t.is_file()) {
+        if !platform::alive(pid) && e.file_type().is_ok_and(|t| t.is_file()) {
             let _ = fs::remove_file(e.path());
         }
-    }
-}
-
-fn alive(pid: i32) -> bool {
-    #[cfg(unix)]
-    {
-        match rustix::process::Pid::from_raw(pid) {
-            Some(p) => !matches!(
-                rustix::process::test_kill_process(p),
-                Err(rustix::io::Errno::SRCH)
-            ),
-            None => true,
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = pid;
-        true
     }
 }
 
@@ -523,15 +447,11 @@ fn temp_beside(path: &Path, kind: &str, bytes: &[u8], mode: u32) -> io::Result<P
         let tmp = dir.join(format!(".{name}.{kind}-{}-{n}", std::process::id()));
         let mut o = OpenOptions::new();
         o.write(true).create_new(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
+        platform::owner_only(&mut o);
         match o.open(&tmp) {
             Ok(mut f) => {
                 let written = f.write_all(bytes).and_then(|()| {
-                    #[cfg(unix)]
-                    rustix::fs::fchmod(&f, rustix::fs::Mode::from_raw_mode(mode))?;
-                    #[cfg(not(unix))]
-                    let _ = mode;
+                    platform::set_mode(&f, mode)?;
                     f.sync_all()
                 });
                 if let Err(e) = written {

@@ -12,6 +12,7 @@ use crate::manifest::expand::{format_duration, format_size};
 use crate::manifest::{self, Diagnostics, Exec, OutputKind};
 use crate::params::{Noun, Params};
 use crate::process::{self, Children, Ending, ProcessOutcome, ProcessSpec};
+use crate::tools::output_schema::OutputSchema;
 use crate::tools::{CallContext, Hints, ToolContent, ToolInfo, ToolResult};
 
 /// Lines of stderr quoted in an error result.
@@ -23,7 +24,7 @@ pub(crate) struct ShellTool {
     children: Arc<Children>,
     params: Params,
     exec: Compiled,
-    output_schema: Option<jsonschema::Validator>,
+    output_schema: Option<OutputSchema>,
     info: ToolInfo,
 }
 
@@ -91,7 +92,7 @@ impl ShellTool {
             );
         }
         let output_schema = match &def.output_schema {
-            Some((schema, loc)) => match jsonschema::validator_for(schema) {
+            Some((schema, loc)) => match OutputSchema::compile(schema) {
                 Ok(v) => Some(v),
                 Err(e) => {
                     diags.push(
@@ -274,14 +275,7 @@ impl ShellTool {
             other => serde_json::json!({ "result": other }),
         };
         if let Some(v) = &self.output_schema {
-            let problems: Vec<String> = v
-                .iter_errors(&structured)
-                .take(10)
-                .map(|e| {
-                    let at = e.instance_path().to_string();
-                    format!("at `{}`: {e}", if at.is_empty() { "/" } else { &at })
-                })
-                .collect();
+            let problems = v.problems(&structured, 10);
             if !problems.is_empty() {
                 return ToolResult::error(format!(
                     "tool `{name}` printed JSON that does not match its output_schema:\n{}\n\nstdout:\n{}",

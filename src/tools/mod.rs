@@ -1,18 +1,17 @@
-//! Tools: the plain types a tool call answers with (no MCP types here) and the manifest's
-//! shell-backed tools (`command.rs`: `ShellTool`, one `[tools.NAME]`: build-time checks,
+//! Tools: what a call carries (`CallContext`; the plain types it answers with are
+//! `providers::tool`'s, as sources offer tools too) and the manifest's shell-backed tools (`command.rs`: `ShellTool`, one `[tools.NAME]`: build-time checks,
 //! listing, calling through `crate::process`, arguments checked by `crate::params`).
 
 pub(crate) mod command;
+pub(crate) mod output_schema;
 pub(crate) mod search;
 pub(crate) mod templates;
 
-use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
-use crate::providers::Contents;
-
 pub(crate) use crate::process::Progress;
+pub use crate::providers::tool::{Hints, ToolContent, ToolInfo, ToolResult};
 pub(crate) use command::ShellTool;
 pub(crate) use search::SearchTool;
 
@@ -42,62 +41,5 @@ impl CallContext {
     /// Whether the caller sees the resource `uri`.
     pub fn sees_resource(&self, uri: &str) -> bool {
         self.seen.as_ref().is_none_or(|f| f.resource(uri))
-    }
-}
-
-/// A tool as listed.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolInfo {
-    pub name: String,
-    pub title: Option<String>,
-    pub description: Option<String>,
-    /// JSON Schema object for the arguments (`type: object` at the root).
-    pub input_schema: serde_json::Map<String, Value>,
-    pub output_schema: Option<serde_json::Map<String, Value>>,
-    pub hints: Hints,
-    /// The `ui://` resource of the MCP Apps view that shows this tool's results (`view = …`).
-    pub view: Option<String>,
-}
-
-/// Tool annotations, always sent explicitly.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Hints {
-    pub read_only: bool,
-    pub destructive: bool,
-    pub idempotent: bool,
-    pub open_world: bool,
-}
-
-/// One block of a tool result.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ToolContent {
-    Text(String),
-    /// An embedded resource (text or blob).
-    Resource(Contents),
-}
-
-/// The outcome of a call: failures the model should see are `is_error` results, not errors.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct ToolResult {
-    pub content: Vec<ToolContent>,
-    pub structured: Option<Value>,
-    pub is_error: bool,
-}
-
-impl ToolResult {
-    pub fn text(text: impl Into<String>) -> ToolResult {
-        ToolResult {
-            content: vec![ToolContent::Text(text.into())],
-            structured: None,
-            is_error: false,
-        }
-    }
-
-    pub fn error(text: impl Into<String>) -> ToolResult {
-        ToolResult {
-            content: vec![ToolContent::Text(text.into())],
-            structured: None,
-            is_error: true,
-        }
     }
 }

@@ -6,7 +6,7 @@
 //! the template (`crate::uri`), and the registry reads that URI exactly as `resources/read`
 //! would. So access checks, caps, timeouts and cancellation are the read's own.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use crate::providers::spec::TemplateSpec;
 use crate::providers::{Body, Contents, RequestError};
@@ -19,23 +19,6 @@ use crate::uri::{VarValue, Vars};
 pub(crate) struct TemplateTool {
     spec: TemplateSpec,
     info: ToolInfo,
-}
-
-/// The JSON Schema of the rows a SQL statement answers.
-pub(crate) fn rows_schema() -> Map<String, Value> {
-    let schema = json!({
-        "type": "object",
-        "properties": {
-            "columns": { "type": "array", "items": { "type": "string" } },
-            "rows": { "type": "array", "items": { "type": "object" } },
-            "truncated": { "type": "boolean" }
-        },
-        "required": ["columns", "rows", "truncated"]
-    });
-    match schema {
-        Value::Object(m) => m,
-        _ => Map::new(),
-    }
 }
 
 impl TemplateTool {
@@ -52,7 +35,7 @@ impl TemplateTool {
             title: None,
             description: Some(description),
             input_schema: spec.args.input_schema(),
-            output_schema: spec.rows.then(rows_schema),
+            output_schema: spec.rows.then(crate::providers::sql::rows::schema),
             hints: Hints {
                 read_only: true,
                 destructive: false,

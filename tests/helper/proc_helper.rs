@@ -7,8 +7,10 @@
 //! - `out TEXT` / `outln TEXT`: prints TEXT (and a newline); `err TEXT`: TEXT and a newline on
 //!   stderr;
 //! - `bytes N`: prints N bytes `x`; `forever`: prints `y` lines until killed;
-//! - `stdin`: prints how many bytes standard input held;
-//! - `sleep MS`; `exit CODE`;
+//! - `steps N MS`: writes `step I` lines on stderr, one every MS milliseconds, then `done` and
+//!   a newline on stdout (a tool that reports progress);
+//! - `stdin`: prints how many bytes standard input held; `cat FILE`: prints the file;
+//! - `sleep MS`; `sleep_s SECONDS`; `exit CODE`;
 //! - `pid FILE`: writes its pid to FILE (whole once it exists); `append FILE TEXT`: appends TEXT and a newline;
 //! - `wait FILE`: waits until FILE exists;
 //! - `spawn FILE`: starts itself in the background as `pid FILE sleep 300000` (a grandchild
@@ -50,6 +52,19 @@ fn main() {
                     std::process::exit(1);
                 }
             },
+            "steps" => {
+                let n: u32 = next(&mut args, "steps").parse().unwrap();
+                let ms: u64 = next(&mut args, "steps").parse().unwrap();
+                for i in 0..n {
+                    eprintln!("step {i}");
+                    std::thread::sleep(Duration::from_millis(ms));
+                }
+                writeln!(out, "done").unwrap();
+            }
+            "cat" => {
+                let file = next(&mut args, "cat");
+                out.write_all(&std::fs::read(file).unwrap()).unwrap();
+            }
             "stdin" => {
                 let mut buf = Vec::new();
                 let _ = std::io::stdin().read_to_end(&mut buf);
@@ -59,6 +74,11 @@ fn main() {
                 let ms: u64 = next(&mut args, "sleep").parse().unwrap();
                 out.flush().unwrap();
                 std::thread::sleep(Duration::from_millis(ms));
+            }
+            "sleep_s" => {
+                let secs: u64 = next(&mut args, "sleep_s").parse().unwrap();
+                out.flush().unwrap();
+                std::thread::sleep(Duration::from_secs(secs));
             }
             "exit" => {
                 out.flush().unwrap();

@@ -91,7 +91,8 @@ fn durations_have_one_grammar() {
     // Compound and short forms pass.
     assert_eq!(
         f.check_lines(
-            "[server]\ndebounce = \"500ms\"\n[tools.t]\ncommand = [\"echo\"]\ntimeout = \"1h30m\"\n[tools.u]\ncommand = [\"echo\"]\ntimeout = \"90s\"\n"
+            // `find`: a program on the PATH of every platform (findutils; Windows' find.exe).
+            "[server]\ndebounce = \"500ms\"\n[tools.t]\ncommand = [\"find\"]\ntimeout = \"1h30m\"\n[tools.u]\ncommand = [\"find\"]\ntimeout = \"90s\"\n"
         ),
         Vec::<String>::new()
     );
@@ -130,9 +131,10 @@ fn a_program_not_on_the_path_is_a_warning_naming_that_path() {
     let f = fixture();
     let lines = f.check_lines(concat!(
         "[tools.gone]\ncommand = [\"mcp-manifest-surely-no-such-program\"]\n",
-        "[tools.here]\ncommand = [\"sh\", \"-c\", \"true\"]\n",
+        // `find`: a program on the PATH of every platform (findutils; Windows' find.exe).
+        "[tools.here]\ncommand = [\"find\", \".\"]\n",
         "[tools.abs]\ncommand = [\"./bin/missing\"]\n",
-        "[tools.own_path]\ncommand = [\"sh\"]\nenv = { PATH = \"/mcp-manifest-nowhere\" }\n",
+        "[tools.own_path]\ncommand = [\"find\"]\nenv = { PATH = \"/mcp-manifest-nowhere\" }\n",
         "[templates.cmd]\nuri = \"cmd://{x}\"\ncommand = [\"mcp-manifest-no-such-either\", \"{x}\"]\n",
     ));
     let path = std::env::var("PATH").unwrap_or_default();
@@ -141,8 +143,8 @@ fn a_program_not_on_the_path_is_a_warning_naming_that_path() {
         lines,
         [
             format!("bad.toml:2:12: warning: [tools.gone]: program `mcp-manifest-surely-no-such-program` is not on the tools' PATH (`{path}`); install it, give its absolute path, or add its folder to PATH"),
-            format!("bad.toml:6:12: warning: [tools.abs]: program `{}/bin/missing` does not exist", root.display()),
-            "bad.toml:8:12: warning: [tools.own_path]: program `sh` is not on the tools' PATH (`/mcp-manifest-nowhere`); install it, give its absolute path, or add its folder to PATH".to_owned(),
+            format!("bad.toml:6:12: warning: [tools.abs]: program `{}` does not exist", root.join("bin").join("missing").display()),
+            "bad.toml:8:12: warning: [tools.own_path]: program `find` is not on the tools' PATH (`/mcp-manifest-nowhere`); install it, give its absolute path, or add its folder to PATH".to_owned(),
             format!("bad.toml:12:12: warning: [templates.cmd]: program `mcp-manifest-no-such-either` is not on the tools' PATH (`{path}`); install it, give its absolute path, or add its folder to PATH"),
         ]
     );
@@ -200,13 +202,15 @@ fn overlapping_sources_are_a_warning() {
             _ => l.to_string(),
         })
         .collect();
-    let root = f.root();
+    // The file's path as the platform writes it.
+    let a = f.root().join("docs").join("a.md");
+    let b = f.root().join("docs").join("sub").join("b.md");
     assert_eq!(
         w,
         [
-            format!("bad.toml:4:8: warning: [files.docs] overlaps [files.all]: both serve `{}/docs/a.md` (and maybe more); a file both serve is listed once, under [files.all], and read with its rules", root.display()),
-            format!("bad.toml:6:8: warning: [files.sub] overlaps [files.all]: both serve `{}/docs/sub/b.md` (and maybe more); a file both serve is listed once, under [files.all], and read with its rules", root.display()),
-            format!("bad.toml:6:8: warning: [files.sub] overlaps [files.docs]: both serve `{}/docs/sub/b.md` (and maybe more); a file both serve is listed once, under [files.docs], and read with its rules", root.display()),
+            format!("bad.toml:4:8: warning: [files.docs] overlaps [files.all]: both serve `{}` (and maybe more); a file both serve is listed once, under [files.all], and read with its rules", a.display()),
+            format!("bad.toml:6:8: warning: [files.sub] overlaps [files.all]: both serve `{}` (and maybe more); a file both serve is listed once, under [files.all], and read with its rules", b.display()),
+            format!("bad.toml:6:8: warning: [files.sub] overlaps [files.docs]: both serve `{}` (and maybe more); a file both serve is listed once, under [files.docs], and read with its rules", b.display()),
             "bad.toml:11:7: warning: [templates.two] URI `notes://{name}` matches the same URIs as [templates.one]".to_owned(),
             "bad.toml:16:7: warning: [templates.shadow] URI `git://repo/mine/{x}` overlaps [git.repo], which is asked first: a URI both could serve is read from [git.repo]".to_owned(),
         ],
@@ -219,7 +223,7 @@ fn a_prompt_passing_slashes_into_a_simple_variable_is_a_warning() {
     let f = fixture();
     let text = |op: &str| {
         format!(
-            "[templates.compare]\nuri = \"compare://main/{{{op}branch}}\"\ncommand = [\"echo\", \"{{branch}}\"]\n\n[prompts.review]\nargs.branch = {{ required = true }}\nmessages = [{{ role = \"user\", resource = \"compare://main/{{branch}}\" }}]\n"
+            "[templates.compare]\nuri = \"compare://main/{{{op}branch}}\"\ncommand = [\"find\", \"{{branch}}\"]\n\n[prompts.review]\nargs.branch = {{ required = true }}\nmessages = [{{ role = \"user\", resource = \"compare://main/{{branch}}\" }}]\n"
         )
     };
     assert_eq!(

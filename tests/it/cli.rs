@@ -144,6 +144,8 @@ fn every_example_manifest_checks() {
     assert!(checked >= 3, "examples/notes, shop and project");
 }
 
+// Unix only: a terminal made by `script(1)` (util-linux).
+#[cfg(unix)]
 #[test]
 fn serve_on_a_terminal_says_what_it_serves_on_stderr() {
     use std::io::{BufRead, BufReader};

@@ -302,6 +302,12 @@ fn lists_reads_and_completes(kind: Kind) {
         assert!(uris.contains(&db.uri(want).as_str()), "{want}: {uris:?}");
     }
     assert!(!uris.contains(&db.uri("queries/by_id").as_str()));
+    // The SQL tool is off unless the section asks for it.
+    let (tools, _) = crate::support::list_all(&mut s, "tools/list", "tools");
+    assert!(
+        tools.iter().all(|t| t["name"] != "shop_sql"),
+        "{kind:?}: an SQL tool without `sql_tool = true`"
+    );
     let customers = read_json(&mut s, &db.uri("tables/customers"));
     assert_eq!(customers["columns"], json!(["id", "name", "city"]));
     assert_eq!(
@@ -602,6 +608,7 @@ fn attempts(kind: Kind) -> Vec<(&'static str, Outcome)> {
             ("CALL p()", Refused("only statements that read")),
             ("COMMIT", Refused("only statements that read")),
             ("EXPLAIN DELETE FROM items", Unchanged),
+            ("SELECT bump()", Refused("READ ONLY")),
         ]),
     }
     out
@@ -612,7 +619,14 @@ fn attempts(kind: Kind) -> Vec<(&'static str, Outcome)> {
 fn sql_tool_refuses_writes_and_leaves_the_database_unchanged(kind: Kind) {
     let extra = match kind {
         Kind::Postgres => "CREATE SEQUENCE counter;",
-        _ => "",
+        // A function that writes with its definer's (root's) rights, which the reading account
+        // may execute: only the engine's read-only transaction stands in its way.
+        Kind::Mysql => {
+            "CREATE FUNCTION bump() RETURNS INT MODIFIES SQL DATA SQL SECURITY DEFINER \
+             BEGIN INSERT INTO items VALUES (98, 1, 'bumped'); RETURN 1; END;
+             GRANT EXECUTE ON FUNCTION bump TO 'app'@'%';"
+        }
+        Kind::Sqlite => "",
     };
     let db = Db::new(kind, "tool_writes", extra);
     db.manifest("sql_tool = true\ntimeout = \"1s\"", "");
@@ -826,15 +840,45 @@ fn check_says_which_sources_have_an_sql_tool(kind: Kind) {
 }
 
 macro_rules! for_each_engine {
-    ($($test:ident),* $(,)?) => {
+    ($($test:ident),* $(,)? ; seen_running: $($seen:ident),* $(,)?) => {
         mod sqlite {
             $( #[test] fn $test() { super::$test(super::Kind::Sqlite) } )*
+            // A SQLite statement is seen running by the database's descriptors in
+            // /proc/PID/fd (`Db::running`): Linux only.
+            $(
+                #[test]
+                #[cfg_attr(
+                    not(target_os = "linux"),
+                    ignore = "SQLite statements are seen running through /proc/PID/fd: Linux only"
+                )]
+                fn $seen() { super::$seen(super::Kind::Sqlite) }
+            )*
         }
+        // The PostgreSQL cluster and MariaDB server are started from the system's binaries
+        // (`postgres/cluster.rs`, `mysql/server.rs`): Unix only; Wine has none.
         mod postgres {
-            $( #[test] fn $test() { super::$test(super::Kind::Postgres) } )*
+            $(
+                #[test]
+                #[cfg_attr(not(unix), ignore = "needs a PostgreSQL cluster: Unix only")]
+                fn $test() { super::$test(super::Kind::Postgres) }
+            )*
+            $(
+                #[test]
+                #[cfg_attr(not(unix), ignore = "needs a PostgreSQL cluster: Unix only")]
+                fn $seen() { super::$seen(super::Kind::Postgres) }
+            )*
         }
         mod mysql {
-            $( #[test] fn $test() { super::$test(super::Kind::Mysql) } )*
+            $(
+                #[test]
+                #[cfg_attr(not(unix), ignore = "needs a MariaDB server: Unix only")]
+                fn $test() { super::$test(super::Kind::Mysql) }
+            )*
+            $(
+                #[test]
+                #[cfg_attr(not(unix), ignore = "needs a MariaDB server: Unix only")]
+                fn $seen() { super::$seen(super::Kind::Mysql) }
+            )*
         }
     };
 }
@@ -846,8 +890,9 @@ for_each_engine!(
     sql_tool_answers_rows_within_limits,
     sql_tool_refuses_writes_and_leaves_the_database_unchanged,
     statements_past_their_timeout_are_stopped,
+    subscriptions_see_writes,
+    check_says_which_sources_have_an_sql_tool;
+    seen_running:
     cancelled_statements_stop_on_the_server,
     the_server_stops_its_statements_when_it_exits,
-    subscriptions_see_writes,
-    check_says_which_sources_have_an_sql_tool,
 );

@@ -155,15 +155,17 @@ fn every_way_out_of_the_root_is_not_found() {
     f.write("docs/sub/b.md", "inside too");
     f.write("secret.txt", "outside");
     f.write("docs-other/x.md", "sibling with a shared prefix");
-    #[cfg(unix)]
-    {
-        std::os::unix::fs::symlink(f.path("secret.txt"), f.path("docs/link-out.txt")).unwrap();
-        std::os::unix::fs::symlink(f.path("docs/a.md"), f.path("docs/link-in.md")).unwrap();
-        std::os::unix::fs::symlink(f.root(), f.path("docs/up")).unwrap();
-    }
+    let linked = crate::support::symlink(f.path("secret.txt"), f.path("docs/link-out.txt"))
+        & crate::support::symlink(f.path("docs/a.md"), f.path("docs/link-in.md"))
+        & crate::support::symlink(f.root(), f.path("docs/up"));
     f.manifest("[files.docs]\nroot = \"docs\"\n");
     let mut s = f.serve().started();
-    let root = f.path("docs").display().to_string();
+    // `file:///C:/…` on Windows: `root` is what follows `file://`.
+    let root_uri = crate::support::file_uri(&f.path("docs"));
+    let root = root_uri
+        .strip_prefix("file://")
+        .expect("a file URI")
+        .to_owned();
     let attempts = [
         format!("file://{root}/../secret.txt"),
         format!("file://{root}/sub/../../secret.txt"),
@@ -182,7 +184,17 @@ fn every_way_out_of_the_root_is_not_found() {
         format!("file://{root}"),
         format!("file://{root}/"),
         format!("file://{root}/sub"),
-        format!("file://{}", f.path("secret.txt").display()),
+        // What Windows would open as something else: an alternate data stream, trailing dots
+        // and spaces, a device, backslashes (not found on Unix either: no such files).
+        format!("file://{root}/a.md::$DATA"),
+        format!("file://{root}/a.md:x"),
+        format!("file://{root}/a.md."),
+        format!("file://{root}/a.md%20"),
+        format!("file://{root}/CON"),
+        format!("file://{root}/nul.md"),
+        format!("file://{root}/sub%5C..%5C..%5Csecret.txt"),
+        format!("file://{root}/sub%5Cb.md"),
+        crate::support::file_uri(&f.path("secret.txt")),
         "file:///etc/passwd".to_owned(),
         "file://../../etc/passwd".to_owned(),
         format!("FILE://{root}/a.md"),
@@ -198,8 +210,10 @@ fn every_way_out_of_the_root_is_not_found() {
         );
     }
     // A symlink that stays inside the root is fine; the file is listed once, at its target.
-    let r = s.ok("resources/read", json!({"uri": f.uri("docs/link-in.md")}));
-    assert_eq!(r["contents"][0]["text"], "inside");
+    if linked {
+        let r = s.ok("resources/read", json!({"uri": f.uri("docs/link-in.md")}));
+        assert_eq!(r["contents"][0]["text"], "inside");
+    }
     assert_eq!(listed(&mut s), ["a.md", "sub/b.md"]);
     // Completion never reveals anything outside.
     let c = s.ok(
@@ -213,13 +227,19 @@ fn every_way_out_of_the_root_is_not_found() {
 #[test]
 fn names_with_spaces_hash_question_mark_and_unicode_round_trip() {
     let f = Fixture::new();
-    f.write("d/a b/c#1?.md", "odd");
+    // Windows names cannot hold `?`: there the odd name has a `;` and a `&` instead.
+    let odd = if cfg!(windows) {
+        "a b/c#1;&.md"
+    } else {
+        "a b/c#1?.md"
+    };
+    f.write(&format!("d/{odd}"), "odd");
     f.write("d/ünï.txt", "unicode");
     f.write("d/100%.txt", "percent");
     f.manifest("[files.d]\nroot = \"d\"\n");
     let mut s = f.serve().started();
     let (all, _) = list_all(&mut s, "resources/list", "resources");
-    assert_eq!(names(&all), ["100%.txt", "a b/c#1?.md", "ünï.txt"]);
+    assert_eq!(names(&all), ["100%.txt", odd, "ünï.txt"]);
     for r in &all {
         let uri = r["uri"].as_str().expect("uri");
         assert!(
@@ -277,7 +297,7 @@ fn template_is_listed_and_completes_path_by_prefix_capped_at_100() {
     f.manifest("[files.d]\nroot = \"d\"\n");
     let mut s = f.serve().started();
     let t = s.ok("resources/templates/list", json!({}));
-    let template = format!("file://{}/{{+path}}", f.path("d").display());
+    let template = format!("{}/{{+path}}", crate::support::file_uri(&f.path("d")));
     assert_eq!(t["resourceTemplates"][0]["uriTemplate"], template);
     assert_eq!(t["resourceTemplates"][0]["name"], "d");
     let complete = |s: &mut Server, value: &str| {
@@ -407,7 +427,6 @@ fn without_watching_every_listing_and_read_sees_the_current_tree() {
 /// next to it: FIFOs, symlinks and names that are not UTF-8 are left out.
 #[test]
 fn each_file_of_a_large_folder_is_listed_with_its_own_size_time_and_type() {
-    use std::os::unix::ffi::OsStrExt as _;
     use std::time::{Duration, UNIX_EPOCH};
     let f = Fixture::new();
     let mut want = Vec::new();
@@ -445,15 +464,9 @@ fn each_file_of_a_large_folder_is_listed_with_its_own_size_time_and_type() {
         "d/f001.dat9",
         UNIX_EPOCH - Duration::new(14_182_939, 500_000_000),
     );
-    let fifo = std::process::Command::new("mkfifo")
-        .arg(f.path("d/pipe.txt"))
-        .status()
-        .expect("run mkfifo");
-    assert!(fifo.success());
-    std::os::unix::fs::symlink(f.path("d/f000.txt"), f.path("d/link.txt")).unwrap();
-    std::os::unix::fs::symlink(f.path("d"), f.path("d/dir-link")).unwrap();
-    let raw = std::ffi::OsStr::from_bytes(b"d/bad-\xff.txt");
-    std::fs::write(f.root().join(raw), "x").unwrap();
+    crate::support::symlink(f.path("d/f000.txt"), f.path("d/link.txt"));
+    crate::support::symlink(f.path("d"), f.path("d/dir-link"));
+    unlisted_unix_entries(&f);
     f.manifest("[server]\npage_size = 150\n\n[files.d]\nroot = \"d\"\nwatch = false\n");
     let mut s = f.serve().started();
     let (all, pages) = list_all(&mut s, "resources/list", "resources");
@@ -476,3 +489,21 @@ fn each_file_of_a_large_folder_is_listed_with_its_own_size_time_and_type() {
     assert_eq!(modified(0), "2001-02-03T04:05:06Z");
     assert_eq!(modified(1), "1969-07-20T20:17:40Z");
 }
+
+/// A FIFO and a name that is not UTF-8 in `d/`, never listed. Unix only: Windows has no FIFO
+/// in its file system, and its names are UTF-16 (devices and names it would alias are refused
+/// by `platform::windows::tests`).
+#[cfg(unix)]
+fn unlisted_unix_entries(f: &Fixture) {
+    use std::os::unix::ffi::OsStrExt as _;
+    let fifo = std::process::Command::new("mkfifo")
+        .arg(f.path("d/pipe.txt"))
+        .status()
+        .expect("run mkfifo");
+    assert!(fifo.success());
+    let raw = std::ffi::OsStr::from_bytes(b"d/bad-\xff.txt");
+    std::fs::write(f.root().join(raw), "x").expect("write");
+}
+
+#[cfg(not(unix))]
+fn unlisted_unix_entries(_: &Fixture) {}

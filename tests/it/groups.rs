@@ -193,10 +193,23 @@ fn expose_filters_the_default_endpoint() {
 #[test]
 fn patterns_that_match_nothing_are_errors_and_many_tools_a_warning() {
     let f = fixture();
+    // Skills and views are sources too: the groups are still checked with them.
+    f.write(
+        "skills/lint/SKILL.md",
+        "---\nname: lint\ndescription: Lints the code\n---\nRun the linter.\n",
+    );
     let lines = f.check_lines(
         r#"
 [files.docs]
 root = "docs"
+
+[skills.team]
+root = "skills"
+
+[tools.rows]
+command = ["printf", "[]"]
+output = "json"
+view = "table"
 
 [groups.g]
 tools = ["search_files", "serach_*"]
@@ -207,17 +220,17 @@ prompts = ["none"]
     let text = lines.join("\n");
     assert!(
         text.contains(
-            "bad.toml:6:26: [groups.g] `tools`: `serach_*` matches no tool; the tools are:"
+            "bad.toml:14:26: [groups.g] `tools`: `serach_*` matches no tool; the tools are:"
         ),
         "{text}"
     );
     assert!(
-        text.contains("bad.toml:7:14: [groups.g] `resources`: `git://nothing/*` matches no resource or template"),
+        text.contains("bad.toml:15:14: [groups.g] `resources`: `git://nothing/*` matches no resource or template"),
         "{text}"
     );
     assert!(
         text.contains(
-            "bad.toml:8:12: [groups.g] `prompts`: `none` matches no prompt; there are no prompts"
+            "bad.toml:16:12: [groups.g] `prompts`: `none` matches no prompt; there are no prompts"
         ),
         "{text}"
     );
@@ -260,4 +273,70 @@ fn serving_an_unknown_group_fails_naming_the_groups() {
         "{}",
         stderr(&out)
     );
+}
+
+/// `check` prints, per endpoint, how many tools `tools/list` gives there and the answer's size
+/// in bytes, and both are what a session on that endpoint gets.
+#[test]
+fn check_prints_tools_list_per_endpoint_as_sessions_get_it() {
+    let f = fixture();
+    let out = f.run(&["check"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = crate::support::stdout(&out);
+    assert!(text.contains("tools/list per endpoint"), "{text}");
+    for (endpoint, group) in [("default", None), ("public", Some("public"))] {
+        let mut s = Server::in_process_group(&f.path("mcp-server.toml"), group).started();
+        let list = s.ok("tools/list", json!({}));
+        let tools = list["tools"].as_array().expect("tools").len();
+        let bytes = serde_json::to_string(&list).expect("JSON").len();
+        let row = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{endpoint} ")))
+            .unwrap_or_else(|| panic!("no row for {endpoint}: {text}"));
+        let figures: Vec<usize> = row
+            .split_whitespace()
+            .filter_map(|w| w.parse().ok())
+            .collect();
+        assert_eq!(figures, [tools, bytes], "{endpoint}: {row}\n{list}");
+    }
+}
+
+/// A view goes with its tool: a group showing a tool lists and reads its chart view (and the
+/// table view every endpoint shares); a group without the tool does not see its chart.
+#[test]
+fn a_group_sees_the_views_of_its_tools() {
+    let f = Fixture::new();
+    f.manifest(
+        r#"
+[tools.people]
+command = ["printf", "[]"]
+output = "json"
+view = { chart = "bar", x = "name", y = ["age"] }
+
+[tools.rows]
+command = ["printf", "[]"]
+output = "json"
+view = "table"
+
+[groups.with_chart]
+tools = ["people"]
+resources = []
+
+[groups.without]
+tools = ["rows"]
+resources = []
+"#,
+    );
+    let chart = "ui://mcp-manifest/chart/people";
+    let table = "ui://mcp-manifest/table";
+    let mut s = group(&f, "with_chart");
+    let (resources, _) = list_all(&mut s, "resources/list", "resources");
+    assert_eq!(names(&resources, "uri"), [chart, table]);
+    let r = s.ok("resources/read", json!({"uri": chart}));
+    assert!(r["contents"][0]["text"].is_string(), "{r}");
+    let mut s = group(&f, "without");
+    let (resources, _) = list_all(&mut s, "resources/list", "resources");
+    assert_eq!(names(&resources, "uri"), [table]);
+    let e = s.err("resources/read", json!({"uri": chart}));
+    assert!(e["code"].is_i64(), "{e}");
 }

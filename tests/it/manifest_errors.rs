@@ -254,3 +254,77 @@ fn watch_is_true_false_or_poll_and_poll_interval_at_least_100ms() {
         ["bad.toml:4:17: [files.docs] `poll_interval` must be at least 100ms"]
     );
 }
+
+/// `${param}` in a tool's `run` (or `command`) is the manifest's own `${VAR}` expansion, done
+/// when the manifest loads: the message says how the parameter does reach the tool, in that
+/// tool's shell, at the reference itself, and no second "environment variable is not set"
+/// message follows. A script's own variable not in the environment is told to write `$${f}`.
+#[test]
+fn dollar_brace_param_in_run_names_the_form_that_works() {
+    assert_eq!(
+        diagnose(concat!(
+            "[tools.recent]\n",
+            "run = 'git log -n \"${count}\" -- \"$path\"'\n",
+            "params.count = { type = \"integer\", default = 10 }\n",
+            "params.path = { type = \"string\", default = \".\" }\n",
+            "\n",
+            "[tools.ps]\n",
+            "shell = \"pwsh\"\n",
+            "run = 'Write-Output ${name}'\n",
+            "params.name = { type = \"string\" }\n",
+            "\n",
+            "[tools.argv]\n",
+            "command = [\"echo\", \"--\", \"${word}\"]\n",
+            "params.word = { type = \"string\" }\n",
+            "\n",
+            "[tools.loop]\n",
+            "run = 'for f in *; do echo \"${MCP_MANIFEST_NO_SUCH_f}\"; done; echo $${f} ${MCP_MANIFEST_NO_SUCH_g:-x}'\n",
+        )),
+        [
+            "bad.toml:2:20: tool `recent`: `${count}` in `run` is the manifest's `${VAR}`, filled from the server's environment when the manifest loads, not parameter `count`; parameters reach the script as environment variables: write `\"$count\"` (or `$${count}`, which the shell reads as `${count}`)",
+            "bad.toml:8:21: tool `ps`: `${name}` in `run` is the manifest's `${VAR}`, filled from the server's environment when the manifest loads, not parameter `name`; parameters reach the script as environment variables: write `$env:name`",
+            "bad.toml:12:27: tool `argv`: `${word}` in `command` is the manifest's `${VAR}`, filled from the server's environment when the manifest loads, not parameter `word`; write `{word}`: in `command` each `{param}` becomes part of one argument",
+            "bad.toml:16:29: tool `loop`: `${MCP_MANIFEST_NO_SUCH_f}` in `run` is the manifest's `${VAR}`, filled when the manifest loads, and environment variable `MCP_MANIFEST_NO_SUCH_f` is not set; for the script's own variable write `$${MCP_MANIFEST_NO_SUCH_f}` (or `$MCP_MANIFEST_NO_SUCH_f`), for the environment give a default: `${MCP_MANIFEST_NO_SUCH_f:-value}`",
+        ]
+    );
+    // Written as the message says, each checks.
+    let f = Fixture::new();
+    f.manifest(concat!(
+        "[tools.recent]\n",
+        "run = 'echo \"$count\" $${count}'\n",
+        "params.count = { type = \"integer\", default = 10 }\n",
+    ));
+    let out = f.run(&["check"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+/// A section of named entries written as an array of tables (`[[tools]]`, `tools = [{…}]`) is
+/// told the `[tools.NAME]` form, with the entry's `name` when it has one; `[[server]]` that it
+/// is one table.
+#[test]
+fn array_of_tables_gets_the_named_table_form() {
+    assert_eq!(
+        diagnose(concat!(
+            "[[server]]\n",
+            "name = \"x\"\n",
+            "\n",
+            "[[tools]]\n",
+            "name = \"search\"\n",
+            "command = [\"rg\", \"{pattern}\"]\n",
+            "\n",
+            "[[prompts]]\n",
+            "description = \"no name\"\n",
+        )),
+        [
+            "bad.toml:1:1: `server` must be a table or a value, found an array; write `[server]` (one table), not `[[server]]`",
+            "bad.toml:4:1: `tools` must be a table, found an array; each entry of `[tools]` is a table named by its key, not an item of an array (`[[tools]]`): write `[tools.search]` (the name goes in the header, not in a `name` key)",
+            "bad.toml:8:1: `prompts` must be a table, found an array; each entry of `[prompts]` is a table named by its key, not an item of an array (`[[prompts]]`): write `[prompts.NAME]`",
+        ]
+    );
+    assert_eq!(
+        diagnose("tools = [{ name = \"a\", command = [\"true\"] }]\n"),
+        [
+            "bad.toml:1:9: `tools` must be a table, found an array; each entry of `[tools]` is a table named by its key, not an item of an array (`[[tools]]`): write `[tools.a]` (the name goes in the header, not in a `name` key)"
+        ]
+    );
+}

@@ -407,6 +407,7 @@ fn annotations_default_to_mcp_and_read_only_is_not_destructive() {
         r#"
 [tools.bare]
 run = 'true'
+shell = "sh"
 
 [tools.reader]
 command = ["cat", "x"]
@@ -785,7 +786,7 @@ command = ["grep", "-E", "^Sig(Ign|Blk)", "/proc/self/status"]
 fn output_over_the_cap_is_cut_even_when_the_program_exits_first() {
     // The helper writes everything into the pipe and exits before the reader reaches the cap.
     let f = Fixture::new();
-    let helper = crate::support::helper().display().to_string();
+    let helper = crate::support::helper_path();
     f.manifest(&format!(
         r#"
 [tools.over]

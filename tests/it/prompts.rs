@@ -59,11 +59,17 @@ fn prompts_are_listed_with_their_arguments() {
     );
 }
 
+/// What `file://{path}` needs as `path` to name `p`: the path itself on Unix, `/C:/…` on Windows.
+fn uri_path(p: &std::path::Path) -> String {
+    let uri = crate::support::file_uri(p);
+    uri.strip_prefix("file://").expect("a file URI").to_owned()
+}
+
 #[test]
 fn a_prompt_embeds_a_file_read_through_the_server() {
     let f = fixture();
     let mut s = f.serve().started();
-    let path = f.path("docs/a b.md").display().to_string();
+    let path = uri_path(&f.path("docs/a b.md"));
     let r = s.ok(
         "prompts/get",
         json!({"name": "review", "arguments": {"path": path, "focus": "naming"}}),
@@ -96,7 +102,7 @@ fn a_prompt_cannot_embed_a_hidden_or_outside_file() {
         "docs/../outside.txt",
         "docs/missing.md",
     ] {
-        let path = format!("{}/{rel}", f.root().display());
+        let path = format!("{}/{rel}", uri_path(&f.root()));
         let e = s.err(
             "prompts/get",
             json!({"name": "review", "arguments": {"path": path}}),
@@ -213,7 +219,7 @@ fn usable() -> Fixture {
     f.write("src/.env", "SECRET=1\n");
     f.write("src/pic.png", b"\x89PNG\r\n\x1a\n\0\0".as_slice());
     f.write("outside.txt", "NOT SERVED\n");
-    std::os::unix::fs::symlink(f.path("outside.txt"), f.path("src/out.rs")).expect("test value");
+    crate::support::symlink(f.path("outside.txt"), f.path("src/out.rs"));
     f.manifest(
         r#"
 [files.src]

@@ -306,7 +306,10 @@ fn thousands_of_pipelined_requests_are_all_answered() {
 #[test]
 fn a_slow_tool_does_not_delay_a_ping() {
     let f = Fixture::new();
-    f.manifest("[tools.slow]\nrun = 'sleep 2; echo done'\n");
+    f.manifest(&format!(
+        "[tools.slow]\ncommand = [\"{}\", \"sleep\", \"2000\", \"outln\", \"done\"]\n",
+        crate::support::helper_path()
+    ));
     let mut s = f.serve().started();
     s.send(
         &json!({"jsonrpc": "2.0", "id": "slow", "method": "tools/call",
@@ -350,7 +353,10 @@ fn every_request_sent_before_eof_is_answered_before_exit() {
 #[test]
 fn a_quick_tool_called_just_before_eof_still_answers() {
     let f = Fixture::new();
-    f.manifest("[tools.hi]\nrun = 'sleep 0.2; echo hi'\n");
+    f.manifest(&format!(
+        "[tools.hi]\ncommand = [\"{}\", \"sleep\", \"200\", \"outln\", \"hi\"]\n",
+        crate::support::helper_path()
+    ));
     let input = [
         json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "it", "version": "1"}}}),
         json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "hi", "arguments": {}}}),

@@ -27,9 +27,8 @@ fn fixture() -> Fixture {
     });
     f.write("root/big.txt", "needle big\n".repeat(200));
     f.write("outside/o.txt", "needle outside\n");
-    std::os::unix::fs::symlink(f.path("outside/o.txt"), f.path("root/link.txt"))
-        .expect("test value");
-    std::os::unix::fs::symlink(f.path("outside"), f.path("root/linkdir")).expect("test value");
+    crate::support::symlink(f.path("outside/o.txt"), f.path("root/link.txt"));
+    crate::support::symlink(f.path("outside"), f.path("root/linkdir"));
     f.write("other/c.txt", "needle other\n");
     f.manifest(
         r#"

@@ -19,6 +19,7 @@ fn run(cwd: &Path, home: &Path, args: &[&str]) -> Output {
         .env("HOME", home)
         .env_remove("XDG_CONFIG_HOME")
         .env_remove("APPDATA")
+        .env_remove("LOCALAPPDATA")
         .env_remove("CODEX_HOME")
         .env_remove("USERPROFILE")
         .stdin(Stdio::null())
@@ -240,20 +241,23 @@ fn init_in_an_empty_folder_and_its_examples_check() {
     let summary = checks(&f);
     assert!(summary.contains("prompts    1"), "{summary}");
     assert!(summary.contains("1 from the manifest"), "{summary}");
-    // And each runs, in this folder as init left it (nothing added by hand).
+    // And each runs, in this folder as init left it (nothing added by hand). The example tool
+    // is `grep`, which Windows lacks.
     let root = f.root();
-    let out = ok(&run(
-        &root,
-        &root,
-        &["call", "grep", "pattern=no such text anywhere"],
-    ));
-    assert!(!out.contains("error"), "{out}");
-    let out = ok(&run(
-        &root,
-        &root,
-        &["call", "grep", "pattern=^\\[server\\]"],
-    ));
-    assert!(out.contains("mcp-server.toml:"), "{out}");
+    if cfg!(unix) {
+        let out = ok(&run(
+            &root,
+            &root,
+            &["call", "grep", "pattern=no such text anywhere"],
+        ));
+        assert!(!out.contains("error"), "{out}");
+        let out = ok(&run(
+            &root,
+            &root,
+            &["call", "grep", "pattern=^\\[server\\]"],
+        ));
+        assert!(out.contains("mcp-server.toml:"), "{out}");
+    }
     // (The manifest itself is never served; the schema init wrote beside it is.)
     let out = ok(&run(
         &root,
@@ -339,7 +343,7 @@ impl Setup {
     }
 
     fn home(&self) -> PathBuf {
-        self.home.path().canonicalize().expect("home")
+        crate::support::plain(self.home.path().canonicalize().expect("home"))
     }
 
     fn run(&self, args: &[&str]) -> Output {
@@ -347,9 +351,7 @@ impl Setup {
     }
 
     fn bin() -> String {
-        Path::new(BIN)
-            .canonicalize()
-            .expect("binary")
+        crate::support::plain(Path::new(BIN).canonicalize().expect("binary"))
             .display()
             .to_string()
     }
@@ -408,9 +410,37 @@ impl Setup {
                 }
             })
             .collect();
-        self.home()
-            .join(".local/state/mcp-manifest/backups")
-            .join(folder)
+        let state = if cfg!(windows) {
+            self.home().join("AppData").join("Local")
+        } else if cfg!(target_os = "macos") {
+            self.home().join("Library").join("Application Support")
+        } else {
+            self.home().join(".local").join("state")
+        };
+        state.join("mcp-manifest").join("backups").join(folder)
+    }
+}
+
+/// Where desktop applications keep their settings in `home` when no variable moves it
+/// (`setup::platform::Dirs::app_config`).
+fn app_config(home: &Path) -> PathBuf {
+    if cfg!(windows) {
+        home.join("AppData").join("Roaming")
+    } else if cfg!(target_os = "macos") {
+        home.join("Library").join("Application Support")
+    } else {
+        home.join(".config")
+    }
+}
+
+/// The folder of `home` that setup's state goes to (`setup::platform::Dirs::state`).
+fn state_folder() -> &'static str {
+    if cfg!(windows) {
+        "AppData"
+    } else if cfg!(target_os = "macos") {
+        "Library"
+    } else {
+        ".local"
     }
 }
 
@@ -438,7 +468,9 @@ fn cases(s: &Setup) -> Vec<Case> {
         case(
             "claude-desktop",
             false,
-            home.join(".config/Claude/claude_desktop_config.json"),
+            app_config(&home)
+                .join("Claude")
+                .join("claude_desktop_config.json"),
             Some("mcpServers"),
             plain(&abs),
         ),
@@ -459,56 +491,58 @@ fn cases(s: &Setup) -> Vec<Case> {
         case(
             "cursor",
             false,
-            project.join(".cursor/mcp.json"),
+            project.join(".cursor").join("mcp.json"),
             Some("mcpServers"),
             plain(ws),
         ),
         case(
             "cursor",
             true,
-            home.join(".cursor/mcp.json"),
+            home.join(".cursor").join("mcp.json"),
             Some("mcpServers"),
             plain(&abs),
         ),
         case(
             "vscode",
             false,
-            project.join(".vscode/mcp.json"),
+            project.join(".vscode").join("mcp.json"),
             Some("servers"),
             stdio(ws),
         ),
         case(
             "vscode",
             true,
-            home.join(".config/Code/User/mcp.json"),
+            app_config(&home).join("Code").join("User").join("mcp.json"),
             Some("servers"),
             stdio(&abs),
         ),
         case(
             "windsurf",
             false,
-            home.join(".codeium/windsurf/mcp_config.json"),
+            home.join(".codeium")
+                .join("windsurf")
+                .join("mcp_config.json"),
             Some("mcpServers"),
             plain(&abs),
         ),
         case(
             "codex",
             false,
-            home.join(".codex/config.toml"),
+            home.join(".codex").join("config.toml"),
             None,
             Value::Null,
         ),
         case(
             "gemini",
             false,
-            project.join(".gemini/settings.json"),
+            project.join(".gemini").join("settings.json"),
             Some("mcpServers"),
             plain("mcp-server.toml"),
         ),
         case(
             "gemini",
             true,
-            home.join(".gemini/settings.json"),
+            home.join(".gemini").join("settings.json"),
             Some("mcpServers"),
             plain(&abs),
         ),
@@ -522,21 +556,21 @@ fn cases(s: &Setup) -> Vec<Case> {
         case(
             "copilot",
             true,
-            home.join(".copilot/mcp-config.json"),
+            home.join(".copilot").join("mcp-config.json"),
             Some("mcpServers"),
             json!({"type": "local", "command": bin, "args": ["serve", abs], "tools": ["*"]}),
         ),
         case(
             "qwen",
             false,
-            project.join(".qwen/settings.json"),
+            project.join(".qwen").join("settings.json"),
             Some("mcpServers"),
             plain("mcp-server.toml"),
         ),
         case(
             "qwen",
             true,
-            home.join(".qwen/settings.json"),
+            home.join(".qwen").join("settings.json"),
             Some("mcpServers"),
             plain(&abs),
         ),
@@ -550,7 +584,7 @@ fn cases(s: &Setup) -> Vec<Case> {
         case(
             "opencode",
             true,
-            home.join(".config/opencode/opencode.json"),
+            home.join(".config").join("opencode").join("opencode.json"),
             Some("mcp"),
             json!({"type": "local", "command": [bin, "serve", abs], "enabled": true}),
         ),
@@ -765,7 +799,9 @@ fn print_writes_nothing_and_shows_the_entry() {
 #[test]
 fn invalid_config_files_are_refused_and_left_as_they_are() {
     let s = Setup::new();
-    let file = s.home().join(".config/Claude/claude_desktop_config.json");
+    let file = app_config(&s.home())
+        .join("Claude")
+        .join("claude_desktop_config.json");
     std::fs::create_dir_all(file.parent().expect("folder")).expect("folder");
     let broken = "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\"},\n  }\n}\n";
     std::fs::write(&file, broken).expect("write");
@@ -778,7 +814,7 @@ fn invalid_config_files_are_refused_and_left_as_they_are() {
         assert_eq!(std::fs::read_to_string(&file).expect("kept"), broken);
         assert!(s.backups(&file).is_empty());
     }
-    let codex = s.home().join(".codex/config.toml");
+    let codex = s.home().join(".codex").join("config.toml");
     std::fs::create_dir_all(codex.parent().expect("folder")).expect("folder");
     std::fs::write(&codex, "model = \n").expect("write");
     let err = failed(&s.run(&["register", "codex"]));
@@ -819,7 +855,7 @@ fn register_refuses_to_replace_a_server_it_did_not_write() {
 #[test]
 fn register_updates_its_own_entry_and_keeps_keys_added_to_it() {
     let s = Setup::new();
-    let file = s.home().join(".gemini/settings.json");
+    let file = s.home().join(".gemini").join("settings.json");
     std::fs::create_dir_all(file.parent().expect("folder")).expect("folder");
     // An entry of ours from an older binary path, with a key the user added.
     let old = json!({"mcpServers": {"demo": {"command": "/old/bin/mcp-manifest", "args": ["serve", "/old.toml"], "trust": true, "env": {"KEEP": "1"}}}});
@@ -875,22 +911,39 @@ fn config_locations_follow_xdg_config_home_and_codex_home() {
     let s = Setup::new();
     let xdg = tempfile::tempdir().expect("xdg");
     let codex = tempfile::tempdir().expect("codex home");
+    // What moves Claude Desktop's folder: XDG_CONFIG_HOME on Linux, APPDATA on Windows; on
+    // macOS nothing (~/Library/Application Support).
+    let app_var = if cfg!(windows) {
+        Some("APPDATA")
+    } else if cfg!(target_os = "macos") {
+        None
+    } else {
+        Some("XDG_CONFIG_HOME")
+    };
     let run_with = |args: &[&str]| {
-        Command::new(BIN)
-            .args(args)
+        let mut cmd = Command::new(BIN);
+        cmd.args(args)
             .current_dir(s.project.root())
             .env("HOME", s.home())
-            .env("XDG_CONFIG_HOME", xdg.path())
-            .env("CODEX_HOME", codex.path())
-            .output()
-            .expect("run")
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("APPDATA")
+            .env_remove("LOCALAPPDATA")
+            .env_remove("USERPROFILE")
+            .env("CODEX_HOME", codex.path());
+        if let Some(var) = app_var {
+            cmd.env(var, xdg.path());
+        }
+        cmd.output().expect("run")
     };
     ok(&run_with(&["register", "claude-desktop"]));
-    assert!(
-        xdg.path()
-            .join("Claude/claude_desktop_config.json")
-            .is_file()
-    );
+    if app_var.is_some() {
+        assert!(
+            xdg.path()
+                .join("Claude")
+                .join("claude_desktop_config.json")
+                .is_file()
+        );
+    }
     ok(&run_with(&["register", "codex"]));
     assert!(codex.path().join("config.toml").is_file());
     // Only setup's state (the files it created) went to the home folder.
@@ -899,7 +952,11 @@ fn config_locations_follow_xdg_config_home_and_codex_home() {
         .flatten()
         .map(|e| e.file_name())
         .collect();
-    assert_eq!(home, [".local"]);
+    let mut want = vec![state_folder()];
+    if app_var.is_none() {
+        want = vec!["Library"];
+    }
+    assert_eq!(home, want);
 }
 
 #[test]
@@ -935,11 +992,11 @@ fn manifest_as_option_or_positional_with_home_expansion() {
         &home,
         &["check", "nope/mcp-server.toml"],
     ));
-    let cwd = other.path().canonicalize().expect("cwd");
+    let cwd = crate::support::plain(other.path().canonicalize().expect("cwd"));
     assert!(
         err.contains(&format!(
-            "tried {}/nope/mcp-server.toml; working directory {}",
-            cwd.display(),
+            "tried {}; working directory {}",
+            cwd.join("nope").join("mcp-server.toml").display(),
             cwd.display()
         )),
         "{err}"
@@ -984,7 +1041,7 @@ fn list_json_is_the_listing_with_mcp_field_names() {
     assert_eq!(v["resources"][0]["size"], 4);
     assert_eq!(
         v["resourceTemplates"][0]["uriTemplate"],
-        format!("file://{}/{{+path}}", f.path("docs").display())
+        format!("{}/{{+path}}", crate::support::file_uri(&f.path("docs")))
     );
     let tools: Vec<&str> = v["tools"]
         .as_array()
@@ -1010,8 +1067,9 @@ fn list_json_is_the_listing_with_mcp_field_names() {
         "{summary}"
     );
     assert!(
-        summary
-            .contains("sources    1 (1 files, 0 sqlite, 0 postgres, 0 mysql, 0 git, 0 templates)"),
+        summary.contains(
+            "sources    1 (1 files, 0 sqlite, 0 postgres, 0 mysql, 0 git, 0 templates, 0 skills)"
+        ),
         "{summary}"
     );
 }
@@ -1027,12 +1085,14 @@ fn schema_write_puts_the_schema_where_asked() {
     ));
     assert!(out.contains("#:schema ./s.json"), "{out}");
     assert_eq!(
-        std::fs::read_to_string(dir.path().join("sub/s.json")).expect("written"),
+        std::fs::read_to_string(dir.path().join("sub").join("s.json")).expect("written"),
         printed
     );
 }
 
-/// Runs `cmd`, killing it after 20 s (a FIFO opened blocking would hang it forever).
+/// Runs `cmd`, killing it after 20 s (a FIFO opened blocking would hang it forever; the FIFO
+/// tests are Unix only).
+#[cfg(unix)]
 fn run_bounded(mut cmd: Command) -> Output {
     let mut child = cmd
         .stdin(Stdio::null())
@@ -1057,6 +1117,8 @@ fn mkfifo(path: &Path) {
     assert!(st.success());
 }
 
+// Unix only: file names holding a newline, a `"` or control characters (Windows names cannot).
+#[cfg(unix)]
 #[test]
 fn init_escapes_hostile_file_names_in_comments_and_its_report() {
     let f = Fixture::new();
@@ -1093,8 +1155,8 @@ fn init_escapes_hostile_file_names_in_comments_and_its_report() {
 fn concurrent_registers_keep_every_entry() {
     let s = Setup::new();
     for (client, file) in [
-        ("cursor", s.home().join(".cursor/mcp.json")),
-        ("codex", s.home().join(".codex/config.toml")),
+        ("cursor", s.home().join(".cursor").join("mcp.json")),
+        ("codex", s.home().join(".codex").join("config.toml")),
     ] {
         let children: Vec<_> = (0..16)
             .map(|i| {
@@ -1237,11 +1299,15 @@ fn a_symlinked_install_registers_the_link_not_the_versioned_file() {
     let s = Setup::new();
     let dir = tempfile::tempdir().expect("dir");
     let root = dir.path().canonicalize().expect("dir");
-    let keg = root.join("Cellar/mcp-manifest/0.1.0/bin");
+    let keg = root
+        .join("Cellar")
+        .join("mcp-manifest")
+        .join("0.1.0")
+        .join("bin");
     std::fs::create_dir_all(&keg).expect("keg");
     std::fs::copy(BIN, keg.join("mcp-manifest")).expect("copy");
     std::fs::create_dir_all(root.join("bin")).expect("bin");
-    let link = root.join("bin/mcp-manifest");
+    let link = root.join("bin").join("mcp-manifest");
     std::os::unix::fs::symlink(keg.join("mcp-manifest"), &link).expect("link");
     let path = format!("{}:/usr/bin:/bin", root.join("bin").display());
     let out = Command::new("mcp-manifest")
@@ -1253,7 +1319,7 @@ fn a_symlinked_install_registers_the_link_not_the_versioned_file() {
         .expect("run");
     ok(&out);
     let v: Value = serde_json::from_str(
-        &std::fs::read_to_string(s.home().join(".cursor/mcp.json")).expect("config"),
+        &std::fs::read_to_string(s.home().join(".cursor").join("mcp.json")).expect("config"),
     )
     .expect("JSON");
     assert_eq!(
@@ -1270,7 +1336,7 @@ fn modes_private_new_files_kept_old_modes_and_read_only_refused() {
     let mode = |p: &Path| std::fs::metadata(p).expect("file").permissions().mode() & 0o777;
     // A new file carrying env values is 0600.
     ok(&s.run(&["register", "cursor", "--user", "--env", "TOKEN=s3cr3t"]));
-    let config = s.home().join(".cursor/mcp.json");
+    let config = s.home().join(".cursor").join("mcp.json");
     assert_eq!(mode(&config), 0o600);
     // An existing file keeps its mode, and so does its backup.
     std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o640)).expect("chmod");
@@ -1370,4 +1436,218 @@ fn same_name_for_another_manifest_needs_replace() {
     );
     let out = ok(&s.run(&["register", "cursor", "--user", "--replace", &other]));
     assert!(out.contains("Updated"), "{out}");
+}
+
+/// Runs a client entry as its client would (its `command` and `args`, from `cwd`) with an
+/// `initialize` and then `requests` on stdin, closed after them, and returns the answers.
+fn run_entry(entry: &Value, cwd: &Path, requests: &[Value]) -> Vec<Value> {
+    use std::io::Write as _;
+    let args: Vec<&str> = entry["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .map(|a| a.as_str().expect("string"))
+        .collect();
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let mut child = Command::new(entry["command"].as_str().expect("command"))
+        .args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the registered command");
+    let mut input = String::new();
+    for r in [&initialize, &initialized].into_iter().chain(requests) {
+        input.push_str(&r.to_string());
+        input.push('\n');
+    }
+    let mut stdin = child.stdin.take().expect("stdin");
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()).expect("write"));
+    let out = child.wait_with_output().expect("output");
+    writer.join().expect("writer");
+    stdout(&out)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v.get("id").is_some())
+        .collect()
+}
+
+/// `register CLIENT --group NAME`: the entry runs `serve MANIFEST --group NAME` and serves only
+/// that group; an unknown group (or a manifest without groups) is refused before anything is
+/// written, naming the groups there are.
+#[test]
+fn register_group_writes_an_entry_that_serves_only_that_group() {
+    let s = Setup::new();
+    let helper = crate::support::helper_path();
+    let manifest = format!(
+        "[server]\nname = \"demo\"\n\n[files.docs]\nroot = \"docs\"\n\n\
+         [tools.hi]\ncommand = [\"{helper}\", \"echo\", \"hi\"]\n\n\
+         [tools.bye]\ncommand = [\"{helper}\", \"echo\", \"bye\"]\n\n\
+         [groups.greet]\ntools = [\"hi\"]\nresources = []\n"
+    );
+    s.project.manifest(&manifest);
+
+    let err = failed(&s.run(&["register", "cursor", "--user", "--group", "gret"]));
+    assert!(
+        err.contains("no [groups.gret]")
+            && err.contains("did you mean `greet`?")
+            && err.contains("nothing registered"),
+        "{err}"
+    );
+    assert!(!s.home().join(".cursor").exists(), "nothing written");
+
+    let out = ok(&s.run(&["register", "cursor", "--user", "--group", "greet"]));
+    assert!(out.contains("--group greet"), "{out}");
+    let file = s.home().join(".cursor/mcp.json");
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).expect("written")).expect("JSON");
+    let entry = &v["mcpServers"]["demo"];
+    assert_eq!(
+        entry["args"],
+        json!(["serve", s.manifest(), "--group", "greet"]),
+        "{v}"
+    );
+    // Twice: nothing changes; Codex's TOML gets the same arguments.
+    let out = ok(&s.run(&["register", "cursor", "--user", "--group", "greet"]));
+    assert!(out.contains("nothing changed"), "{out}");
+    let out = ok(&s.run(&["register", "codex", "--group", "greet", "--print"]));
+    assert!(out.contains("\"--group\", \"greet\"]"), "{out}");
+
+    // The entry as the client runs it (from another folder) sees the group's tool only.
+    let elsewhere = tempfile::tempdir().expect("temp dir");
+    let answers = run_entry(
+        entry,
+        elsewhere.path(),
+        &[
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+            json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "bye", "arguments": {}}}),
+        ],
+    );
+    let list = answers.iter().find(|a| a["id"] == 2).expect("tools/list");
+    let names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(names.contains(&"hi") && !names.contains(&"bye"), "{list}");
+    let call = answers.iter().find(|a| a["id"] == 3).expect("tools/call");
+    assert!(call.get("error").is_some(), "outside the group: {call}");
+
+    // A manifest without groups: refused, saying how to declare one.
+    s.project
+        .manifest("[server]\nname = \"demo\"\n\n[files.docs]\nroot = \"docs\"\n");
+    let err = failed(&s.run(&["register", "gemini", "--group", "greet"]));
+    assert!(
+        err.contains("declares no groups") && err.contains("[groups.greet]"),
+        "{err}"
+    );
+    assert!(!s.project.path(".gemini").exists());
+}
+
+/// A manifest that listens on HTTP is registered for stdio (`--stdio`), which clients speak.
+#[test]
+fn register_keeps_a_listening_manifest_on_stdio() {
+    let s = Setup::new();
+    s.project.manifest(
+        "[server]\nname = \"demo\"\n\n[server.http]\nlisten = \"127.0.0.1:0\"\n\n[files.docs]\nroot = \"docs\"\n",
+    );
+    let out = ok(&s.run(&["register", "cursor", "--user", "--print"]));
+    let v: Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(
+        v["mcpServers"]["demo"]["args"],
+        json!(["serve", s.manifest(), "--stdio"])
+    );
+    let answers = run_entry(&v["mcpServers"]["demo"], &s.project.root(), &[]);
+    assert_eq!(
+        answers.len(),
+        1,
+        "initialize answered on stdio: {answers:?}"
+    );
+}
+
+/// `init` finds folders of agent skills (`.agents/skills`, `.claude/skills`, `skills/`: each
+/// holding `*/SKILL.md`) and offers a `[skills.NAME]` section for each that serves them; a
+/// later root gets a `prefix` (two roots may hold skills of the same name); a symlinked root is
+/// never followed; the result passes `check` and serves the skills.
+#[test]
+fn init_offers_a_skills_section_for_each_skills_folder() {
+    let f = Fixture::new();
+    let skill = |name: &str| {
+        format!("---\nname: {name}\ndescription: Does {name} things.\n---\n# {name}\n")
+    };
+    f.write(".agents/skills/pdf/SKILL.md", skill("pdf"));
+    f.write(".agents/skills/pdf/scripts/fill.py", "print(1)\n");
+    f.write(".agents/skills/review/SKILL.md", skill("review"));
+    f.write(".claude/skills/pdf/SKILL.md", skill("pdf"));
+    f.write("skills/notes/README.md", "no SKILL.md here\n");
+    f.write("README.md", "# Project\n");
+    let out = ok(&run(&f.root(), &f.root(), &["init", "."]));
+    assert!(
+        out.contains("agent skills     .agents/skills/ (2 skills)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("agent skills     .claude/skills/ (1 skill)"),
+        "{out}"
+    );
+    let text = std::fs::read_to_string(f.path("mcp-server.toml")).expect("manifest");
+    assert!(
+        text.contains("[skills.agents]\nroot = \".agents/skills\"\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("[skills.claude]\nroot = \".claude/skills\"\nprefix = \"claude\"\n"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("[skills.skills]"),
+        "no SKILL.md in skills/: {text}"
+    );
+    checks(&f);
+    let served = uris(&list_json(&f));
+    for want in [
+        "skill://pdf/SKILL.md",
+        "skill://pdf/scripts/fill.py",
+        "skill://review/SKILL.md",
+        "skill://claude/pdf/SKILL.md",
+    ] {
+        assert!(served.iter().any(|u| u == want), "{want}: {served:?}");
+    }
+
+    // A plain skills/ folder: served as skills, not again as documentation.
+    let g = Fixture::new();
+    g.write("skills/lint/SKILL.md", skill("lint"));
+    g.write("docs/guide.md", "# Guide\n");
+    ok(&run(&g.root(), &g.root(), &["init", "."]));
+    let text = std::fs::read_to_string(g.path("mcp-server.toml")).expect("manifest");
+    assert!(
+        text.contains("[skills.skills]\nroot = \"skills\"\n"),
+        "{text}"
+    );
+    checks(&g);
+    let uris_g = uris(&list_json(&g));
+    assert!(
+        uris_g.iter().any(|u| u == "skill://lint/SKILL.md"),
+        "{uris_g:?}"
+    );
+    assert!(
+        !uris_g.iter().any(|u| u.ends_with("/skills/lint/SKILL.md")),
+        "not served twice: {uris_g:?}"
+    );
+
+    // A symlinked skills root is not followed.
+    #[cfg(unix)]
+    {
+        let h = Fixture::new();
+        h.write("elsewhere/skills/x/SKILL.md", skill("x"));
+        std::fs::create_dir_all(h.path(".agents")).expect("mkdir");
+        std::os::unix::fs::symlink(h.path("elsewhere/skills"), h.path(".agents/skills"))
+            .expect("symlink");
+        ok(&run(&h.root(), &h.root(), &["init", "."]));
+        let text = std::fs::read_to_string(h.path("mcp-server.toml")).expect("manifest");
+        assert!(!text.contains("[skills."), "{text}");
+    }
 }

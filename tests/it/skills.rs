@@ -277,3 +277,26 @@ fn no_extension_without_skills() {
     assert!(init["capabilities"].get("extensions").is_none(), "{init}");
     assert_eq!(s.err("skills/list", json!({}))["code"], -32601);
 }
+
+/// A manifest of skills alone serves something (no "serves nothing" warning), is counted among
+/// the sources, and its groups' patterns are checked like any manifest's.
+#[test]
+fn a_manifest_of_skills_alone_is_checked_whole() {
+    let f = fixture();
+    f.manifest("[skills.team]\nroot = \".agents/skills\"\n");
+    let out = f.run(&["check", "mcp-server.toml"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("serves nothing"), "{err}");
+    assert!(text.contains("sources    1 ("), "{text}");
+    assert!(text.contains(", 1 skills)"), "{text}");
+    let bad = f.diagnose(
+        "[skills.team]\nroot = \".agents/skills\"\n\n[groups.g]\ntools = [\"nomatch_zz\"]\n",
+    );
+    assert!(
+        bad.iter()
+            .any(|l| l.starts_with("bad.toml:5:10: ") && l.contains("`nomatch_zz` matches no tool")),
+        "{bad:?}"
+    );
+}

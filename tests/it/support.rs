@@ -80,8 +80,12 @@ impl Fixture {
         plain(self.dir.path().canonicalize().expect("canonical temp dir"))
     }
 
+    /// `rel` (`/`-separated) below the root, in the platform's separators (as messages show
+    /// paths).
     pub fn path(&self, rel: &str) -> PathBuf {
-        self.root().join(rel)
+        rel.split('/')
+            .filter(|part| !part.is_empty())
+            .fold(self.root(), |p, part| p.join(part))
     }
 
     /// Writes a file (making its folders).
@@ -227,6 +231,38 @@ pub fn file_uri(path: &Path) -> String {
     }
 }
 
+/// Makes the symlink `link` to `target` where the platform lets a test make one, and says
+/// whether it did: always on Unix; on Windows only with the privilege (or developer mode);
+/// never under Wine. Tests assert what a link changes only when
+/// it was made (the Windows walk's own links and junctions are tested in the library:
+/// `platform::windows::tests`).
+pub fn symlink(target: impl AsRef<Path>, link: impl AsRef<Path>) -> bool {
+    let (target, link) = (target.as_ref(), link.as_ref());
+    // Wine 8 makes a link a Unix symlink whose target reads back as a `Z:\…` path: the same
+    // file by another name, which a Windows link never is. Not made there.
+    if std::env::var_os("MCP_MANIFEST_TEST_WINE").is_some() {
+        return false;
+    }
+    #[cfg(unix)]
+    let made = std::os::unix::fs::symlink(target, link);
+    #[cfg(windows)]
+    let made = {
+        let dir = link
+            .parent()
+            .map_or_else(|| target.to_path_buf(), |p| p.join(target));
+        if dir.is_dir() {
+            std::os::windows::fs::symlink_dir(target, link)
+        } else {
+            std::os::windows::fs::symlink_file(target, link)
+        }
+    };
+    match made {
+        Ok(()) => true,
+        Err(e) if cfg!(unix) => panic!("symlink {}: {e}", link.display()),
+        Err(_) => false,
+    }
+}
+
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
@@ -261,13 +297,21 @@ pub struct Server {
 
 impl Server {
     pub fn start(manifest: &Path, cwd: &Path) -> Server {
+        Server::start_logging(manifest, cwd, Stdio::null())
+    }
+
+    /// `start`, with the server's stderr (its log) going to `stderr`, at the default log level
+    /// (neither `MCP_MANIFEST_LOG` nor `RUST_LOG` passed on).
+    pub fn start_logging(manifest: &Path, cwd: &Path, stderr: impl Into<Stdio>) -> Server {
         let mut child = Command::new(BIN)
             .arg("serve")
             .arg(manifest)
             .current_dir(cwd)
+            .env_remove("MCP_MANIFEST_LOG")
+            .env_remove("RUST_LOG")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .spawn()
             .expect("spawn mcp-manifest serve");
         let stdout = child.stdout.take().expect("stdout");

@@ -378,7 +378,7 @@ sql = "SELECT * FROM nope WHERE id = :id"
 
 [templates.run]
 uri = "cmd://{x}{?y}"
-command = ["echo", "{x}", "{z}"]
+command = ["find", "{x}", "{z}"]
 cwd = "nowhere"
 "#,
     );
@@ -447,30 +447,33 @@ file = "{p}.md"
 
 [templates.run_here]
 uri = "here://{p}"
-command = ["cat", "{p}.md"]
+command = ["{helper}", "cat", "{p}.md"]
 cwd = "notes"
 
 [templates.run_plain]
 uri = "run-plain://{p}"
-command = ["cat", "{p}"]
+command = ["{helper}", "cat", "{p}"]
 cwd = "afile.txt"
 
 [templates.run_there]
 uri = "there://{p}"
-command = ["cat", "{p}.md"]
+command = ["{helper}", "cat", "{p}.md"]
 cwd = "notes"
-"#;
-    f.write("bad.toml", templates);
+"#
+    .replace("{helper}", &crate::support::helper_path());
+    f.write("bad.toml", &templates);
     let out = f.run(&["check", "bad.toml"]);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     let err = stderr(&out);
     let lines: Vec<&str> = err.lines().collect();
     let missing = f.path("missing");
+    // The system's own words for "no such file" (os error 2).
+    let enoent = std::io::Error::from_raw_os_error(2).to_string();
     assert_eq!(
         lines,
         [
             format!(
-                "bad.toml:5:8: [templates.gone] root `{}` cannot be opened: No such file or directory (os error 2)",
+                "bad.toml:5:8: [templates.gone] root `{}` cannot be opened: {enoent}",
                 missing.display()
             )
             .as_str(),
@@ -479,7 +482,7 @@ cwd = "notes"
                 f.path("afile.txt").display()
             ),
             &format!(
-                "bad.toml:25:8: [templates.gone_again] root `{}` cannot be opened: No such file or directory (os error 2)",
+                "bad.toml:25:8: [templates.gone_again] root `{}` cannot be opened: {enoent}",
                 missing.display()
             ),
             &format!(
@@ -508,6 +511,10 @@ cwd = "notes"
     }
 }
 
+// Unix only: `printf`, `sh`, `sleep`, `head` and /dev/zero (the portable argv, timeout and
+// output-cap tests with the helper program: tools::hostile_values_reach_the_program_as_one_literal_argv_element,
+// procs::).
+#[cfg(unix)]
 #[test]
 fn command_templates_run_argv_without_a_shell() {
     let f = Fixture::new();
@@ -600,9 +607,10 @@ mime_type = "text/x-report"
 fn a_cancelled_command_template_read_kills_its_process() {
     use crate::tools::{alive, read_pid, wait_gone};
     let f = Fixture::new();
-    f.manifest(
-        "[templates.slow]\nuri = \"slow://{n}\"\ncommand = [\"sh\", \"-c\", \"echo $$ > pid.txt; exec sleep 100\", \"{n}\"]\ntimeout = \"60s\"\n",
-    );
+    f.manifest(&format!(
+        "[templates.slow]\nuri = \"slow://{{n}}\"\ncommand = [\"{}\", \"out\", \"{{n}}\", \"pid\", \"pid.txt\", \"sleep\", \"100000\"]\ntimeout = \"60s\"\n",
+        crate::support::helper_path()
+    ));
     let mut s = f.serve().started();
     s.send(&json!({"jsonrpc": "2.0", "id": "r", "method": "resources/read", "params": {"uri": "slow://x"}}));
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);

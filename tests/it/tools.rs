@@ -107,7 +107,9 @@ fn hostile_values() -> Vec<String> {
         "-rf".into(),
         "--help".into(),
         "../../../etc/passwd".into(),
-        "x".repeat(100_000),
+        // Within the system's limit for the two copies the test passes: Windows' command line
+        // holds 32 767 UTF-16 units in all, Linux takes 128 KiB per argument.
+        "x".repeat(if cfg!(windows) { 10_000 } else { 100_000 }),
         "héllo wörld 日本語 🎉".into(),
         "${HOME} $HOME %s %n".into(),
         "a b\tc".into(),
@@ -115,6 +117,16 @@ fn hostile_values() -> Vec<String> {
         "".into(),
         "back\\slash \\n \\0".into(),
         "{v} {{v}} {}".into(),
+        // What `CreateProcess` quoting must keep whole (the C runtime's splitting rules):
+        // quotes, backslashes before quotes and at the end, `cmd` metacharacters.
+        r#"a\"b"#.into(),
+        r#"a\\"b c"#.into(),
+        "ends with a backslash\\".into(),
+        "\"".into(),
+        r#"a" "b"#.into(),
+        "%PATH% !x! ^& calc & echo pwned > x".into(),
+        "/s".into(),
+        "/?".into(),
     ]
 }
 
@@ -145,6 +157,12 @@ params.v = { type = "string", allow_dash = true }
             "a value was run by a shell"
         );
     }
+    // Past the system's limit: refused before anything runs (Linux: 128 KiB per argument;
+    // Windows: the whole command line).
+    let huge = "y".repeat(if cfg!(windows) { 20_000 } else { 140_000 });
+    let r = call(&mut s, "argv", json!({ "v": huge }));
+    assert!(is_error(&r), "{r}");
+    assert!(text(&r).contains("too large to pass to a program"), "{r}");
 }
 
 #[test]
@@ -733,7 +751,10 @@ fn placeholder_and_process_mistakes_are_manifest_errors_with_a_place() {
         ]
     );
     assert_eq!(
-        diagnose("[tools.t]\nrun = 'git log -n {count}'\nparams.count = { type = \"integer\" }\n"),
+        // `shell` named: Windows has no default shell (its own error otherwise).
+        diagnose(
+            "[tools.t]\nrun = 'git log -n {count}'\nshell = \"sh\"\nparams.count = { type = \"integer\" }\n"
+        ),
         [
             "bad.toml:2:7: tool `t`: `{count}` in `run`: parameters are never spliced into the script; they arrive as environment variables: write \"$count\" (or \"$${count}\" for the braced form)"
         ]
@@ -781,11 +802,14 @@ fn placeholder_and_process_mistakes_are_manifest_errors_with_a_place() {
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert!(
         lines[0].starts_with("bad.toml:3:7: tool `t`: working directory `")
-            && lines[0].ends_with("/nowhere` does not exist or is not a folder"),
+            && lines[0].ends_with(&format!(
+                "{}nowhere` does not exist or is not a folder",
+                std::path::MAIN_SEPARATOR
+            )),
         "{lines:?}"
     );
     let lines = diagnose(
-        "[tools.t]\nrun = 'echo {}'\noutput = \"json\"\noutput_schema = { type = \"object\", properties = 5 }\n",
+        "[tools.t]\nrun = 'echo {}'\noutput = \"json\"\noutput_schema = { type = \"object\", properties = 5 }\nshell = \"sh\"\n",
     );
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert!(
@@ -794,7 +818,7 @@ fn placeholder_and_process_mistakes_are_manifest_errors_with_a_place() {
     );
     assert_eq!(
         diagnose(
-            "[tools.t]\nrun = 'echo'\noutput = \"json\"\noutput_schema = { type = \"array\" }\n"
+            "[tools.t]\nrun = 'echo'\noutput = \"json\"\noutput_schema = { type = \"array\" }\nshell = \"sh\"\n"
         ),
         [
             "bad.toml:4:17: `output_schema` of tool `t` must describe an object (`type = \"object\"`): structured content is always a JSON object"

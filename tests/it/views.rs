@@ -38,12 +38,12 @@ mime_type = "application/json"
 view = "table"
 
 [tools.people]
-command = ["printf", "%s", '[{"name":"Ada","langs":3},{"name":"<b>Grace</b>","langs":null}]']
+command = ["{helper}", "out", '[{"name":"Ada","langs":3},{"name":"<b>Grace</b>","langs":null}]']
 output = "json"
 view = "table"
 
 [tools.echo]
-command = ["printf", "hi"]
+command = ["{helper}", "out", "hi"]
 "#;
 
 fn fixture() -> Fixture {
@@ -54,7 +54,8 @@ fn fixture() -> Fixture {
          INSERT INTO sales VALUES ('2026-01', 10.5), ('2026-02', 12), ('2026-03', NULL);",
     );
     f.write("data/a.json", r#"[{"x": 1}]"#);
-    f.manifest(MANIFEST);
+    // The tools run the test helper program (the same on every platform).
+    f.manifest(&MANIFEST.replace("{helper}", &crate::support::helper_path()));
     f
 }
 

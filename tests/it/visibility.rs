@@ -53,11 +53,11 @@ fn serving_lists_reads_and_completes_only_what_the_rules_show() {
         );
         assert_eq!(e["code"], -32002, "{rel}: {e}");
     }
-    let root = f.path("docs").display().to_string();
+    let root = crate::support::file_uri(&f.path("docs"));
     for prefix in ["s", "sub/"] {
         let c = s.ok(
             "completion/complete",
-            json!({"ref": {"type": "ref/resource", "uri": format!("file://{root}/{{+path}}")},
+            json!({"ref": {"type": "ref/resource", "uri": format!("{root}/{{+path}}")},
                    "argument": {"name": "path", "value": prefix}}),
         );
         assert_eq!(

@@ -280,6 +280,9 @@ fn a_file_created_after_listing_a_big_tree_is_announced() {
 }
 
 /// A source's root folder going away (deleted or moved) empties its list: clients hear of it.
+// Unix only: Windows holds a watched root open without FILE_SHARE_DELETE (`platform::windows`),
+// so it cannot be deleted or moved while served.
+#[cfg(unix)]
 #[test]
 fn a_deleted_or_moved_root_sends_list_changed() {
     for how in ["delete", "move"] {
@@ -356,6 +359,8 @@ fn subscriptions_to_what_is_not_served_are_not_found() {
 
 /// A manifest replaced by something that is not a regular file (a FIFO nobody writes) is an
 /// invalid edit: logged, and the previous manifest keeps serving; nothing hangs.
+// Unix only: FIFOs (Windows has none in its file system).
+#[cfg(unix)]
 #[test]
 fn a_manifest_replaced_by_a_fifo_is_an_invalid_edit() {
     let f = fixture();
@@ -495,4 +500,48 @@ fn a_change_right_after_start_up_is_never_lost() {
         f.write(&new_deep, "changed");
         s.wait_for(updated_for(uri));
     }
+}
+
+/// A valid reload says what changed in one line at the default log level (no `MCP_MANIFEST_LOG`):
+/// resources counted, templates, tools and prompts named; an invalid edit logs no such line.
+#[test]
+fn a_valid_reload_logs_what_changed_at_the_default_level() {
+    let f = fixture();
+    f.write("docs/b.md", "b");
+    f.write("docs/c.md", "c");
+    let helper = crate::support::helper_path();
+    let tools = |names: &[&str]| -> String {
+        names
+            .iter()
+            .map(|n| format!("[tools.{n}]\ncommand = [\"{helper}\", \"echo\", \"{n}\"]\n\n"))
+            .collect()
+    };
+    let prompt = "[prompts.review]\nmessages = [{ role = \"user\", text = \"Review\" }]\n";
+    let sources = |docs: &str| {
+        format!("[files.docs]\nroot = \"docs\"\n{docs}\n[files.sentinel]\nroot = \"sentinel\"\n\n")
+    };
+    let only_a = sources("include = [\"a.md\"]\n");
+    let manifest = f.manifest(&format!("{only_a}{}{prompt}", tools(&["hi", "bye"])));
+    let log = f.path("serve.log");
+    let file = std::fs::File::create(&log).expect("log file");
+    let mut s = Server::start_logging(&manifest, &f.root(), file).started();
+    watching(&mut s, &f);
+
+    // An invalid edit first: refused, logged as an error, and no `reloaded:` line.
+    f.manifest(&format!("{only_a}{}{prompt}inlcude = []\n", tools(&["hi"])));
+    s.wait_for(|v| is_method(v, "notifications/message"));
+    f.manifest(&format!("{}{}{prompt}", sources(""), tools(&["hi"])));
+    s.wait_for(|v| is_method(v, "notifications/tools/list_changed"));
+    s.close_stdin();
+    s.wait_exit(crate::support::TIMEOUT);
+    let text = std::fs::read_to_string(&log).expect("read the log");
+    let reloads: Vec<&str> = text.lines().filter(|l| l.contains("reloaded:")).collect();
+    assert_eq!(reloads.len(), 1, "{text}");
+    assert!(
+        reloads[0].ends_with(
+            "reloaded: +2 resources, templates unchanged, -1 tool (bye), prompts unchanged"
+        ),
+        "{text}"
+    );
+    assert!(reloads[0].contains("INFO"), "{text}");
 }

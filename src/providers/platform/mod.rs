@@ -118,8 +118,20 @@ impl Version {
     }
 }
 
-/// The version of what is at `path` (followed), for tests.
+/// A made-up version of file `ino` (for the caches' own tests, on every platform).
 #[cfg(test)]
+pub(crate) fn test_version(ino: u64) -> Version {
+    Version {
+        dev: 1,
+        ino,
+        size: 0,
+        mtime: (1, 0),
+        ctime: (1, 0),
+    }
+}
+
+/// The version of what is at `path` (followed), for tests (Unix: Windows gives none).
+#[cfg(all(test, unix))]
 pub(crate) fn version_at(path: impl AsRef<Path>) -> Option<Version> {
     sys::version_at(path.as_ref())
 }
@@ -202,4 +214,33 @@ pub(crate) fn same_file(file: &File, path: &Path) -> bool {
 /// Whether the paths `a` and `b` (followed) name one file.
 pub(crate) fn same_path(a: &Path, b: &Path) -> bool {
     sys::same_path(a, b)
+}
+
+/// What tells one file from another while it exists: device and inode on Unix, volume serial
+/// number and file index on Windows.
+pub(crate) type FileId = (u64, u64);
+
+/// The identity of the regular file at `path` (followed); an error naming what it is otherwise.
+/// Unix: one `stat(2)`, no open. Windows: an open handle with no access rights asked.
+pub(crate) fn regular_file_id(path: &Path) -> std::io::Result<FileId> {
+    sys::regular_file_id(path)
+}
+
+/// The identity of the open `file`.
+pub(crate) fn file_id(file: &File) -> std::io::Result<FileId> {
+    sys::file_id(file)
+}
+
+/// When a thread is blocked opening `path` for reading because a FIFO was swapped in there, be
+/// its writer for an instant (open for writing, non-blocking, close): its open returns and it
+/// reads an end of file. Nothing is written; a path that is not a FIFO is left alone. Windows
+/// has no FIFOs in its file system: nothing to do.
+pub(crate) fn wake_fifo_reader(path: &Path) {
+    sys::wake_fifo_reader(path);
+}
+
+/// The path of a `file:` URI naming `path`, not yet percent-encoded: Unix its bytes; Windows
+/// `/C:/dir/file` (RFC 8089, as SQLite reads it), `/` separators, no `\\?\` prefix.
+pub(crate) fn uri_path_bytes(path: &Path) -> Cow<'_, [u8]> {
+    sys::uri_path_bytes(path)
 }

@@ -214,7 +214,7 @@ pub(super) fn open_regular(path: &Path) -> std::io::Result<(File, u64)> {
     )?;
     let st = rustix::fs::fstat(&fd)?;
     if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
-        return Err(Error::new(ErrorKind::InvalidInput, "not a regular file"));
+        return Err(not_regular());
     }
     Ok((File::from(fd), u64::try_from(st.st_size).unwrap_or(0)))
 }
@@ -237,4 +237,45 @@ pub(super) fn same_path(a: &Path, b: &Path) -> bool {
         (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
         _ => false,
     }
+}
+
+pub(super) fn regular_file_id(path: &Path) -> std::io::Result<super::FileId> {
+    let st = rustix::fs::stat(path)?;
+    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+        return Err(not_regular());
+    }
+    Ok(id_of(&st))
+}
+
+pub(super) fn file_id(file: &File) -> std::io::Result<super::FileId> {
+    Ok(id_of(&rustix::fs::fstat(file)?))
+}
+
+#[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
+fn id_of(st: &rustix::fs::Stat) -> super::FileId {
+    (st.st_dev as u64, st.st_ino as u64)
+}
+
+fn not_regular() -> Error {
+    Error::new(
+        ErrorKind::InvalidInput,
+        "it is not a regular file (a FIFO, a device or a folder)",
+    )
+}
+
+pub(super) fn wake_fifo_reader(path: &Path) {
+    let is_fifo = rustix::fs::stat(path)
+        .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Fifo);
+    if is_fifo {
+        let _ = rustix::fs::open(
+            path,
+            OFlags::WRONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
+            Mode::empty(),
+        );
+    }
+}
+
+pub(super) fn uri_path_bytes(path: &Path) -> Cow<'_, [u8]> {
+    use std::os::unix::ffi::OsStrExt as _;
+    Cow::Borrowed(path.as_os_str().as_bytes())
 }

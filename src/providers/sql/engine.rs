@@ -33,6 +33,8 @@ pub(crate) enum Target {
 pub(crate) trait Engine: Send + Sync + std::fmt::Debug + 'static {
     /// The tokenizer's rules for this engine's SQL.
     const DIALECT: Dialect;
+    /// The engine's name as the SQL tool's description gives it (`MySQL/MariaDB`).
+    const NAME: &'static str;
 
     /// Tables and views in listing order. An error is the request's (the front lists the rest of
     /// the source without them).

@@ -17,20 +17,21 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
+use super::Built;
 use super::engine::{Engine, Target};
 use super::query::{NamedQuery, Statement};
-use super::section::{Built, DatabaseDef};
 use super::text::Names;
 use super::tool::SqlTool;
+use crate::manifest::sql::DatabaseDef;
 use crate::manifest::{Diagnostics, Loc, ParamType};
 use crate::params::Typed;
 use crate::providers::spec::TemplateSpec;
+use crate::providers::tool::{ToolInfo, ToolResult};
 use crate::providers::{
     Body, BoxFut, ChangeEffect, Completion, CompletionRequest, Contents, Database, RequestError,
     ResourceInfo, Source, SqlCheck, TemplateInfo, encode_component, ready,
 };
 use crate::quote::{Quote, quote};
-use crate::tools::{ToolInfo, ToolResult};
 use crate::watch::Change;
 
 const JSON: &str = "application/json";
@@ -90,7 +91,7 @@ impl<E: Engine> SqlSource<E> {
         let sql_tool = def
             .sql_tool
             .as_ref()
-            .map(|tool| SqlTool::new(tool, E::DIALECT, def));
+            .map(|tool| SqlTool::new(tool, E::DIALECT, E::NAME, def));
         let source = Arc::new(SqlSource {
             section: def.section,
             name: def.name.clone(),

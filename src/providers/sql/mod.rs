@@ -2,25 +2,26 @@
 //! source does whatever its engine — the URI grammar, listing, templates, completion, named
 //! queries, the template tools and the SQL tool; each engine folder (`sqlite/`, `postgres/`,
 //! `mysql/`) implements `engine::Engine` (connect or open, list, describe, run one statement
-//! read-only) and its manifest section (`section.rs` there: its own keys and their checks, and how
-//! its source is built). Shared below them: `text.rs` (the SQL tokenizer and text checks),
-//! `query.rs` (statements, named queries and their values), `rows.rs` (rows → JSON within
-//! `row_limit` and `max_size`), `section.rs` (the keys every engine's section has), `tool.rs`
-//! (the SQL tool).
+//! read-only) and `build.rs` (`EngineDef`: its source built from its checked keys). Shared below
+//! them: `text.rs` (the SQL tokenizer and text checks), `query.rs` (statements, named queries and
+//! their values), `rows.rs` (rows → JSON within `row_limit` and `max_size`), `server.rs` (what
+//! server engines share at run time), `tool.rs` (the SQL tool). An engine's manifest section (its
+//! keys and their checks) is `manifest/sql/ENGINE.rs`, below this module.
 //!
-//! Adding an engine: a folder here with its `Engine` and its `Section`, its `mod` line below and
-//! its line in `ENGINES`. Nothing else in the crate names an engine.
+//! Adding an engine: a folder here with its `Engine` and `build.rs`, its `mod` line below and its
+//! arm in [`build`]; its section file in `manifest/sql/` with its `EngineKeys` variant and its
+//! line in `ENGINES` there. Nothing else in the crate names an engine;
+//! only an engine whose SQL is quoted unlike SQLite's, PostgreSQL's and MySQL's also adds its
+//! `text::Dialect` (the tokenizer's rules), and `schema --write` lists its section.
 
 mod engine;
 mod front;
 pub(crate) mod pool;
 pub(crate) mod query;
 pub(crate) mod rows;
-pub(crate) mod section;
 mod server;
 pub(crate) mod text;
 mod tool;
-pub(crate) mod url;
 
 pub(crate) mod mysql;
 pub(crate) mod postgres;
@@ -30,8 +31,38 @@ pub(crate) use engine::Target;
 pub(crate) use front::SqlSource;
 pub(crate) use query::{NamedQuery, Statement};
 
-use super::Source;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
 
-/// Every SQL engine's manifest section, in the order the schema lists them.
-pub(crate) static ENGINES: [&dyn section::Section; 3] =
-    [&sqlite::SECTION, &postgres::SECTION, &mysql::SECTION];
+use super::Source;
+use crate::manifest::Diagnostics;
+use crate::manifest::sql::{DatabaseDef, EngineKeys};
+
+/// An engine's checked keys, and how its source is built from them.
+pub(crate) trait EngineDef: Send + Sync {
+    /// Builds the live source (a SQLite file is opened and checked here; a server is not
+    /// connected to). `None` after reporting why it cannot be built.
+    fn build<'a>(
+        &'a self,
+        def: &'a DatabaseDef,
+        diags: &'a mut Diagnostics,
+    ) -> Pin<Box<dyn Future<Output = Option<Built>> + Send + 'a>>;
+}
+
+/// A built database source: what the registry lists and reads, and what `sql` templates query.
+pub(crate) struct Built {
+    pub source: Arc<dyn Source>,
+    pub database: Arc<dyn super::Database>,
+}
+
+/// Builds the source of a checked entry: the one place that maps an engine's manifest keys to
+/// the engine (one line per engine).
+pub(crate) async fn build(def: &DatabaseDef, diags: &mut Diagnostics) -> Option<Built> {
+    let engine: &dyn EngineDef = match &def.engine {
+        EngineKeys::Sqlite(k) => &**k,
+        EngineKeys::Postgres(k) => &**k,
+        EngineKeys::Mysql(k) => &**k,
+    };
+    engine.build(def, diags).await
+}

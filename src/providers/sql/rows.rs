@@ -235,6 +235,23 @@ impl serde::Serialize for Cell {
     }
 }
 
+/// The JSON Schema of the rows a SQL statement answers.
+pub(crate) fn schema() -> serde_json::Map<String, serde_json::Value> {
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {
+            "columns": { "type": "array", "items": { "type": "string" } },
+            "rows": { "type": "array", "items": { "type": "object" } },
+            "truncated": { "type": "boolean" }
+        },
+        "required": ["columns", "rows", "truncated"]
+    });
+    match schema {
+        serde_json::Value::Object(m) => m,
+        _ => serde_json::Map::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

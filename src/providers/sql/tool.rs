@@ -8,11 +8,10 @@
 
 use serde_json::{Map, Value, json};
 
-use super::section::DatabaseDef;
 use super::text::{self, Dialect};
 use crate::manifest::expand::{format_duration, format_size};
-use crate::tools::templates::rows_schema;
-use crate::tools::{Hints, ToolContent, ToolInfo, ToolResult};
+use crate::manifest::sql::DatabaseDef;
+use crate::providers::tool::{Hints, ToolContent, ToolInfo, ToolResult};
 
 /// The tool of one source.
 #[derive(Debug)]
@@ -22,12 +21,9 @@ pub(crate) struct SqlTool {
 }
 
 impl SqlTool {
-    pub(crate) fn new(name: &str, dialect: Dialect, def: &DatabaseDef) -> SqlTool {
-        let engine = match dialect {
-            Dialect::Sqlite => "SQLite",
-            Dialect::Postgres => "PostgreSQL",
-            Dialect::Mysql => "MySQL/MariaDB",
-        };
+    /// The tool `name` of the source `def`, whose engine is `engine` (`MySQL/MariaDB`) and
+    /// reads SQL by `dialect`'s rules.
+    pub(crate) fn new(name: &str, dialect: Dialect, engine: &str, def: &DatabaseDef) -> SqlTool {
         let description = format!(
             "Runs one SQL statement that reads ({}) on {} ({engine}) and answers its rows as JSON: at most {} rows and {}, `truncated` when more were left out; stopped after {}. The statement runs read-only: writes, DDL and anything else that would change the database are refused. Its schema is the resource {}schema.{}",
             dialect.read_keywords().join(", "),
@@ -62,7 +58,7 @@ impl SqlTool {
                 title: None,
                 description: Some(description),
                 input_schema,
-                output_schema: Some(rows_schema()),
+                output_schema: Some(super::rows::schema()),
                 hints: Hints {
                     read_only: true,
                     destructive: false,

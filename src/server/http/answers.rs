@@ -179,7 +179,7 @@ impl Budget {
 
     /// Bytes held now.
     #[cfg(test)]
-    fn used(&self) -> usize {
+    pub(super) fn used(&self) -> usize {
         lock(&self.st).used
     }
 }

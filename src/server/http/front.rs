@@ -225,6 +225,10 @@ pub(super) enum Shape {
 
 /// The shape of a body, or the HTTP refusal of one that is not JSON (400 -32700) or not a
 /// JSON-RPC message (400 -32600).
+#[allow(
+    clippy::result_large_err,
+    reason = "a refusal is the whole response, made once per refused request"
+)]
 pub(super) fn shape(body: &[u8]) -> Result<Shape, Response<Body>> {
     if body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
         return Ok(Shape::Batch);
@@ -339,6 +343,10 @@ fn split_authority(text: &str) -> Option<(String, Option<u16>)> {
 
 /// Checks the `Host` header: exactly one, not empty, accepted by `allowed` (all of them when
 /// `None`). The refusal otherwise.
+#[allow(
+    clippy::result_large_err,
+    reason = "a refusal is the whole response, made once per refused request"
+)]
 pub(super) fn check_host(
     headers: &HeaderMap,
     allowed: Option<&[Authority]>,

@@ -78,7 +78,7 @@ pub(crate) async fn serve_http(
     listen: SocketAddr,
     ready: impl FnOnce(SocketAddr, &str),
 ) -> anyhow::Result<()> {
-    serve(registry, listen, ready, super::terminate_or_interrupt()).await
+    serve(registry, listen, ready, sys::stop_asked()).await
 }
 
 /// `serve_http` with the stop signal passed in.

@@ -1021,3 +1021,46 @@ impl Transport<RoleServer> for SessionTransport {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn note(bytes: usize) -> ServerSseMessage {
+        ServerSseMessage::from_message(warning("x".repeat(bytes)))
+    }
+
+    /// What a session holds for resumption is bounded as documented: at most `STREAM_EVENTS`
+    /// events a stream (the oldest go), at most `SESSION_BYTES` a session, and every byte held
+    /// counted in the budget of answers until it goes.
+    #[test]
+    fn a_session_keeps_at_most_256_events_a_stream_and_8_mib() {
+        let budget = Budget::new(usize::MAX / 4);
+        let mut st = State::new();
+        let ids: Vec<u64> = (0..300)
+            .map(|_| st.push(COMMON, note(100), &budget))
+            .collect();
+        let kept = &st.streams[&COMMON].events;
+        assert_eq!(kept.len(), STREAM_EVENTS);
+        assert_eq!(kept.front().map(|e| e.n), Some(ids[300 - STREAM_EVENTS]));
+        assert_eq!(st.streams[&COMMON].dropped_to, ids[300 - STREAM_EVENTS - 1]);
+        // Ids grow and are never reused, whatever was dropped.
+        assert!(ids.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(budget.used(), st.bytes);
+        // 40 events of 512 KiB (20 MiB): the session keeps at most 8 MiB.
+        for _ in 0..40 {
+            st.push(COMMON, note(512 * 1024), &budget);
+            assert!(st.bytes <= SESSION_BYTES, "{} bytes held", st.bytes);
+        }
+        assert!(st.bytes > SESSION_BYTES - MIB, "{} bytes held", st.bytes);
+        assert_eq!(budget.used(), st.bytes);
+        // Expired: nothing is left, and the budget has it all back.
+        st.expire(
+            Instant::now() + Duration::from_secs(120),
+            Duration::from_secs(60),
+            &budget,
+        );
+        assert_eq!(st.bytes, 0);
+        assert_eq!(budget.used(), 0);
+    }
+}

@@ -6,7 +6,10 @@
 //! - [`unsent`]: the bytes of a socket the peer has not acknowledged yet (`SIOCOUTQ` on Linux,
 //!   `SO_NWRITE` on macOS; unknown on Windows, where a stalled client is then judged by writes
 //!   alone);
-//! - [`set_send_buffer`]: a socket's send buffer size (tests make it large to see `unsent`).
+//! - [`set_send_buffer`]: a socket's send buffer size (tests make it large to see `unsent`);
+//! - [`stop_asked`]: how a service manager or a terminal stops the server: SIGTERM or SIGINT on
+//!   Unix; on Windows the console's Ctrl+C, Ctrl+Break, close and shutdown events (a service
+//!   killed with `TerminateProcess` gets no event: its tools go with their Job Objects).
 
 use tokio::net::TcpStream;
 
@@ -82,3 +85,36 @@ pub(super) fn set_send_buffer(io: &TcpStream, bytes: usize) {
 
 #[cfg(all(test, not(unix)))]
 pub(super) fn set_send_buffer(_io: &TcpStream, _bytes: usize) {}
+
+/// Completes when the server is asked to stop (see the module docs).
+pub(super) async fn stop_asked() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut term), Ok(mut int)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) else {
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+    }
+    #[cfg(windows)]
+    {
+        use tokio::signal::windows::{ctrl_break, ctrl_c, ctrl_close, ctrl_shutdown};
+        let (Ok(mut c), Ok(mut b), Ok(mut close), Ok(mut shutdown)) =
+            (ctrl_c(), ctrl_break(), ctrl_close(), ctrl_shutdown())
+        else {
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            _ = c.recv() => {}
+            _ = b.recv() => {}
+            _ = close.recv() => {}
+            _ = shutdown.recv() => {}
+        }
+    }
+}

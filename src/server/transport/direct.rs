@@ -21,7 +21,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll, Waker};
 
 use rmcp::model::{
@@ -35,9 +35,10 @@ use super::super::convert::{contents, error, resource};
 use super::super::shared::Shared;
 use super::adapter::{deliver, route, serialize_answer};
 use super::parse::{self, ClientId};
-use super::session::Session;
+use super::session::{Session, Ticket, reserve_total_with};
 use super::state::{Out, RecState, Record, State};
 use super::{BUDGET, LIST_RESERVE, MAX_WORK, OUTPUT_CAP, READ_RESERVE};
+use crate::providers::admit;
 use crate::quote::{Quote, quote};
 
 /// The methods the reader may answer itself: a bare `ping`, and what the [`Hook`] may answer.
@@ -59,7 +60,7 @@ pub struct Job {
     pub reserve: usize,
     /// What the log line names (a URI).
     pub subject: String,
-    pub answer: Pin<Box<dyn Future<Output = Result<Reply, ErrorData>> + Send>>,
+    pub answer: Answer,
 }
 
 /// A result as rmcp's handler would give it.
@@ -94,7 +95,7 @@ pub(super) fn answer(session: &Arc<Session>, text: &[u8]) -> bool {
     }
     let method = req.method.into_owned();
     let start = std::time::Instant::now();
-    let mut answer = job.answer;
+    let mut answer = admitted(session, internal, job.reserve, job.answer);
     match answer
         .as_mut()
         .poll(&mut Context::from_waker(Waker::noop()))
@@ -145,6 +146,30 @@ pub(super) fn answer(session: &Arc<Session>, text: &[u8]) -> bool {
         }
     }
     true
+}
+
+/// The future of a job the reader runs, with `providers::admit` asked of the session's budget,
+/// as `server::admitted` does for rmcp's requests: a source that finds its answer will be large
+/// (a files source, once it has opened a file of several MiB) waits, holding its work slot,
+/// until the budget has room for it, before it reads a byte (`reserve_total_with`). Without
+/// this, 8 reads of a 256 MiB file on this path were read at once (1.9 GiB).
+type Answer = Pin<Box<dyn Future<Output = Result<Reply, ErrorData>> + Send>>;
+
+fn admitted(session: &Arc<Session>, internal: u64, reserved: usize, answer: Answer) -> Answer {
+    let ticket = Ticket {
+        session: session.clone(),
+        id: internal,
+    };
+    // What the answer is expected to weigh so far: its first reservation, then each size a
+    // source said it would make.
+    let want = Arc::new(AtomicUsize::new(reserved));
+    let admitter: admit::Admitter = Arc::new(move |bytes| {
+        let total = want
+            .fetch_add(bytes, Ordering::AcqRel)
+            .saturating_add(bytes);
+        Box::pin(reserve_total_with(ticket.clone(), total))
+    });
+    Box::pin(admit::with(admitter, answer))
 }
 
 /// Delivers what a request started by the reader answered, as rmcp's answers are delivered.

@@ -140,3 +140,52 @@ pub(super) async fn reserve_with(ticket: Ticket, bytes: usize) {
     // Granted, or dropped because the request ended: either way there is nothing left to wait.
     let _ = waiting.await;
 }
+
+/// Makes the reservation of the request of `cx` at least `total` bytes (at most the budget),
+/// for an answer found to be large once the request runs (`providers::admit`). Returns at once
+/// for a request this transport did not hand over.
+pub async fn reserve_total(cx: &RequestContext<RoleServer>, total: usize) {
+    if let Some(ticket) = cx.extensions.get::<Ticket>() {
+        reserve_total_with(ticket.clone(), total).await;
+    }
+}
+
+/// [`reserve_total`] for the request of `ticket`. What it lacks is taken at once when the
+/// budget has room and nobody waits; otherwise the request gives back what it holds and waits
+/// (in order) for the whole. So no request holds room while it waits for more: two reads each
+/// holding their first 3 MiB and waiting for the rest of a full budget would wait for ever.
+pub(super) async fn reserve_total_with(ticket: Ticket, total: usize) {
+    let waiting = {
+        let mut st = ticket.session.lock();
+        let st = &mut *st;
+        let total = total.min(BUDGET);
+        let held = match st.records.get(&ticket.id) {
+            Some(r) if r.state == RecState::Running => r.held,
+            _ => return,
+        };
+        if held >= total {
+            return;
+        }
+        let free = st.waiters.is_empty() && st.used() + (total - held) <= BUDGET;
+        let Some(r) = st.records.get_mut(&ticket.id) else {
+            return;
+        };
+        if free {
+            r.held = total;
+            st.reserved += total - held;
+            return;
+        }
+        r.held = 0;
+        st.reserved -= held;
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        st.waiters.push_back(Waiter {
+            record: ticket.id,
+            need: total,
+            tx,
+        });
+        // What it gave back may let the ones before it in (or, when nothing else is held, it).
+        st.grant();
+        rx
+    };
+    let _ = waiting.await;
+}

@@ -921,3 +921,146 @@ fn the_reader_watches_its_input_a_moment_and_backs_off_when_nothing_comes() {
     drop(w);
     assert_eq!(spin.watch(&watch), Watched::Caught);
 }
+
+/// A test hook's reads of `file:///big`: each waits for the test's go, then says its answer will
+/// be `expect` bytes (`providers::admit::expect`, as a files source does once it has opened a
+/// large file), counts itself admitted, and waits for the test's finish.
+#[derive(Clone)]
+struct Admits {
+    expect: usize,
+    gates: Arc<Mutex<Vec<tokio::sync::oneshot::Sender<()>>>>,
+    finishes: Arc<Mutex<Vec<tokio::sync::oneshot::Sender<()>>>>,
+    admitted: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Admits {
+    fn new(expect: usize) -> Admits {
+        Admits {
+            expect,
+            gates: Arc::default(),
+            finishes: Arc::default(),
+            admitted: Arc::default(),
+        }
+    }
+
+    fn hook(&self) -> Hook {
+        let a = self.clone();
+        Box::new(move |method, params| {
+            if method != "resources/read" || params?.get() != r#"{"uri":"file:///big"}"# {
+                return None;
+            }
+            let a = a.clone();
+            Some(Job {
+                reserve: READ_RESERVE,
+                subject: "file:///big".into(),
+                answer: Box::pin(async move {
+                    let (go, gate) = tokio::sync::oneshot::channel();
+                    a.gates.lock().expect("gates").push(go);
+                    let _ = gate.await;
+                    crate::providers::admit::expect(a.expect).await;
+                    a.admitted.fetch_add(1, Ordering::SeqCst);
+                    let (done, finish) = tokio::sync::oneshot::channel();
+                    a.finishes.lock().expect("finishes").push(done);
+                    let _ = finish.await;
+                    Ok(Reply::Json(Arc::from(r#"{"contents":[]}"#)))
+                }),
+            })
+        })
+    }
+
+    /// Lets the oldest read still waiting for its go on.
+    async fn go(&self) {
+        loop {
+            let next = {
+                let mut gates = self.gates.lock().expect("gates");
+                (!gates.is_empty()).then(|| gates.remove(0))
+            };
+            if let Some(tx) = next {
+                assert!(tx.send(()).is_ok(), "the read is gone");
+                return;
+            }
+            tokio::task::yield_now().await;
+        }
+    }
+
+    /// Finishes the oldest admitted read.
+    async fn finish(&self) {
+        loop {
+            let next = {
+                let mut f = self.finishes.lock().expect("finishes");
+                (!f.is_empty()).then(|| f.remove(0))
+            };
+            if let Some(tx) = next {
+                assert!(tx.send(()).is_ok(), "the read is gone");
+                return;
+            }
+            tokio::task::yield_now().await;
+        }
+    }
+
+    fn admitted(&self) -> usize {
+        self.admitted.load(Ordering::SeqCst)
+    }
+}
+
+fn big_read(id: u32) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"resources/read","params":{{"uri":"file:///big"}}}}"#
+    )
+}
+
+/// A read the reader started that finds its answer large waits for room in the session's budget
+/// before it makes it (issue 35: 8 reads of a 256 MiB file on this path were read at once,
+/// 1.9 GiB), holding nothing of the budget while it waits.
+#[tokio::test]
+async fn a_large_answer_the_reader_started_waits_for_room_before_it_is_made() {
+    let a = Admits::new(4 * MIB);
+    let mut h = Harness::started_with(Some(a.hook()), ProtocolVersion::V_2025_11_25).await;
+    h.write(&big_read(1));
+    h.write(&big_read(2));
+    h.until(|st| st.direct_running == 2 && st.reserved == 2 * READ_RESERVE);
+    // The first grows to 3 + 4 MiB at once: there is room.
+    a.go().await;
+    h.settle(|st| st.reserved == 2 * READ_RESERVE + 4 * MIB)
+        .await;
+    assert_eq!(a.admitted(), 1);
+    // The second would take the budget past 12 MiB: it gives back its 3 MiB and waits.
+    a.go().await;
+    h.settle(|st| st.waiters.len() == 1 && st.reserved == READ_RESERVE + 4 * MIB)
+        .await;
+    assert_eq!(a.admitted(), 1, "admitted past the budget");
+    // Once the first's answer is written, the second is admitted.
+    a.finish().await;
+    h.settle(|_| a.admitted() == 2).await;
+    a.finish().await;
+    h.settle(|st| st.direct_running == 0).await;
+    h.until_written(|l| l.starts_with(r#"{"jsonrpc":"2.0","id":2,"result""#));
+    h.until_written(|l| l.starts_with(r#"{"jsonrpc":"2.0","id":1,"result""#));
+    h.until(|st| st.records.is_empty() && st.reserved == 0 && st.waiters.is_empty());
+    drop(h.output);
+}
+
+/// Two reads that each hold their first reservation and then need most of the budget are both
+/// answered, one after the other: neither holds room while it waits for more (each waiting for
+/// the other's 3 MiB would be a deadlock).
+#[tokio::test]
+async fn reads_that_each_need_most_of_the_budget_take_turns() {
+    let a = Admits::new(9 * MIB);
+    let mut h = Harness::started_with(Some(a.hook()), ProtocolVersion::V_2025_11_25).await;
+    h.write(&big_read(1));
+    h.write(&big_read(2));
+    h.until(|st| st.direct_running == 2 && st.reserved == 2 * READ_RESERVE);
+    a.go().await;
+    a.go().await;
+    h.settle(|st| a.admitted() == 1 && st.waiters.len() == 1 && st.reserved == BUDGET)
+        .await;
+    a.finish().await;
+    h.settle(|_| a.admitted() == 2).await;
+    a.finish().await;
+    h.settle(|st| st.direct_running == 0).await;
+    for id in [1, 2] {
+        h.until_written(|l| l.starts_with(&format!(r#"{{"jsonrpc":"2.0","id":{id},"result""#)));
+    }
+    h.until(|st| st.records.is_empty() && st.reserved == 0);
+    drop(h.output);
+}

@@ -25,7 +25,7 @@ impl Sse {
         assert!(
             r.headers()["content-type"]
                 .to_str()
-                .unwrap()
+                .expect("ASCII")
                 .starts_with("text/event-stream")
         );
         Sse {
@@ -125,17 +125,21 @@ fn progress_of(events: &[Event]) -> Vec<f64> {
         .iter()
         .filter_map(|e| e.message.as_ref())
         .filter(|m| m["method"] == "notifications/progress")
-        .map(|m| m["params"]["progress"].as_f64().unwrap())
+        .map(|m| m["params"]["progress"].as_f64().expect("a number"))
         .collect()
 }
 
-/// A manifest whose tool reports progress (a line of stderr every 0.3 s) for `secs` seconds.
-const PROGRESS: &str = r#"
+/// A manifest whose tool reports progress (a line of stderr every 0.3 s, `n` times), then says
+/// `done`: the test helper program, the same on every platform.
+fn progress_manifest() -> String {
+    r#"
 [tools.steps]
 description = "reports progress, then says done"
-run = 'i=0; while [ "$i" -lt "$n" ]; do echo "step $i" >&2; sleep 0.3; i=$((i+1)); done; echo done'
+command = ["{helper}", "steps", "{n}", "300"]
 params.n = { type = "string" }
-"#;
+"#
+    .replace("{helper}", &crate::support::helper_path())
+}
 
 fn steps(id: i64, n: u32) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
@@ -144,7 +148,7 @@ fn steps(id: i64, n: u32) -> Value {
 
 #[test]
 fn a_dropped_post_stream_resumes_with_exactly_the_events_after_its_last_id() {
-    let f = fixture(PROGRESS);
+    let f = fixture(&progress_manifest());
     let web = Web::start(&f, &[]);
     let s = Legacy::start(&web);
     // The answer's stream: a priming event (an id, the retry hint, no data) first.
@@ -274,7 +278,8 @@ fn a_fresh_get_starts_from_now_and_a_dropped_get_resumes() {
 #[test]
 fn an_event_id_no_longer_held_is_told_not_met_with_an_empty_stream() {
     let f = fixture(&format!(
-        "{PROGRESS}\n[server.http]\nresume_window = \"1s\"\n"
+        "{}\n[server.http]\nresume_window = \"1s\"\n",
+        progress_manifest()
     ));
     let web = Web::start(&f, &[]);
     let s = Legacy::start(&web);
@@ -497,4 +502,37 @@ fn sessions_belong_to_the_principal_that_opened_them() {
         .call()
         .unwrap();
     assert_eq!(r.status().as_u16(), 204);
+}
+
+/// With OAuth the principal is the token's issuer and subject: another token of the same
+/// subject uses the session; a token of another subject, signed by the same key, finds none.
+#[test]
+fn oauth_sessions_belong_to_the_subject_that_opened_them() {
+    let key = TestKey::new("k1");
+    let f = fixture(&format!(
+        "[server.http]\nauth = \"oauth\"\n[server.http.oauth]\nissuer = \"{ISSUER}\"\naudience = \"{AUDIENCE}\"\njwks = \"keys/jwks.json\"\n"
+    ));
+    write_jwks(&f, &[&key]);
+    let web = Web::start(&f, &[]);
+    let bearer = |sub: &str, ttl: u64| {
+        let mut c = claims();
+        c["sub"] = json!(sub);
+        c["exp"] = json!(now() + ttl);
+        format!("Bearer {}", key.sign(&c))
+    };
+    let (first, renewed, other) = (bearer("u1", 600), bearer("u1", 900), bearer("u2", 600));
+    assert_ne!(first, renewed);
+    let s = Legacy::start_with(&web, &[("authorization", &first)]);
+    let ping = json!({"jsonrpc": "2.0", "id": 5, "method": "ping"});
+    assert_eq!(s.post(&ping, &[("authorization", &renewed)]).status, 200);
+    let r = s.post(&ping, &[("authorization", &other)]);
+    assert_eq!(r.status, 404, "{}", r.text);
+    let r = agent()
+        .delete(&web.url("/mcp"))
+        .header("mcp-session-id", &s.id)
+        .header("authorization", &other)
+        .call()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 404);
+    assert_eq!(s.post(&ping, &[("authorization", &first)]).status, 200);
 }

@@ -51,6 +51,10 @@ const TYPES: &str = r#"
 "#;
 
 #[test]
+#[cfg_attr(
+    not(unix),
+    ignore = "needs a MariaDB server from the system's binaries: Unix only"
+)]
 fn every_common_type_maps_to_json() {
     let my = shared();
     my.database("types", TYPES);
@@ -105,6 +109,10 @@ fn every_common_type_maps_to_json() {
 }
 
 #[test]
+#[cfg_attr(
+    not(unix),
+    ignore = "needs a MariaDB server from the system's binaries: Unix only"
+)]
 fn the_schema_is_the_create_statements() {
     let my = shared();
     my.database(
@@ -139,18 +147,26 @@ fn the_schema_is_the_create_statements() {
 /// read-only transaction does not contain: `check` warns, the SQL tool refuses unless the
 /// manifest accepts it.
 #[test]
+#[cfg_attr(
+    not(unix),
+    ignore = "needs a MariaDB server from the system's binaries: Unix only"
+)]
 fn accounts_that_can_write_server_files_are_warned_about_and_refused_the_sql_tool() {
     let my = shared();
     my.database("risky", "CREATE TABLE t (v INT); INSERT INTO t VALUES (1);");
     my.admin_sql(
         "mysql",
         "DROP USER IF EXISTS 'filer'@'%'; CREATE USER 'filer'@'%' IDENTIFIED BY 'filer-pw';
-         GRANT FILE ON *.* TO 'filer'@'%'; GRANT SELECT ON risky.* TO 'filer'@'%';",
+         GRANT FILE ON *.* TO 'filer'@'%'; GRANT SELECT ON risky.* TO 'filer'@'%';
+         DROP USER IF EXISTS 'boss'@'%'; CREATE USER 'boss'@'%' IDENTIFIED BY 'boss-pw';
+         GRANT SUPER ON *.* TO 'boss'@'%'; GRANT SELECT ON risky.* TO 'boss'@'%';",
     );
     let filer = format!("mysql://filer:filer-pw@127.0.0.1:{}/risky", my.port);
+    let boss = format!("mysql://boss:boss-pw@127.0.0.1:{}/risky", my.port);
     for (url, holds) in [
         (my.root_url("risky"), "holds all privileges"),
         (filer.clone(), "holds FILE"),
+        (boss, "holds SUPER"),
     ] {
         let f = manifest(&url, "sql_tool = true", "");
         let out = f.run(&["check"]);
@@ -190,6 +206,10 @@ fn accounts_that_can_write_server_files_are_warned_about_and_refused_the_sql_too
 }
 
 #[test]
+#[cfg_attr(
+    not(unix),
+    ignore = "needs a MariaDB server from the system's binaries: Unix only"
+)]
 fn check_warns_about_unreachable_databases_and_rejected_sql() {
     let my = shared();
     my.database("checked", "CREATE TABLE t (v INT);");
@@ -249,6 +269,10 @@ sql = "SELECT * FROM missing WHERE id = :id"
 }
 
 #[test]
+#[cfg_attr(
+    not(unix),
+    ignore = "needs a MariaDB server from the system's binaries: Unix only"
+)]
 fn a_database_that_is_down_is_each_requests_error_and_nothing_connects_early() {
     let my = shared();
     my.database("lazy", "CREATE TABLE t (v INT); INSERT INTO t VALUES (1);");
@@ -296,6 +320,10 @@ fn a_database_that_is_down_is_each_requests_error_and_nothing_connects_early() {
 }
 
 #[test]
+#[cfg_attr(
+    not(unix),
+    ignore = "needs a MariaDB server from the system's binaries: Unix only"
+)]
 fn manifest_errors_name_the_place() {
     let f = Fixture::new();
     let lines = f.diagnose(
@@ -342,4 +370,29 @@ sql = "SELECT :id"
             "{want}\n{joined}"
         );
     }
+}
+
+/// The statement time limit is the server's too: each connection's session carries `timeout` as
+/// `max_statement_time` (MariaDB), so a statement is stopped by the server even when nothing of
+/// ours is left to stop it.
+#[test]
+fn the_timeout_is_the_servers_statement_time_limit() {
+    let my = shared();
+    my.database("limits", "CREATE TABLE t (v INT);");
+    let f = manifest(
+        &my.url("limits"),
+        "sql_tool = true\ntimeout = \"1500ms\"",
+        "",
+    );
+    let mut s = f.serve().started();
+    let r = s.ok(
+        "tools/call",
+        json!({"name": "shop_sql", "arguments": {"sql": "SELECT @@SESSION.max_statement_time AS limit_s"}}),
+    );
+    assert_eq!(r["isError"], false, "{r}");
+    assert_eq!(
+        r["structuredContent"]["rows"][0]["limit_s"].as_f64(),
+        Some(1.5),
+        "{r}"
+    );
 }

@@ -11,7 +11,6 @@
 //! Accounts: `root` (no password, every privilege: what `check` warns about) and `app`
 //! (`APP_PASSWORD`, `SELECT` on each database `database` makes: what a manifest should use).
 
-use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, OnceLock};
@@ -20,7 +19,9 @@ use std::time::{Duration, Instant};
 use sqlx::mysql::{MySqlConnectOptions, MySqlConnection};
 use sqlx::{AssertSqlSafe, ConnectOptions as _, Connection as _, Executor as _};
 
-use crate::postgres::cluster::{as_owner, block_on, free_port, run_as};
+use crate::postgres::cluster::{
+    as_owner, block_on, die_with_parent, free_port, hand_to, run_as, terminate,
+};
 
 pub const APP_PASSWORD: &str = "my-Secret-d0nt-print";
 
@@ -66,8 +67,8 @@ impl Server {
             None => builder.tempdir(),
         }
         .expect("temp dir for the server");
-        if let Some((uid, gid)) = owner {
-            std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).expect("chown the dir");
+        if let Some(owner) = owner {
+            hand_to(dir.path(), owner).expect("chown the dir");
         }
         let mut init = Command::new(install);
         init.arg("--no-defaults")
@@ -131,13 +132,7 @@ impl Server {
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         as_owner(&mut cmd, owner);
-        // SAFETY: `prctl` is async-signal-safe; this runs in the child between fork and exec.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                Ok(())
-            });
-        }
+        die_with_parent(&mut cmd, true);
         // Spawned from a thread that lives as long as the process: the parent-death signal fires
         // when the spawning *thread* ends.
         let (tx, rx) = std::sync::mpsc::channel();
@@ -181,12 +176,7 @@ impl Server {
             return;
         };
         if let Some(mut child) = guard.take() {
-            if let Ok(pid) = i32::try_from(child.id()) {
-                // SAFETY: signalling our own child, which has not been reaped yet.
-                unsafe {
-                    libc::kill(pid, libc::SIGTERM);
-                }
-            }
+            terminate(&mut child);
             let _ = child.wait();
         }
     }

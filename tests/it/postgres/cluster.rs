@@ -8,8 +8,6 @@
 //! --bindir`, else `PATH`. `postgres` is this process's child with a parent-death signal, so a
 //! test binary that dies (even by SIGKILL) takes its clusters with it.
 
-use std::os::unix::fs::PermissionsExt as _;
-use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, OnceLock};
@@ -67,17 +65,16 @@ impl Cluster {
             None => builder.tempdir(),
         }
         .expect("temp dir for the cluster");
-        if let Some((uid, gid)) = owner {
-            std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid))
-                .expect("chown the cluster dir");
+        if let Some(owner) = owner {
+            os::hand_to(dir.path(), owner).expect("chown the cluster dir");
         }
         let pwfile = dir.path().join("pw");
         std::fs::write(&pwfile, PASSWORD).expect("password file");
-        std::fs::set_permissions(&pwfile, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        os::readable_by_all(&pwfile).expect("chmod");
         let sock = dir.path().join("sock");
         std::fs::create_dir(&sock).expect("socket dir");
-        if let Some((uid, gid)) = owner {
-            std::os::unix::fs::chown(&sock, Some(uid), Some(gid)).expect("chown the socket dir");
+        if let Some(owner) = owner {
+            os::hand_to(&sock, owner).expect("chown the socket dir");
         }
         let mut initdb = Command::new(bin.join("initdb"));
         initdb
@@ -152,13 +149,7 @@ impl Cluster {
             .stdout(Stdio::null())
             .stderr(log);
         as_owner(&mut cmd, self.owner);
-        // SAFETY: `prctl` is async-signal-safe; this runs in the child between fork and exec.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGQUIT);
-                Ok(())
-            });
-        }
+        os::die_with_parent(&mut cmd, false);
         // Spawned from a thread that lives as long as the process: the parent-death signal fires
         // when the spawning *thread* ends, and test threads end with their test.
         let (tx, rx) = std::sync::mpsc::channel();
@@ -208,12 +199,7 @@ impl Cluster {
             return;
         };
         if let Some(mut child) = guard.take() {
-            if let Ok(pid) = i32::try_from(child.id()) {
-                // SAFETY: signalling our own child, which has not been reaped yet.
-                unsafe {
-                    libc::kill(pid, libc::SIGINT);
-                }
-            }
+            os::interrupt(&mut child);
             let _ = child.wait();
         }
     }
@@ -321,26 +307,117 @@ pub fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
         .block_on(f)
 }
 
-/// Root runs the cluster (and the MariaDB server of `mysql/server.rs`) as `nobody`; anyone else
-/// as themselves.
-pub fn run_as() -> Option<(u32, u32)> {
-    // SAFETY: plain libc calls; getpwnam's result is read before any other call.
-    unsafe {
-        if libc::geteuid() != 0 {
-            return None;
+pub use os::{as_owner, die_with_parent, hand_to, run_as, terminate};
+
+/// What the servers' fixtures do differently per platform: the user they run as (root runs them
+/// as `nobody`), the parent-death signal (Linux only: elsewhere a server is stopped when its
+/// fixture is dropped or the test binary exits, not when the binary is killed) and the stop
+/// signals. (Windows: these fixtures compile, and their tests are ignored there: no server.)
+#[cfg(unix)]
+mod os {
+    use std::os::unix::fs::PermissionsExt as _;
+    use std::os::unix::process::CommandExt as _;
+    use std::path::Path;
+    use std::process::{Child, Command};
+
+    /// Root runs the cluster (and the MariaDB server of `mysql/server.rs`) as `nobody`; anyone
+    /// else as themselves.
+    pub fn run_as() -> Option<(u32, u32)> {
+        // SAFETY: plain libc calls; getpwnam's result is read before any other call.
+        unsafe {
+            if libc::geteuid() != 0 {
+                return None;
+            }
+            let pw = libc::getpwnam(c"nobody".as_ptr());
+            assert!(
+                !pw.is_null(),
+                "running as root, and there is no user `nobody` to run PostgreSQL as"
+            );
+            Some(((*pw).pw_uid, (*pw).pw_gid))
         }
-        let pw = libc::getpwnam(c"nobody".as_ptr());
-        assert!(
-            !pw.is_null(),
-            "running as root, and there is no user `nobody` to run PostgreSQL as"
-        );
-        Some(((*pw).pw_uid, (*pw).pw_gid))
+    }
+
+    pub fn hand_to(path: &Path, (uid, gid): (u32, u32)) -> std::io::Result<()> {
+        std::os::unix::fs::chown(path, Some(uid), Some(gid))
+    }
+
+    pub fn readable_by_all(path: &Path) -> std::io::Result<()> {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o644))
+    }
+
+    pub fn as_owner(cmd: &mut Command, owner: Option<(u32, u32)>) {
+        if let Some((uid, gid)) = owner {
+            cmd.uid(uid).gid(gid).env("HOME", "/tmp");
+        }
+    }
+
+    /// A test binary killed (even by SIGKILL) takes the server along: Linux's parent-death
+    /// signal, SIGQUIT (PostgreSQL's immediate shutdown) or SIGKILL (`kill`).
+    pub fn die_with_parent(cmd: &mut Command, kill: bool) {
+        #[cfg(target_os = "linux")]
+        {
+            let signal = if kill { libc::SIGKILL } else { libc::SIGQUIT };
+            // SAFETY: `prctl` is async-signal-safe; this runs in the child between fork and
+            // exec.
+            unsafe {
+                cmd.pre_exec(move || {
+                    libc::prctl(libc::PR_SET_PDEATHSIG, signal);
+                    Ok(())
+                });
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = (cmd, kill);
+    }
+
+    fn signal(child: &Child, signal: i32) {
+        if let Ok(pid) = i32::try_from(child.id()) {
+            // SAFETY: signalling our own child, which has not been reaped yet.
+            unsafe {
+                libc::kill(pid, signal);
+            }
+        }
+    }
+
+    /// SIGINT: PostgreSQL's fast shutdown (clients are disconnected).
+    pub fn interrupt(child: &mut Child) {
+        signal(child, libc::SIGINT);
+    }
+
+    /// SIGTERM: MariaDB's shutdown.
+    pub fn terminate(child: &mut Child) {
+        signal(child, libc::SIGTERM);
     }
 }
 
-pub fn as_owner(cmd: &mut Command, owner: Option<(u32, u32)>) {
-    if let Some((uid, gid)) = owner {
-        cmd.uid(uid).gid(gid).env("HOME", "/tmp");
+/// Windows: the servers run as the user and stop by being killed (no signals).
+#[cfg(not(unix))]
+mod os {
+    use std::path::Path;
+    use std::process::{Child, Command};
+
+    pub fn run_as() -> Option<(u32, u32)> {
+        None
+    }
+
+    pub fn hand_to(_: &Path, _: (u32, u32)) -> std::io::Result<()> {
+        Ok(())
+    }
+
+    pub fn readable_by_all(_: &Path) -> std::io::Result<()> {
+        Ok(())
+    }
+
+    pub fn as_owner(_: &mut Command, _: Option<(u32, u32)>) {}
+
+    pub fn die_with_parent(_: &mut Command, _: bool) {}
+
+    pub fn interrupt(child: &mut Child) {
+        let _ = child.kill();
+    }
+
+    pub fn terminate(child: &mut Child) {
+        let _ = child.kill();
     }
 }
 

@@ -14,10 +14,10 @@
 //! and its statement stopped (`KILL QUERY`) rather than read to its end; at most `DRAIN` more
 //! rows are read first, so a query a little longer than `row_limit` keeps its connection.
 
+mod build;
 mod changes;
 mod pool;
 mod rows;
-mod section;
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,10 +27,6 @@ use std::time::{Duration, Instant};
 use sqlx::mysql::MySqlConnection;
 use sqlx::{AssertSqlSafe, Column as _, Executor as _, Row as _, SqlSafeStr as _};
 
-pub(crate) use section::SECTION;
-#[cfg(test)]
-pub(crate) use section::URL_RULES;
-
 use pool::{BeginError, Flavor, Pool, is_connection_error};
 use rows::cells;
 
@@ -39,9 +35,9 @@ use super::query::Statement;
 use super::rows::{Cell, Rows, TooBig, Within, unique_names};
 use super::server::{GRACE, Voice};
 use super::text::{self, Dialect};
-use super::url::DbUrl;
 use crate::manifest::Loc;
 use crate::manifest::expand::{format_duration, format_size};
+use crate::manifest::sql::url::DbUrl;
 use crate::params::Typed;
 use crate::providers::RequestError;
 use crate::quote::{Quote, quote};
@@ -575,6 +571,7 @@ fn describe_target(o: &sqlx::mysql::MySqlConnectOptions) -> String {
 
 impl Engine for Mysql {
     const DIALECT: Dialect = Dialect::Mysql;
+    const NAME: &'static str = "MySQL/MariaDB";
 
     async fn tables(&self) -> Result<Vec<Listed>, RequestError> {
         Ok(self

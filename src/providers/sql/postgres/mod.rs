@@ -16,13 +16,13 @@
 //! and a database that is down is each request's clear error (naming the source and the host,
 //! never the password) while every other source keeps serving.
 
+mod build;
 mod changes;
 mod ddl;
 mod plan;
 mod pool;
 mod risky;
 mod rows;
-mod section;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -31,10 +31,6 @@ use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgConnection};
 use sqlx::{AssertSqlSafe, Connection as _, Executor as _, Row as _};
-
-pub(crate) use section::SECTION;
-#[cfg(test)]
-pub(crate) use section::URL_RULES;
 
 use plan::{BindAs, Kind, Plan};
 use pool::{BeginError, Pool, is_connection_error};
@@ -45,8 +41,8 @@ use super::query::Statement;
 use super::rows::{Cell, Rows, TooBig, Within};
 use super::server::{GRACE, Voice};
 use super::text::{self, Dialect, quote_ident};
-use super::url::DbUrl;
 use crate::manifest::expand::format_duration;
+use crate::manifest::sql::url::DbUrl;
 use crate::manifest::{Loc, ParamType};
 use crate::params::Typed;
 use crate::providers::RequestError;
@@ -699,6 +695,7 @@ fn kinds_of(statement: &Statement) -> Vec<Kind> {
 
 impl Engine for Postgres {
     const DIALECT: Dialect = Dialect::Postgres;
+    const NAME: &'static str = "PostgreSQL";
 
     async fn tables(&self) -> Result<Vec<Listed>, RequestError> {
         let names = self.table_names().await?;

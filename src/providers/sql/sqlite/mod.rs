@@ -12,13 +12,11 @@
 //! statement runs on a connection of its own, closed after it, and only if SQLite says it does
 //! not write (`sqlite3_stmt_readonly`).
 
+mod build;
 mod pool;
 pub(crate) mod rows;
-mod section;
 
 use std::path::PathBuf;
-
-pub(crate) use section::SECTION;
 
 use pool::{Pool, sqlite_message};
 use rows::collect;
@@ -112,6 +110,7 @@ struct Writes;
 
 impl Engine for Sqlite {
     const DIALECT: Dialect = Dialect::Sqlite;
+    const NAME: &'static str = "SQLite";
 
     /// Tables (also virtual ones) and views, by name, without SQLite's own and shadow tables.
     async fn tables(&self) -> Result<Vec<Listed>, RequestError> {

@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 use rusqlite::{Connection, OpenFlags};
 
 use crate::providers::RequestError;
+use crate::providers::platform::{self, FileId};
 
 /// Connections one source keeps open at most (reads beyond that wait their turn).
 const MAX_CONNECTIONS: usize = 4;
@@ -64,14 +65,12 @@ struct Conn {
     conn: Connection,
     /// Milliseconds since the pool's epoch after which the running query is interrupted.
     deadline: Arc<AtomicU64>,
-    /// The database file this connection opened: when the file is replaced, it is reopened.
+    /// The database file this connection opened (device and inode; a file replaced by a rename
+    /// gets a new one): when the file is replaced, it is reopened.
     file: FileId,
     /// Whether it may wait idle for the next read (not for a WAL database; see the module doc).
     reuse: bool,
 }
-
-/// Device and inode of the database file (a file replaced by a rename gets a new one).
-type FileId = (u64, u64);
 
 /// Whether a job's connection comes from (and goes back to) the pool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -276,12 +275,11 @@ fn open(
 }
 
 /// `file:PATH?immutable=1`, the path's bytes percent-encoded but for letters, digits and
-/// `/._-` (SQLite decodes them back).
+/// `/._-` (SQLite decodes them back); on Windows the path is `/C:/…` (RFC 8089).
 fn immutable_uri(path: &Path) -> String {
     use std::fmt::Write as _;
-    use std::os::unix::ffi::OsStrExt as _;
     let mut uri = String::from("file:");
-    for &b in path.as_os_str().as_bytes() {
+    for &b in platform::uri_path_bytes(path).iter() {
         if b.is_ascii_alphanumeric() || matches!(b, b'/' | b'.' | b'_' | b'-') {
             uri.push(char::from(b));
         } else {
@@ -301,21 +299,11 @@ pub(super) fn sqlite_message(e: &rusqlite::Error) -> String {
     }
 }
 
-/// One `stat(2)` of the database file, done in place: it costs about a microsecond, far less than
-/// the two thread hand-offs of `spawn_blocking` (and a file system where it would hang would hang
-/// SQLite's own reads the same way). Anything but a regular file is refused.
-#[cfg(unix)]
+/// The identity of the database file, found in place (Unix: one `stat(2)`, about a microsecond,
+/// far less than the two thread hand-offs of `spawn_blocking`; a file system where it would hang
+/// would hang SQLite's own reads the same way). Anything but a regular file is refused.
 fn file_id(path: &Path) -> std::io::Result<FileId> {
-    use std::os::unix::fs::MetadataExt as _;
-    let m = std::fs::metadata(path)?;
-    if !m.is_file() {
-        return Err(not_regular());
-    }
-    Ok((m.dev(), m.ino()))
-}
-
-fn not_regular() -> std::io::Error {
-    std::io::Error::other("it is not a regular file (a FIFO, a device or a folder)")
+    platform::regular_file_id(path)
 }
 
 /// What `check_regular` found.
@@ -334,28 +322,20 @@ impl Found {
     }
 }
 
-/// Opens `path` non-blocking (a FIFO or a device never blocks this) and checks on that descriptor
+/// Opens `path` non-blocking (a FIFO or a device never blocks this) and checks on that handle
 /// that it is a regular file, and the file `expected` when given; reads its header for the
 /// journal mode. Done in place, like `file_id`.
 pub(super) fn check_regular(path: &Path, expected: Option<FileId>) -> std::io::Result<Found> {
-    use rustix::fs::{FileType, Mode, OFlags};
-    let fd = rustix::fs::open(
-        path,
-        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
-        Mode::empty(),
-    )?;
-    let st = rustix::fs::fstat(&fd)?;
-    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
-        return Err(not_regular());
-    }
-    #[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
-    let id: FileId = (st.st_dev as u64, st.st_ino as u64);
-    if expected.is_some_and(|e| e != id) {
+    use std::io::Read as _;
+    let (file, _) = platform::open_regular(path)?;
+    if let Some(e) = expected
+        && platform::file_id(&file)? != e
+    {
         return Err(std::io::Error::other("it was replaced while being opened"));
     }
-    let mut header = [0u8; 20];
-    let n = rustix::io::pread(&fd, &mut header, 0)?;
-    let wal = n == header.len() && header[18] == 2 && header[19] == 2;
+    let mut header = Vec::with_capacity(20);
+    file.take(20).read_to_end(&mut header)?;
+    let wal = header.len() == 20 && header[18] == 2 && header[19] == 2;
     let mut wal_file = path.as_os_str().to_owned();
     wal_file.push("-wal");
     let no_wal_file = !Path::new(&wal_file).exists();
@@ -363,41 +343,36 @@ pub(super) fn check_regular(path: &Path, expected: Option<FileId>) -> std::io::R
 }
 
 /// When a connection did not open in time because the path became a FIFO after it was checked,
-/// SQLite's thread is blocked in `open` until a writer appears: be that writer for an instant
-/// (open for writing, non-blocking, and close) so the thread gets an end of file and finishes.
-/// Nothing is written; a path that is not a FIFO is left alone.
+/// SQLite's thread is blocked in `open` until a writer appears: let it go (see
+/// `platform::wake_fifo_reader`).
 pub(super) fn wake_fifo_reader(path: &Path) {
-    use rustix::fs::{FileType, Mode, OFlags};
-    let is_fifo = rustix::fs::stat(path)
-        .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Fifo);
-    if is_fifo {
-        let _ = rustix::fs::open(
-            path,
-            OFlags::WRONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
-            Mode::empty(),
-        );
-    }
-}
-
-#[cfg(not(unix))]
-fn file_id(path: &Path) -> std::io::Result<FileId> {
-    std::fs::metadata(path).map(|_| (0, 0))
+    platform::wake_fifo_reader(path);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// A file name holding what a URI treats specially: `?`, `#`, `%`, a space and non-UTF-8
+    /// bytes on Unix; Windows names cannot hold `?` or bytes that are not UTF-16, so there `&`,
+    /// `=`, `#`, `%`, a space and a non-ASCII letter.
+    #[cfg(unix)]
+    fn odd_name() -> std::ffi::OsString {
+        use std::os::unix::ffi::OsStrExt as _;
+        std::ffi::OsStr::from_bytes(b"a b?mode=rwc&immutable=0#x%41\xff.db").to_owned()
+    }
+
+    #[cfg(windows)]
+    fn odd_name() -> std::ffi::OsString {
+        "a b&mode=rwc&immutable=0#x%41\u{e9}.db".into()
+    }
+
     /// A WAL database without its `-wal` is opened by URI (`immutable`): a path holding what a
-    /// URI treats specially (`?`, `#`, `%`, a space, non-UTF-8 bytes) still names that file, and
-    /// nothing is created beside it.
+    /// URI treats specially still names that file, and nothing is created beside it.
     #[test]
     fn an_immutable_open_names_the_file_whatever_its_path_holds() {
-        use std::os::unix::ffi::OsStrExt as _;
         let dir = tempfile::tempdir().unwrap();
-        let odd = dir.path().join(std::ffi::OsStr::from_bytes(
-            b"a b?mode=rwc&immutable=0#x%41\xff.db",
-        ));
+        let odd = dir.path().join(odd_name());
         {
             let db = Connection::open(&odd).unwrap();
             db.execute_batch(
@@ -443,17 +418,31 @@ mod tests {
     }
 
     #[test]
-    fn only_regular_files_and_a_blocked_fifo_reader_is_woken() {
+    fn only_regular_files_and_the_same_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = check_regular(dir.path(), None).unwrap_err();
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+        assert!(file_id(dir.path()).is_err());
+        let file = dir.path().join("file");
+        std::fs::write(&file, "x").unwrap();
+        check_regular(&file, None).unwrap();
+        let id = file_id(&file).unwrap();
+        check_regular(&file, Some(id)).unwrap();
+        assert!(check_regular(&file, Some((id.0, id.1 + 1))).is_err());
+        let other = dir.path().join("other");
+        std::fs::write(&other, "x").unwrap();
+        assert_ne!(file_id(&other).unwrap(), id);
+    }
+
+    // Unix only: FIFOs (Windows has none in its file system).
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_is_refused_and_a_blocked_fifo_reader_is_woken() {
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("db");
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            &fifo,
-            rustix::fs::FileType::Fifo,
-            rustix::fs::Mode::from_raw_mode(0o600),
-            0,
-        )
-        .unwrap();
+        let path = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path (`mknodat` of rustix is not on macOS).
+        assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
         // The check opens it non-blocking: an answer at once, not a hang.
         let err = check_regular(&fifo, None).unwrap_err();
         assert!(err.to_string().contains("not a regular file"), "{err}");
@@ -473,11 +462,5 @@ mod tests {
             }
             assert!(Instant::now() < deadline, "the reader was never woken");
         }
-        let file = dir.path().join("file");
-        std::fs::write(&file, "x").unwrap();
-        check_regular(&file, None).unwrap();
-        let id = file_id(&file).unwrap();
-        check_regular(&file, Some(id)).unwrap();
-        assert!(check_regular(&file, Some((id.0, id.1 + 1))).is_err());
     }
 }

@@ -10,8 +10,16 @@
 //! deserialized, then checked here with the manifest's own `Checker`. So the manifest names no
 //! engine: `ENGINES` (in `sql/mod.rs`) is the only list of them.
 
-use std::future::Future;
-use std::pin::Pin;
+mod mysql;
+mod postgres;
+pub(crate) mod server;
+mod sqlite;
+pub(crate) mod url;
+
+pub use mysql::MysqlKeys;
+pub use postgres::PostgresKeys;
+pub use sqlite::SqliteKeys;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,10 +29,8 @@ use serde::Deserialize;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
-use super::{ENGINES, Source};
-use crate::manifest::raw::{DurationStr, Key, RawQuery, RawToolSetting, RawView, SizeValue, Sp};
-use crate::manifest::{self, Checker, Diagnostics, Loc, Query};
-use crate::providers::Database;
+use super::raw::{DurationStr, Key, RawQuery, RawToolSetting, RawView, SizeValue, Sp};
+use crate::manifest::{self, Checker, Loc, Query};
 
 /// One SQL engine's manifest section.
 pub(crate) trait Section: Sync {
@@ -46,25 +52,22 @@ pub(crate) trait Section: Sync {
         cx: &mut Checker<'_>,
         name: &str,
         value: &Spanned<DeValue<'_>>,
-    ) -> Option<Arc<dyn EngineDef>>;
+    ) -> Option<EngineKeys>;
 }
 
-/// An engine's checked keys of one entry, and how its source is built from them.
-pub(crate) trait EngineDef: Send + Sync + std::fmt::Debug {
-    /// Builds the live source (a SQLite file is opened and checked here; a server is not
-    /// connected to). `None` after reporting why it cannot be built.
-    fn build<'a>(
-        &'a self,
-        def: &'a DatabaseDef,
-        diags: &'a mut Diagnostics,
-    ) -> Pin<Box<dyn Future<Output = Option<Built>> + Send + 'a>>;
+/// An engine's own checked keys of one entry (`[sqlite]`: the path; server engines: the URL and
+/// connection keys, …). How a source is built from them is the engine's business
+/// (`providers::sql`, one line per engine).
+#[derive(Debug, Clone)]
+pub enum EngineKeys {
+    Sqlite(Arc<SqliteKeys>),
+    Postgres(Arc<PostgresKeys>),
+    Mysql(Arc<MysqlKeys>),
 }
 
-/// A built database source: what the registry lists and reads, and what `sql` templates query.
-pub(crate) struct Built {
-    pub source: Arc<dyn Source>,
-    pub database: Arc<dyn Database>,
-}
+/// Every SQL engine's manifest section, in the order the schema lists them.
+pub(crate) static ENGINES: [&dyn Section; 3] =
+    [&sqlite::SECTION, &postgres::SECTION, &mysql::SECTION];
 
 /// A checked database entry of any engine.
 #[derive(Debug, Clone)]
@@ -87,7 +90,7 @@ pub struct DatabaseDef {
     pub table_tool: Option<String>,
     /// The SQL tool (`sql_tool = true`): its name, `NAME_sql`; `None`: no tool.
     pub sql_tool: Option<String>,
-    pub engine: Arc<dyn EngineDef>,
+    pub engine: EngineKeys,
 }
 
 impl DatabaseDef {

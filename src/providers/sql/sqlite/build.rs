@@ -1,71 +1,16 @@
-//! `[sqlite.NAME]`'s own key (`path`) and its checks, and how the source is built: the file must
-//! exist, be a regular file and open as a SQLite database (read-only, never created).
+//! How a `[sqlite.NAME]` source is built from its checked keys.
 
 use std::future::Future;
-use std::path::PathBuf;
 use std::pin::Pin;
-use std::sync::Arc;
-
-use schemars::{JsonSchema, SchemaGenerator};
-use serde::Deserialize;
-use toml::Spanned;
-use toml::de::DeValue;
 
 use super::Sqlite;
 use super::pool::{Pool, sqlite_message};
-use crate::manifest::raw::Sp;
-use crate::manifest::{Checker, Diagnostics, Loc};
+use crate::manifest::Diagnostics;
+use crate::manifest::sql::{DatabaseDef, SqliteKeys};
 use crate::providers::sql::SqlSource;
-use crate::providers::sql::section::{Built, DatabaseDef, EngineDef, Section, keys};
+use crate::providers::sql::{Built, EngineDef};
 
-/// The section.
-pub(crate) static SECTION: SqliteSection = SqliteSection;
-
-pub(crate) struct SqliteSection;
-
-/// `[sqlite.NAME]`: a SQLite database, opened read-only.
-#[derive(Debug, Deserialize, JsonSchema)]
-struct RawSqlite {
-    /// Database file, relative to the manifest's folder; it must exist.
-    path: Sp<String>,
-}
-
-/// The checked key.
-#[derive(Debug)]
-struct SqliteDef {
-    /// Absolute, not yet canonical.
-    path: PathBuf,
-    path_loc: Loc,
-}
-
-impl Section for SqliteSection {
-    fn name(&self) -> &'static str {
-        "sqlite"
-    }
-
-    fn about(&self) -> &'static str {
-        "SQLite databases, opened read-only."
-    }
-
-    fn keys_schema(&self, generator: &mut SchemaGenerator) -> schemars::Schema {
-        RawSqlite::json_schema(generator)
-    }
-
-    fn check(
-        &self,
-        cx: &mut Checker<'_>,
-        name: &str,
-        value: &Spanned<DeValue<'_>>,
-    ) -> Option<Arc<dyn EngineDef>> {
-        let raw: RawSqlite = keys(cx, "sqlite", name, value)?;
-        Some(Arc::new(SqliteDef {
-            path: cx.path(raw.path.get()),
-            path_loc: cx.loc(&raw.path),
-        }))
-    }
-}
-
-impl EngineDef for SqliteDef {
+impl EngineDef for SqliteKeys {
     /// The file must exist and be a database: it is opened (read-only, within `timeout`) and
     /// closed again; serving opens its own connections on first use.
     fn build<'a>(
@@ -76,7 +21,13 @@ impl EngineDef for SqliteDef {
         Box::pin(async move {
             let entry = def.entry();
             let shown = self.path.display();
-            let path = match tokio::fs::canonicalize(&self.path).await {
+            let given = self.path.clone();
+            let canonical =
+                tokio::task::spawn_blocking(move || crate::providers::platform::canonical(&given));
+            let path = match canonical
+                .await
+                .unwrap_or_else(|e| Err(std::io::Error::other(e)))
+            {
                 Ok(p) => p,
                 Err(e) => {
                     let why = match e.kind() {

@@ -923,9 +923,10 @@ fn list_folder(
             } else {
                 format!("{dir}/{name}")
             };
-            let real_rel = real.strip_prefix(root).ok()?.to_str()?;
+            // `/`-separated on every platform, as the rules read paths.
+            let real_rel = super::platform::below_root(real.to_str()?, root)?;
             let shown =
-                real.is_file() && rules.shows(&rel, real_rel) && !rules.is_manifest_at(&real);
+                real.is_file() && rules.shows(&rel, &real_rel) && !rules.is_manifest_at(&real);
             (!value.is_empty() && shown).then(|| value.to_owned())
         })
         .collect()
@@ -981,6 +982,19 @@ mod tests {
         ] {
             assert_eq!(read(bad), None, "{bad:?}");
         }
+    }
+
+    // Unix only: symlinks (Windows needs a privilege to make them and Wine makes none; the
+    // Windows walk's links are tested in `platform::windows::tests`).
+    #[cfg(unix)]
+    #[test]
+    fn symlinks_are_followed_only_inside_the_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join("notes")).unwrap();
+        std::fs::write(root.join("notes/a.md"), "a").unwrap();
+        let rules = Visibility::new(&root, false, true);
+        let read = |rel: &str| read_file(&root, &rules, rel, "x://", None).ok();
         let outside = tempfile::tempdir().unwrap();
         std::fs::write(outside.path().join("x.md"), "x").unwrap();
         std::os::unix::fs::symlink(outside.path().join("x.md"), root.join("notes/out.md")).unwrap();

@@ -2,27 +2,18 @@
 //! `poll_interval`, `accept_writes_outside_transaction`) and their checks, and how the source is
 //! built (without connecting).
 
-use std::collections::HashMap;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
 use schemars::{JsonSchema, SchemaGenerator};
 use serde::Deserialize;
-use sqlx::ConnectOptions as _;
-use sqlx::postgres::PgConnectOptions;
 use toml::Spanned;
 use toml::de::DeValue;
 
-use super::pool::{Pg, Pool};
-use super::{Postgres, describe_target};
+use super::server::ServerKeys;
+use super::{EngineKeys, Section, keys};
+use crate::manifest::Checker;
 use crate::manifest::raw::Sp;
-use crate::manifest::{Checker, Diagnostics};
-use crate::providers::sql::SqlSource;
-use crate::providers::sql::section::{Built, DatabaseDef, EngineDef, Section, keys};
-use crate::providers::sql::server::{CONNECT_TIMEOUT, ServerKeys};
-use crate::providers::sql::url::UrlRules;
+use crate::manifest::sql::url::UrlRules;
 
 /// `postgres://user:password@host:5432/db?sslmode=require`: the parameters sqlx understands are
 /// passed on; anything else (libpq's `channel_binding`, `target_session_attrs`, …) is left out.
@@ -68,10 +59,10 @@ struct RawPostgres {
 
 /// The checked keys.
 #[derive(Debug)]
-struct PostgresDef {
-    server: ServerKeys,
+pub struct PostgresKeys {
+    pub(crate) server: ServerKeys,
     /// At least one; the first one's tables are named without their schema.
-    schemas: Vec<String>,
+    pub(crate) schemas: Vec<String>,
 }
 
 impl Section for PostgresSection {
@@ -97,7 +88,7 @@ impl Section for PostgresSection {
         cx: &mut Checker<'_>,
         name: &str,
         value: &Spanned<DeValue<'_>>,
-    ) -> Option<Arc<dyn EngineDef>> {
+    ) -> Option<EngineKeys> {
         let p: RawPostgres = keys(cx, "postgres", name, value)?;
         let before = cx.problems();
         let mut schemas: Vec<String> = Vec::new();
@@ -133,55 +124,9 @@ impl Section for PostgresSection {
         if cx.problems() != before {
             return None;
         }
-        Some(Arc::new(PostgresDef {
+        Some(EngineKeys::Postgres(Arc::new(PostgresKeys {
             server: server?,
             schemas,
-        }))
-    }
-}
-
-impl EngineDef for PostgresDef {
-    /// Without connecting: the URL must parse into sqlx's options.
-    fn build<'a>(
-        &'a self,
-        def: &'a DatabaseDef,
-        diags: &'a mut Diagnostics,
-    ) -> Pin<Box<dyn Future<Output = Option<Built>> + Send + 'a>> {
-        Box::pin(async move {
-            let entry = def.entry();
-            let server = &self.server;
-            let options = match PgConnectOptions::from_url(server.url.url()) {
-                Ok(o) => o,
-                Err(e) => {
-                    let why = server.url.scrub(&e.to_string());
-                    diags.push(server.url_loc, format!("{entry} `url`: {why}"));
-                    return None;
-                }
-            };
-            let target = describe_target(&options);
-            let driver = Pg::new(
-                options,
-                def.timeout,
-                server.url.connect_timeout.unwrap_or(CONNECT_TIMEOUT),
-            );
-            let pool = Pool::new(driver, server.max_connections);
-            let engine = Postgres {
-                entry,
-                schemas: self.schemas.clone(),
-                row_limit: def.row_limit.max(1),
-                max_size: usize::try_from(def.max_size).unwrap_or(usize::MAX),
-                poll_interval: server.poll_interval,
-                url_loc: server.url_loc,
-                target,
-                url: server.url.clone(),
-                timeout: def.timeout,
-                pool,
-                plans: std::sync::Mutex::new(HashMap::new()),
-                accept_risks: server.accept_risks,
-                risks_seen: std::sync::Mutex::new(None),
-                down_reported: AtomicBool::new(false),
-            };
-            SqlSource::build(def, engine, diags).await
-        })
+        })))
     }
 }

@@ -139,9 +139,9 @@ impl std::fmt::Debug for DbUrl {
 
 #[cfg(test)]
 mod tests {
+    use super::super::mysql::URL_RULES as MYSQL;
+    use super::super::postgres::URL_RULES as PG;
     use super::*;
-    use crate::providers::sql::mysql::URL_RULES as MYSQL;
-    use crate::providers::sql::postgres::URL_RULES as PG;
 
     #[test]
     fn urls_are_checked_without_showing_the_password() {
