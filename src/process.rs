@@ -6,9 +6,10 @@
 //!
 //! How a tree is kept is the one platform seam of the module (`os`: `unix.rs`, `windows.rs`);
 //! callers never look at the platform:
-//! - Unix: every program runs under a supervisor, our own binary started again
-//!   (`supervisor.rs`), which kills what the program started when it ends, when the server asks
-//!   and when the server dies (even by `kill -9`; Linux: also what escaped with `setsid`);
+//! - Unix: every program runs under a per-call supervisor, forked by the server's one
+//!   supervisor (our own binary started again once, `supervisor.rs`), which kills what the
+//!   program started when it ends, when the server asks and when the server dies (even by
+//!   `kill -9`; Linux: also what escaped with `setsid`);
 //! - Windows: every program runs in a Job Object that kills its processes when the job is
 //!   terminated or its last handle (the server's) closes, even when the server is killed.
 //!

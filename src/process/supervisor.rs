@@ -2,13 +2,21 @@
 //! server process (by `unix.rs`, at the first tool call). It exists so that nothing a tool starts
 //! outlives its call or the server, even when the server is killed with `kill -9`.
 //!
-//! It waits on its standard input, a socket only the server holds the other end of. For each
-//! call the server sends it one byte with three descriptors: one end of a socket pair of the
-//! call's own (the server keeps the other), and the write ends of the tool's stdout and stderr
-//! pipes. The supervisor forks a per-call supervisor (a fork of this small process, not of the
-//! server: about 0.1 ms, where starting the 30 MB binary again costs 1–2 ms of loading and
-//! relocation per call, which `tool/true` paid before) and goes back to waiting. It ends when
-//! the server's end closes (the server exited or died).
+//! Its standard input is a socket only the server holds the other end of. For each call the
+//! server sends one byte there with three descriptors: one end of a socket pair of the call's
+//! own (the server keeps the other), and the write ends of the program's stdout and stderr
+//! pipes. The call is taken by a per-call supervisor, a process forked from this one: an idle one
+//! reads the server's socket itself; when a call waits and none is idle, the supervisor forks
+//! one. A per-call supervisor done with its call waits for the next if the supervisor keeps it
+//! (one idle at most), so sequential calls fork nothing. The supervisor ends when the server's
+//! end closes (the server exited or died).
+//!
+//! Why this shape (the figure it buys, `tool/true`, a `tools/call` of `true`, beside `spawn
+//! true` on the 2-vCPU benchmark machine, load average 9–13): our 30 MB binary started for each
+//! call, 2.7–4.0 ms (the loader's relocations and their page faults, 1.5 ms of CPU); a fork of
+//! this small process for each call, 1.45–1.78 ms (a fork with its exit is 0.3–0.4 ms there);
+//! forked ahead of the call, 1.20–1.35 ms; kept for the next call, 0.91 ms (`spawn true`
+//! 0.67–0.75 ms). `BENCHMARKS.md`, "Tool calls: one supervisor per server".
 //!
 //! The per-call supervisor reads the call (program, argv[0], arguments, working directory,
 //! environment) from its socket, starts the program in a process group of its own with the
@@ -16,16 +24,17 @@
 //! program runs (or `error ERRNO` when it could not start), then `exit CODE` or `signal N`, the
 //! program's own ending, once nothing it started is left. The server shuts its end down to stop
 //! the call (timeout, cancellation, output cap, shutdown), and the kernel closes it when the
-//! server dies however it dies: either way a read here ends, and the per-call supervisor kills
-//! the program's process group and everything below it.
+//! server dies however it dies: either way the socket reads as ended, and the per-call
+//! supervisor kills the program's process group and everything below it.
 //!
 //! On Linux the per-call supervisor is a child subreaper: a process below the program whose
 //! parent dies (one that left the group with `setsid`, a double fork) becomes its child, so the
 //! cleanup — kill the program's group, then every child, again until none is left — reaches them
-//! all. The long-lived supervisor is a subreaper too, for what a per-call supervisor that was
-//! killed (by its own program) leaves: it reaps each per-call supervisor as it ends (a pipe that
-//! closes when it dies wakes it) and, after one that did not end cleanly, kills every child of
-//! its own that is not a per-call supervisor. Elsewhere only the program's group is killed.
+//! all, and it takes another call only once none is left. The supervisor is a subreaper too, for
+//! what a per-call supervisor that was killed (by its own program) leaves: it reaps each
+//! per-call supervisor as it ends (its link closes) and, after one that did not end cleanly,
+//! kills every child of its own that is not a per-call supervisor. Elsewhere only the program's
+//! group is killed.
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
@@ -272,11 +281,9 @@ fn fork_worker() -> Forked {
 }
 
 /// A per-call supervisor: takes the next call from the server's socket (telling the supervisor,
-/// which forks another if a call is waiting meanwhile), runs it, and waits for the next one when
-/// the supervisor keeps it. Kept, it saves the next call a fork: `tool/true` 1.45–1.78 ms with a
-/// fork for each call (0.3–0.4 ms with its exit on the 2-vCPU benchmark machine), 1.27–1.33 ms
-/// with the fork done ahead of the call, TODO ms with none. Its exit code: 0 once its last
-/// call's ending was reported after its tree was cleaned up.
+/// which forks another if a call waits meanwhile), runs it, and waits for the next one when the
+/// supervisor keeps it (kept, it saves the next call a fork: see the module's figures). Its exit
+/// code: 0 once its last call's ending was reported after its tree was cleaned up.
 fn worker(control: OwnedFd, mut link: UnixStream) -> i32 {
     loop {
         let fds = loop {

@@ -1,27 +1,22 @@
-//! Process trees on Unix: every program runs under a per-call supervisor, forked for the call by
-//! the server's long-lived supervisor, our own binary started again once as
-//! `mcp-manifest __supervise` (`supervisor.rs`). The per-call supervisor starts the program in a
-//! process group of its own and kills everything below it when the program ends, when the server
-//! asks (a shut-down socket) and when the server dies (the same socket, closed by the kernel).
+//! Process trees on Unix: every program runs under a per-call supervisor, a process forked by
+//! the server's supervisor, our own binary started again once as `mcp-manifest __supervise`
+//! (`supervisor.rs`, which says why this shape and the figure it buys). The per-call supervisor
+//! starts the program in a process group of its own and kills everything below it when the
+//! program ends, when the server asks (a shut-down socket) and when the server dies (the same
+//! socket, closed by the kernel).
 //!
-//! The server side here starts the long-lived supervisor (the standard library's `Command`:
-//! nothing of ours runs between fork and exec), hands it each call's socket and output pipes,
-//! writes the call on the socket and reads the per-call supervisor's report (`pid TOOL
-//! SUPERVISOR`, then the program's `exit CODE` / `signal N`).
-//!
-//! Why one supervisor forks per call rather than the binary being started per call: `tool/true`
-//! (a `tools/call` of `true`), 2.4–2.8 ms with the binary started for each call (the loader's
-//! relocations and page faults of a 30 MB executable, about 1.5 ms of CPU), 0.9–1.1 ms with a
-//! fork of the small supervisor (`BENCHMARKS.md`, "Tool calls: one supervisor per server").
+//! The server side here starts the supervisor (the standard library's `Command`: nothing of
+//! ours runs between fork and exec), hands it each call's socket and output pipes, writes the
+//! call on the socket and reads the per-call supervisor's report (`pid TOOL SUPERVISOR`, then
+//! the program's `exit CODE` / `signal N`).
 //!
 //! A program that kills its own per-call supervisor: the server sees the socket end without an
-//! ending and kills the program's group; the long-lived supervisor (a child subreaper on Linux)
-//! kills what came back to it. A program that kills the long-lived supervisor: the server
-//! notices (a thread waits on its socket), reaps it and starts another at the next call; on
-//! Linux the server binary is a child subreaper too (`adopt_orphans`, called by `main`), and
-//! `sweep` kills and reaps every child of the server that is not the live supervisor (the
-//! per-call supervisors that came back to it, then what was below them), again until none is
-//! left.
+//! ending and kills the program's group; the supervisor (a child subreaper on Linux) kills what
+//! came back to it. A program that kills the supervisor: a thread of the server waiting for it
+//! reaps it and forgets it (the next call starts another); on Linux the server binary is a
+//! child subreaper too (`adopt_orphans`, called by `main`), and `sweep` kills and reaps every
+//! child of the server that is not a live supervisor (the per-call supervisors that came back
+//! to it, then what was below them), again until none is left.
 
 use std::collections::HashSet;
 use std::ffi::OsStr;
