@@ -114,13 +114,14 @@ pub async fn serve(manifest: Option<PathBuf>, via: Via, group: Option<String>) -
     };
     let m = &registry.manifest;
     let what = format!(
-        "`{}` from {} ({} files, {}{} git, {} templates, {} tools, {} prompts)",
+        "`{}` from {} ({} files, {}{} git, {} templates, {} skills, {} tools, {} prompts)",
         m.server.name,
         m.file,
         m.files.len(),
         database_counts(m),
         m.git.len(),
         m.templates.len(),
+        m.skills.len(),
         m.tools.len(),
         m.prompts.len(),
     );

@@ -511,8 +511,11 @@ fn check_name(fm: &Map<String, Value>, folder_name: &str) -> Result<(), String> 
     };
     match fm.get("description") {
         Some(Value::String(d)) if !d.trim().is_empty() && d.chars().count() <= 1024 => {}
-        Some(Value::String(_)) => {
-            return Err("its `description` must be 1 to 1024 characters".into());
+        Some(Value::String(d)) => {
+            return Err(format!(
+                "its `description` must be 1 to 1024 characters, found {}",
+                d.chars().count()
+            ));
         }
         Some(_) => return Err("its `description` is not a string".into()),
         None => return Err("its front matter has no `description`".into()),

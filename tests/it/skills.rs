@@ -248,6 +248,11 @@ fn a_changed_skill_sends_list_changed_and_new_digests() {
 #[test]
 fn check_warns_about_the_skills_left_out() {
     let f = fixture();
+    // anthropics/skills' claude-api has a 1068-character description: the warning says so.
+    f.write(
+        ".agents/skills/long/SKILL.md",
+        &format!("---\nname: long\ndescription: {}\n---\n", "é".repeat(1025)),
+    );
     let out = f.run(&["check", "mcp-server.toml"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
@@ -258,6 +263,30 @@ fn check_warns_about_the_skills_left_out() {
     assert!(
         err.contains("warning: [skills.team] `bare/SKILL.md` is left out: it does not begin with YAML front matter"),
         "{err}"
+    );
+    assert!(
+        err.contains("warning: [skills.team] `long/SKILL.md` is left out: its `description` must be 1 to 1024 characters, found 1025"),
+        "{err}"
+    );
+    // `serve`'s first line names the skills sources it serves.
+    let mut child = std::process::Command::new(crate::support::BIN)
+        .args(["serve", "--http", "127.0.0.1:0", "mcp-server.toml"])
+        .current_dir(f.root())
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("serve --http");
+    let serving = std::io::BufRead::lines(std::io::BufReader::new(
+        child.stderr.take().expect("stderr"),
+    ))
+    .map_while(Result::ok)
+    .find(|l| l.contains("serving"));
+    let _ = child.kill();
+    let _ = child.wait();
+    let serving = serving.expect("a `serving` line");
+    assert!(
+        serving.contains("0 templates, 1 skills, 0 tools"),
+        "{serving}"
     );
     let bad = f.diagnose("[skills.x]\nroot = \"missing\"\n");
     assert_eq!(bad.len(), 1);
