@@ -227,7 +227,7 @@ impl Taken<'_> {
     pub fn check(&self, cx: &mut Checker<'_>) -> Vec<DatabaseDef> {
         let mut out = Vec::new();
         for (engine, key, value) in &self.entries {
-            if let Some(def) = check_entry(cx, *engine, key, value) {
+            if let Some(def) = check_entry(cx, engine, key, value) {
                 out.push(def);
             }
         }
