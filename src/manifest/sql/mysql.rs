@@ -30,20 +30,14 @@ pub(crate) const URL_RULES: UrlRules = UrlRules {
     ],
     known_prefixes: &[],
     defaults: &[],
+    about: "Connection URL, e.g. \"${SHOP_URL}\" or \"mysql://user:password@host:3306/db\" (the database whose tables are listed); TLS through `ssl-mode`. The password is never printed.",
 };
 
 /// The section: no keys beyond the server keys.
 pub(crate) static SECTION: Section = Section {
     name: "mysql",
     about: "MySQL (8 and later) or MariaDB (10.6 and later) databases, read by the engine only (every statement in a rolled-back `START TRANSACTION READ ONLY`).",
-    keys_schema: |generator| {
-        let own = RawMysql::json_schema(generator);
-        ServerKeys::schema(
-            generator,
-            own,
-            "Connection URL, e.g. \"${SHOP_URL}\" or \"mysql://user:password@host:3306/db\" (the database whose tables are listed); TLS through `ssl-mode`. The password is never printed.",
-        )
-    },
+    keys_schema: |generator| ServerKeys::schema::<RawMysql>(generator, &URL_RULES),
     check: |cx, name, value| {
         let server = ServerKeys::check(cx, "mysql", name, value, &URL_RULES)?;
         Some(EngineKeys::Mysql(Arc::new(MysqlKeys { server })))

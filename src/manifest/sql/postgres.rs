@@ -41,20 +41,14 @@ pub(crate) const URL_RULES: UrlRules = UrlRules {
     ],
     known_prefixes: &["options["],
     defaults: &[("application_name", "mcp-manifest")],
+    about: "Connection URL, e.g. \"${DATABASE_URL}\" or \"postgres://user:password@host:5432/db?sslmode=require\"; TLS through `sslmode`. The password is never printed.",
 };
 
 /// The section.
 pub(crate) static SECTION: Section = Section {
     name: "postgres",
     about: "PostgreSQL databases, read by the engine only (every statement in a rolled-back `READ ONLY` transaction).",
-    keys_schema: |generator| {
-        let own = RawPostgres::json_schema(generator);
-        ServerKeys::schema(
-            generator,
-            own,
-            "Connection URL, e.g. \"${DATABASE_URL}\" or \"postgres://user:password@host:5432/db?sslmode=require\"; TLS through `sslmode`. The password is never printed.",
-        )
-    },
+    keys_schema: |generator| ServerKeys::schema::<RawPostgres>(generator, &URL_RULES),
     check,
 };
 
