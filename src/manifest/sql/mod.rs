@@ -2,8 +2,8 @@
 //! written once: the keys every engine shares (`RawCommon`: `row_limit`, `tables`, `watch`,
 //! `timeout`, `max_size`, `description`, `tool`, `view`, `queries`, `sql_tool`) and their checks, the
 //! `sqlite = "…"` / `postgres = "…"` / `mysql = "…"` keys of `[templates]`, and the part of the
-//! JSON Schema that describes them. Each engine adds its own keys and their checks (its
-//! `section.rs`, a `Section`) and how its source is built (`EngineDef`).
+//! JSON Schema that describes them. Each engine adds its own keys and their checks (its file
+//! here, a `Section`); how its source is built is `providers::sql`'s (`build`).
 //!
 //! The manifest's TOML is read in two steps (`manifest::check_str`): the engine sections and the
 //! engine keys of templates are taken out of the parsed document (`take`) before the rest is
@@ -32,27 +32,19 @@ use toml::de::{DeTable, DeValue};
 use super::raw::{DurationStr, Key, RawQuery, RawToolSetting, RawView, SizeValue, Sp};
 use crate::manifest::{self, Checker, Loc, Query};
 
-/// One SQL engine's manifest section.
-pub(crate) trait Section: Sync {
+/// One SQL engine's manifest section: what it is called and says, and its own keys.
+pub(crate) struct Section {
     /// The section's name (`mysql`), which is also the URI scheme and the key a `[templates]`
     /// entry names a source of this engine with.
-    fn name(&self) -> &'static str;
-
+    pub name: &'static str,
     /// What the section holds, for the JSON Schema (`MySQL or MariaDB databases, …`).
-    fn about(&self) -> &'static str;
-
+    pub about: &'static str,
     /// The schema of the engine's own keys (an object; the common keys are added to it).
-    fn keys_schema(&self, generator: &mut SchemaGenerator) -> schemars::Schema;
-
-    /// Checks the engine's own keys of the entry `name` (`value` is the whole entry: the common
-    /// keys, checked already, are in it too). `None` after reporting a problem that leaves the
-    /// entry without a meaning (the entry is then set aside).
-    fn check(
-        &self,
-        cx: &mut Checker<'_>,
-        name: &str,
-        value: &Spanned<DeValue<'_>>,
-    ) -> Option<EngineKeys>;
+    pub keys_schema: fn(&mut SchemaGenerator) -> schemars::Schema,
+    /// Checks the engine's own keys of the entry `[name.NAME]` (`value` is the whole entry: the
+    /// common keys, checked already, are in it too). `None` after reporting a problem that
+    /// leaves the entry without a meaning (the entry is then set aside).
+    pub check: fn(&mut Checker<'_>, &str, &Spanned<DeValue<'_>>) -> Option<EngineKeys>,
 }
 
 /// An engine's own checked keys of one entry (`[sqlite]`: the path; server engines: the URL and
@@ -66,8 +58,7 @@ pub enum EngineKeys {
 }
 
 /// Every SQL engine's manifest section, in the order the schema lists them.
-pub(crate) static ENGINES: [&dyn Section; 3] =
-    [&sqlite::SECTION, &postgres::SECTION, &mysql::SECTION];
+pub(crate) static ENGINES: [&Section; 3] = [&sqlite::SECTION, &postgres::SECTION, &mysql::SECTION];
 
 /// A checked database entry of any engine.
 #[derive(Debug, Clone)]
@@ -144,21 +135,21 @@ pub(crate) type SourceRef = (&'static str, Sp<String>);
 #[derive(Debug, Default)]
 pub struct Taken<'i> {
     /// Every entry of every engine section, in file order: its section, name and table.
-    entries: Vec<(&'static dyn Section, Key, Spanned<DeValue<'i>>)>,
+    entries: Vec<(&'static Section, Key, Spanned<DeValue<'i>>)>,
     /// The engine keys of `[templates]` entries: template name → (section, source name), and
     /// every such key of each template (more than one is an error).
     templates: Vec<(String, Vec<SourceRef>)>,
 }
 
-impl std::fmt::Debug for dyn Section {
+impl std::fmt::Debug for Section {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
+        f.write_str(self.name)
     }
 }
 
 /// The engine sections' names, in `ENGINES` order.
 pub(crate) fn section_names() -> impl Iterator<Item = &'static str> {
-    ENGINES.iter().map(|e| e.name())
+    ENGINES.iter().map(|e| e.name)
 }
 
 /// The names each engine section declares, as written (before entries with problems are set
@@ -167,11 +158,11 @@ pub(crate) fn declared(doc: &DeTable<'_>) -> Vec<(&'static str, Vec<String>)> {
     ENGINES
         .iter()
         .map(|e| {
-            let names = match doc.get(e.name()).map(|v| v.get_ref()) {
+            let names = match doc.get(e.name).map(|v| v.get_ref()) {
                 Some(DeValue::Table(t)) => t.iter().map(|(k, _)| k.get_ref().to_string()).collect(),
                 _ => Vec::new(),
             };
-            (e.name(), names)
+            (e.name, names)
         })
         .collect()
 }
@@ -181,7 +172,7 @@ pub(crate) fn declared(doc: &DeTable<'_>) -> Vec<(&'static str, Vec<String>)> {
 pub(crate) fn take<'i>(doc: &mut DeTable<'i>) -> Taken<'i> {
     let mut taken = Taken::default();
     for engine in ENGINES.iter().copied() {
-        let Some(section) = doc.remove(engine.name()) else {
+        let Some(section) = doc.remove(engine.name) else {
             continue;
         };
         if let DeValue::Table(entries) = section.into_inner() {
@@ -229,14 +220,14 @@ impl Taken<'_> {
     pub fn entries(&self) -> impl Iterator<Item = (&'static str, &Key, Option<RawCommon>)> {
         self.entries
             .iter()
-            .map(|(s, k, v)| (s.name(), k, RawCommon::deserialize(value_de(v)).ok()))
+            .map(|(s, k, v)| (s.name, k, RawCommon::deserialize(value_de(v)).ok()))
     }
 
     /// Checks every entry: the common keys here, the engine's own keys by its `Section`.
     pub fn check(&self, cx: &mut Checker<'_>) -> Vec<DatabaseDef> {
         let mut out = Vec::new();
         for (engine, key, value) in &self.entries {
-            if let Some(def) = check_entry(cx, *engine, key, value) {
+            if let Some(def) = check_entry(cx, engine, key, value) {
                 out.push(def);
             }
         }
@@ -269,11 +260,11 @@ pub(crate) fn value_de<'i>(v: &Spanned<DeValue<'i>>) -> toml::de::ValueDeseriali
 
 fn check_entry(
     cx: &mut Checker<'_>,
-    engine: &'static dyn Section,
+    engine: &'static Section,
     key: &Key,
     value: &Spanned<DeValue<'_>>,
 ) -> Option<DatabaseDef> {
-    let section = engine.name();
+    let section = engine.name;
     let name = key.get().clone();
     let common = match RawCommon::deserialize(value_de(value)) {
         Ok(c) => c,
@@ -294,7 +285,7 @@ fn check_entry(
     }
     let max_size = cx.max_size(&common.max_size);
     let queries = cx.queries(&common.queries);
-    let engine_def = engine.check(cx, &name, value)?;
+    let engine_def = (engine.check)(cx, &name, value)?;
     Some(DatabaseDef {
         section,
         loc: cx.loc(key),
@@ -370,8 +361,8 @@ pub(crate) fn extend_schema(schema: &mut serde_json::Value, generator: &mut Sche
     let mut defs = Map::new();
     let mut sections = Vec::new();
     for engine in ENGINES.iter() {
-        let def_name = format!("Raw{}", capitalized(engine.name()));
-        let mut entry = engine.keys_schema(generator).to_value();
+        let def_name = format!("Raw{}", capitalized(engine.name));
+        let mut entry = (engine.keys_schema)(generator).to_value();
         if let (Some(props), Some(more)) = (
             entry.get_mut("properties").and_then(Value::as_object_mut),
             common
@@ -382,7 +373,7 @@ pub(crate) fn extend_schema(schema: &mut serde_json::Value, generator: &mut Sche
             for (k, v) in more {
                 let mut v = v.clone();
                 if let Some(Value::String(d)) = v.get_mut("description") {
-                    *d = d.replace("SECTION://", &format!("{}://", engine.name()));
+                    *d = d.replace("SECTION://", &format!("{}://", engine.name));
                 }
                 props.insert(k.clone(), v);
             }
@@ -391,12 +382,12 @@ pub(crate) fn extend_schema(schema: &mut serde_json::Value, generator: &mut Sche
             }
         }
         entry["additionalProperties"] = json!(false);
-        entry["description"] = json!(format!("`[{}.NAME]`: {}", engine.name(), engine.about()));
+        entry["description"] = json!(format!("`[{}.NAME]`: {}", engine.name, engine.about));
         defs.insert(def_name.clone(), entry);
         sections.push((
-            engine.name(),
+            engine.name,
             json!({
-                "description": engine.about(),
+                "description": engine.about,
                 "type": "object",
                 "additionalProperties": { "$ref": format!("#/$defs/{def_name}") },
                 "propertyNames": { "pattern": "^[a-z][a-z0-9_-]*$" }
@@ -538,7 +529,7 @@ impl WantedTool {
         };
         let Some(def) = defs
             .iter_mut()
-            .find(|d| d.section == engine.name() && &d.name == key.get())
+            .find(|d| d.section == engine.name && &d.name == key.get())
         else {
             return;
         };

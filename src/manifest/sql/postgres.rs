@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use schemars::{JsonSchema, SchemaGenerator};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use toml::Spanned;
 use toml::de::DeValue;
@@ -41,12 +41,16 @@ pub(crate) const URL_RULES: UrlRules = UrlRules {
     ],
     known_prefixes: &["options["],
     defaults: &[("application_name", "mcp-manifest")],
+    about: "Connection URL, e.g. \"${DATABASE_URL}\" or \"postgres://user:password@host:5432/db?sslmode=require\"; TLS through `sslmode`. The password is never printed.",
 };
 
 /// The section.
-pub(crate) static SECTION: PostgresSection = PostgresSection;
-
-pub(crate) struct PostgresSection;
+pub(crate) static SECTION: Section = Section {
+    name: "postgres",
+    about: "PostgreSQL databases, read by the engine only (every statement in a rolled-back `READ ONLY` transaction).",
+    keys_schema: |generator| ServerKeys::schema::<RawPostgres>(generator, &URL_RULES),
+    check,
+};
 
 /// `[postgres.NAME]`'s own keys (the server keys are `ServerKeys`).
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -65,68 +69,45 @@ pub struct PostgresKeys {
     pub(crate) schemas: Vec<String>,
 }
 
-impl Section for PostgresSection {
-    fn name(&self) -> &'static str {
-        "postgres"
-    }
-
-    fn about(&self) -> &'static str {
-        "PostgreSQL databases, read by the engine only (every statement in a rolled-back `READ ONLY` transaction)."
-    }
-
-    fn keys_schema(&self, generator: &mut SchemaGenerator) -> schemars::Schema {
-        let own = RawPostgres::json_schema(generator);
-        ServerKeys::schema(
-            generator,
-            own,
-            "Connection URL, e.g. \"${DATABASE_URL}\" or \"postgres://user:password@host:5432/db?sslmode=require\"; TLS through `sslmode`. The password is never printed.",
-        )
-    }
-
-    fn check(
-        &self,
-        cx: &mut Checker<'_>,
-        name: &str,
-        value: &Spanned<DeValue<'_>>,
-    ) -> Option<EngineKeys> {
-        let p: RawPostgres = keys(cx, "postgres", name, value)?;
-        let before = cx.problems();
-        let mut schemas: Vec<String> = Vec::new();
-        match &p.schemas {
-            None => schemas.push("public".into()),
-            Some(list) => {
-                if list.get().is_empty() {
-                    cx.err(list, format!("[postgres.{name}] `schemas` is empty; name at least one schema (default [\"public\"])"),
+/// Checks `schemas` and the server keys.
+fn check(cx: &mut Checker<'_>, name: &str, value: &Spanned<DeValue<'_>>) -> Option<EngineKeys> {
+    let p: RawPostgres = keys(cx, "postgres", name, value)?;
+    let before = cx.problems();
+    let mut schemas: Vec<String> = Vec::new();
+    match &p.schemas {
+        None => schemas.push("public".into()),
+        Some(list) => {
+            if list.get().is_empty() {
+                cx.err(list, format!("[postgres.{name}] `schemas` is empty; name at least one schema (default [\"public\"])"),
                     );
-                }
-                for s in list.get() {
-                    if s.get().is_empty() || s.get().contains('\0') {
-                        cx.err(
-                            s,
-                            format!(
-                                "[postgres.{name}] `{}` is not a schema name",
-                                s.get().escape_debug()
-                            ),
-                        );
-                    } else if schemas.contains(s.get()) {
-                        cx.err(
-                            s,
-                            format!("[postgres.{name}] schema `{}` is listed twice", s.get()),
-                        );
-                    } else {
-                        schemas.push(s.get().clone());
-                    }
+            }
+            for s in list.get() {
+                if s.get().is_empty() || s.get().contains('\0') {
+                    cx.err(
+                        s,
+                        format!(
+                            "[postgres.{name}] `{}` is not a schema name",
+                            s.get().escape_debug()
+                        ),
+                    );
+                } else if schemas.contains(s.get()) {
+                    cx.err(
+                        s,
+                        format!("[postgres.{name}] schema `{}` is listed twice", s.get()),
+                    );
+                } else {
+                    schemas.push(s.get().clone());
                 }
             }
         }
-        let server = ServerKeys::check(cx, "postgres", name, value, &URL_RULES);
-        // An entry with a problem has no meaning (a source without a URL): set aside.
-        if cx.problems() != before {
-            return None;
-        }
-        Some(EngineKeys::Postgres(Arc::new(PostgresKeys {
-            server: server?,
-            schemas,
-        })))
     }
+    let server = ServerKeys::check(cx, "postgres", name, value, &URL_RULES);
+    // An entry with a problem has no meaning (a source without a URL): set aside.
+    if cx.problems() != before {
+        return None;
+    }
+    Some(EngineKeys::Postgres(Arc::new(PostgresKeys {
+        server: server?,
+        schemas,
+    })))
 }

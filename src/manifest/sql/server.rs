@@ -97,17 +97,17 @@ impl ServerKeys {
         })
     }
 
-    /// `own` (an engine's other keys) with the server keys before them, `url` described as
-    /// `url_about` says.
-    pub(crate) fn schema(
+    /// `Own` (an engine's other keys) with the server keys before them, `url` described as
+    /// `rules` say.
+    pub(crate) fn schema<Own: JsonSchema>(
         generator: &mut SchemaGenerator,
-        own: schemars::Schema,
-        url_about: &str,
+        rules: &UrlRules,
     ) -> schemars::Schema {
         use serde_json::{Map, Value};
+        let own = Own::json_schema(generator);
         let mut keys = RawServerKeys::json_schema(generator).to_value();
         if let Some(url) = keys.pointer_mut("/properties/url/description") {
-            *url = Value::String(url_about.to_owned());
+            *url = Value::String(rules.about.to_owned());
         }
         let mut own = own.to_value();
         let mut props: Map<String, Value> = keys

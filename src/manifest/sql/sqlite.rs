@@ -4,19 +4,26 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use schemars::{JsonSchema, SchemaGenerator};
+use schemars::JsonSchema;
 use serde::Deserialize;
-use toml::Spanned;
-use toml::de::DeValue;
 
 use super::{EngineKeys, Section, keys};
+use crate::manifest::Loc;
 use crate::manifest::raw::Sp;
-use crate::manifest::{Checker, Loc};
 
 /// The section.
-pub(crate) static SECTION: SqliteSection = SqliteSection;
-
-pub(crate) struct SqliteSection;
+pub(crate) static SECTION: Section = Section {
+    name: "sqlite",
+    about: "SQLite databases, opened read-only.",
+    keys_schema: |generator| RawSqlite::json_schema(generator),
+    check: |cx, name, value| {
+        let raw: RawSqlite = keys(cx, "sqlite", name, value)?;
+        Some(EngineKeys::Sqlite(Arc::new(SqliteKeys {
+            path: cx.path(raw.path.get()),
+            path_loc: cx.loc(&raw.path),
+        })))
+    },
+};
 
 /// `[sqlite.NAME]`: a SQLite database, opened read-only.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -31,31 +38,4 @@ pub struct SqliteKeys {
     /// Absolute, not yet canonical.
     pub(crate) path: PathBuf,
     pub(crate) path_loc: Loc,
-}
-
-impl Section for SqliteSection {
-    fn name(&self) -> &'static str {
-        "sqlite"
-    }
-
-    fn about(&self) -> &'static str {
-        "SQLite databases, opened read-only."
-    }
-
-    fn keys_schema(&self, generator: &mut SchemaGenerator) -> schemars::Schema {
-        RawSqlite::json_schema(generator)
-    }
-
-    fn check(
-        &self,
-        cx: &mut Checker<'_>,
-        name: &str,
-        value: &Spanned<DeValue<'_>>,
-    ) -> Option<EngineKeys> {
-        let raw: RawSqlite = keys(cx, "sqlite", name, value)?;
-        Some(EngineKeys::Sqlite(Arc::new(SqliteKeys {
-            path: cx.path(raw.path.get()),
-            path_loc: cx.loc(&raw.path),
-        })))
-    }
 }

@@ -20,6 +20,8 @@ pub(crate) struct UrlRules {
     pub known_prefixes: &'static [&'static str],
     /// Parameters added when the URL does not set them.
     pub defaults: &'static [(&'static str, &'static str)],
+    /// The `url` key's description in the JSON Schema.
+    pub about: &'static str,
 }
 
 /// A checked connection URL.

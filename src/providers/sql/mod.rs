@@ -2,10 +2,12 @@
 //! source does whatever its engine — the URI grammar, listing, templates, completion, named
 //! queries, the template tools and the SQL tool; each engine folder (`sqlite/`, `postgres/`,
 //! `mysql/`) implements `engine::Engine` (connect or open, list, describe, run one statement
-//! read-only) and `build.rs` (`EngineDef`: its source built from its checked keys). Shared below
+//! read-only) and `build.rs` (`build`: its source built from its checked keys). Shared below
 //! them: `text.rs` (the SQL tokenizer and text checks), `query.rs` (statements, named queries and
-//! their values), `rows.rs` (rows → JSON within `row_limit` and `max_size`), `server.rs` (what
-//! server engines share at run time), `tool.rs` (the SQL tool). An engine's manifest section (its
+//! their values), `rows.rs` (rows → JSON within `row_limit` and `max_size`), `tool.rs` (the SQL
+//! tool); for server engines `pool.rs` (connections, a `Driver` per engine) and `server.rs`
+//! (`Server`: transactions, catalog reads, `check`, errors), so that one holds only its SQL,
+//! its error codes and its types. An engine's manifest section (its
 //! keys and their checks) is `manifest/sql/ENGINE.rs`, below this module.
 //!
 //! Adding an engine: a folder here with its `Engine` and `build.rs`, its `mod` line below and its
@@ -31,24 +33,11 @@ pub(crate) use engine::Target;
 pub(crate) use front::SqlSource;
 pub(crate) use query::{NamedQuery, Statement};
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use super::Source;
 use crate::manifest::Diagnostics;
 use crate::manifest::sql::{DatabaseDef, EngineKeys};
-
-/// An engine's checked keys, and how its source is built from them.
-pub(crate) trait EngineDef: Send + Sync {
-    /// Builds the live source (a SQLite file is opened and checked here; a server is not
-    /// connected to). `None` after reporting why it cannot be built.
-    fn build<'a>(
-        &'a self,
-        def: &'a DatabaseDef,
-        diags: &'a mut Diagnostics,
-    ) -> Pin<Box<dyn Future<Output = Option<Built>> + Send + 'a>>;
-}
 
 /// A built database source: what the registry lists and reads, and what `sql` templates query.
 pub(crate) struct Built {
@@ -56,13 +45,13 @@ pub(crate) struct Built {
     pub database: Arc<dyn super::Database>,
 }
 
-/// Builds the source of a checked entry: the one place that maps an engine's manifest keys to
-/// the engine (one line per engine).
+/// Builds the source of a checked entry (a SQLite file is opened and checked here; a server is
+/// not connected to): the one place that maps an engine's manifest keys to the engine (one line
+/// per engine). `None` after reporting why it cannot be built.
 pub(crate) async fn build(def: &DatabaseDef, diags: &mut Diagnostics) -> Option<Built> {
-    let engine: &dyn EngineDef = match &def.engine {
-        EngineKeys::Sqlite(k) => &**k,
-        EngineKeys::Postgres(k) => &**k,
-        EngineKeys::Mysql(k) => &**k,
-    };
-    engine.build(def, diags).await
+    match &def.engine {
+        EngineKeys::Sqlite(k) => sqlite::build(k, def, diags).await,
+        EngineKeys::Postgres(k) => postgres::build(k, def, diags).await,
+        EngineKeys::Mysql(k) => mysql::build(k, def, diags).await,
+    }
 }

@@ -33,7 +33,7 @@ const END_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// What a pool needs of a database server.
 pub(crate) trait Driver: Send + Sync + 'static {
-    type Conn: Send + 'static;
+    type Conn: sqlx::Connection + Send + 'static;
 
     /// Opens a connection (within the connect timeout): the connection, and the server's id for
     /// it (PostgreSQL's backend pid, MySQL's connection id).
@@ -49,10 +49,52 @@ pub(crate) trait Driver: Send + Sync + 'static {
     fn cancel(&self, id: i64) -> impl Future<Output = ()> + Send;
 
     /// Closes a connection the polite way (the server ends its session at once).
-    fn close(conn: Self::Conn) -> impl Future<Output = ()> + Send;
+    fn close(conn: Self::Conn) -> impl Future<Output = ()> + Send {
+        async {
+            let _ = sqlx::Connection::close(conn).await;
+        }
+    }
+
+    /// What a database error means for the request (by the server's error codes).
+    fn database_fault(d: &dyn sqlx::error::DatabaseError) -> Fault;
+
+    /// What `e` means for the request: an I/O or protocol error is the connection's.
+    fn fault(e: &sqlx::Error) -> Fault {
+        match e {
+            sqlx::Error::Io(_)
+            | sqlx::Error::Tls(_)
+            | sqlx::Error::Protocol(_)
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::WorkerCrashed => Fault::Connection,
+            sqlx::Error::Database(d) => Self::database_fault(&**d),
+            _ => Fault::Other,
+        }
+    }
 
     /// Whether `e` says the connection itself is gone (rather than the statement failing).
-    fn is_connection_error(e: &sqlx::Error) -> bool;
+    fn is_connection_error(e: &sqlx::Error) -> bool {
+        Self::fault(e) == Fault::Connection
+    }
+
+    /// What the server said in a database error (its message; PostgreSQL's adds its detail and
+    /// hint).
+    fn database_message(d: &dyn sqlx::error::DatabaseError) -> String {
+        d.message().to_owned()
+    }
+}
+
+/// What a server's error means for the request (`Driver::fault`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fault {
+    /// The connection itself is gone (rather than the statement failing).
+    Connection,
+    /// The statement ran past its time limit.
+    TimedOut,
+    /// A value the server cannot take as its parameter's type.
+    BadValue,
+    /// The statement tried to write in the read-only transaction.
+    ReadOnly,
+    Other,
 }
 
 /// `connect`, given up after `timeout` with an I/O error saying so.

@@ -235,6 +235,24 @@ impl serde::Serialize for Cell {
     }
 }
 
+/// `N` bytes of a server's value, as a fixed-width number is read (the engines' `rows.rs`).
+pub(crate) fn fixed<const N: usize>(b: &[u8]) -> Result<[u8; N], String> {
+    b.try_into()
+        .map_err(|_| format!("expected {N} bytes, got {}", b.len()))
+}
+
+/// A server's text value, which must be UTF-8.
+pub(crate) fn utf8(b: &[u8]) -> Result<String, String> {
+    String::from_utf8(b.to_vec()).map_err(|e| format!("text that is not UTF-8: {e}"))
+}
+
+/// A server's JSON value, checked and kept as it was sent.
+pub(crate) fn json(text: String) -> Result<Cell, String> {
+    RawValue::from_string(text)
+        .map(Cell::Json)
+        .map_err(|e| format!("JSON the server sent does not parse: {e}"))
+}
+
 /// The JSON Schema of the rows a SQL statement answers.
 pub(crate) fn schema() -> serde_json::Map<String, serde_json::Value> {
     let schema = serde_json::json!({

@@ -256,13 +256,13 @@ sql = "SELECT * FROM missing WHERE id = :id"
     );
     assert!(
         warnings[1].starts_with(
-            "mcp-server.toml:12:7: warning: [mysql.up.queries.bad] the server rejects the SQL: Unknown column 'nope'"
+            "mcp-server.toml:12:7: warning: [mysql.up.queries.bad] MySQL/MariaDB rejects the SQL: Unknown column 'nope'"
         ),
         "{e}"
     );
     assert!(
         warnings[2].starts_with(
-            "mcp-server.toml:17:7: warning: [templates.broken] the server rejects the SQL: Table 'checked.missing' doesn't exist"
+            "mcp-server.toml:17:7: warning: [templates.broken] MySQL/MariaDB rejects the SQL: Table 'checked.missing' doesn't exist"
         ),
         "{e}"
     );

@@ -1,64 +1,31 @@
 //! How a `[mysql.NAME]` source is built from its checked keys.
 
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, OnceLock};
 
-use sqlx::ConnectOptions as _;
 use sqlx::mysql::MySqlConnectOptions;
 
-use super::pool::{My, Pool};
+use super::pool::My;
 use super::{Mysql, describe_target};
 use crate::manifest::Diagnostics;
 use crate::manifest::sql::{DatabaseDef, MysqlKeys};
-use crate::providers::sql::SqlSource;
-use crate::providers::sql::server::CONNECT_TIMEOUT;
-use crate::providers::sql::{Built, EngineDef};
+use crate::providers::sql::server::{self, Server};
+use crate::providers::sql::{Built, SqlSource};
 
-impl EngineDef for MysqlKeys {
-    /// Without connecting: the URL must parse into sqlx's options.
-    fn build<'a>(
-        &'a self,
-        def: &'a DatabaseDef,
-        diags: &'a mut Diagnostics,
-    ) -> Pin<Box<dyn Future<Output = Option<Built>> + Send + 'a>> {
-        Box::pin(async move {
-            let entry = def.entry();
-            let server = &self.server;
-            let options = match MySqlConnectOptions::from_url(server.url.url()) {
-                Ok(o) => o,
-                Err(e) => {
-                    let why = server.url.scrub(&e.to_string());
-                    diags.push(server.url_loc, format!("{entry} `url`: {why}"));
-                    return None;
-                }
-            };
-            let target = describe_target(&options);
-            let flavor = Arc::new(OnceLock::new());
-            let driver = My::new(
-                options,
-                def.timeout,
-                server.url.connect_timeout.unwrap_or(CONNECT_TIMEOUT),
-                flavor.clone(),
-            );
-            let engine = Mysql {
-                entry,
-                row_limit: def.row_limit.max(1),
-                max_size: usize::try_from(def.max_size).unwrap_or(usize::MAX),
-                poll_interval: server.poll_interval,
-                url_loc: server.url_loc,
-                target,
-                url: server.url.clone(),
-                timeout: def.timeout,
-                pool: Pool::new(driver, server.max_connections),
-                accept_risks: server.accept_risks,
-                risks_seen: std::sync::Mutex::new(None),
-                json_columns: std::sync::Mutex::new(None),
-                flavor,
-                down_reported: AtomicBool::new(false),
-            };
-            SqlSource::build(def, engine, diags).await
-        })
-    }
+/// Without connecting: the URL must parse into sqlx's options.
+pub(crate) async fn build(
+    keys: &MysqlKeys,
+    def: &DatabaseDef,
+    diags: &mut Diagnostics,
+) -> Option<Built> {
+    let options: MySqlConnectOptions = server::options(def, &keys.server, diags)?;
+    let target = describe_target(&options);
+    let timeout = server::connect_timeout(&keys.server);
+    let flavor = Arc::new(OnceLock::new());
+    let driver = My::new(options, def.timeout, timeout, flavor.clone());
+    let engine = Mysql {
+        server: Server::new(def, &keys.server, target, driver),
+        json_columns: std::sync::Mutex::new(None),
+        flavor,
+    };
+    SqlSource::build(def, engine, diags).await
 }

@@ -15,10 +15,10 @@
 //! notification per burst of writes.
 
 use sqlx::Row as _;
+use sqlx::mysql::MySqlConnection;
 
 use super::{LISTED_TYPES, Mysql, listed};
 use crate::providers::sql::Target;
-use crate::providers::sql::server::GRACE;
 
 /// `UPDATE_TIME` no older than the current second and the one before: a stamp that may not have
 /// seen every write of its second.
@@ -27,9 +27,7 @@ const RECENT: &str = "IF(MAX(UPDATE_TIME) >= NOW() - INTERVAL 1 SECOND, 'recent'
 impl Mysql {
     /// The current stamp of each target, in one transaction; `None` when it fails.
     pub(super) async fn stamps_of(&self, targets: &[Target]) -> Option<Vec<String>> {
-        let mut lease = self.begin().await.ok()?;
-        let work = async {
-            let conn = lease.conn();
+        let work = async |conn: &mut MySqlConnection| {
             let mut out = Vec::with_capacity(targets.len());
             for target in targets {
                 let (sql, name) = match target {
@@ -75,8 +73,7 @@ impl Mysql {
             }
             Ok::<_, sqlx::Error>(out)
         };
-        let result = tokio::time::timeout(self.timeout + GRACE, work).await;
-        self.settle(lease, result).ok()
+        self.server.read(work).await.ok()
     }
 }
 

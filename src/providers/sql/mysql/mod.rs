@@ -2,7 +2,7 @@
 //! statements of the URL's database (`SHOW CREATE TABLE` / `VIEW`), its tables and views, and
 //! statements run prepared (the binary protocol: one statement per run, never several). `pool.rs`
 //! holds the connections and transactions, `rows.rs` the values → JSON, `changes.rs` the stamps
-//! subscribed URIs are polled by, `section.rs` the section's own keys.
+//! subscribed URIs are polled by; the rest of a server source is `sql::server::Server`.
 //!
 //! Invariants: read-only by the engine — every statement runs in `START TRANSACTION READ ONLY`
 //! with the statement time limit, and that transaction is rolled back, never committed; `LOCAL
@@ -15,32 +15,30 @@
 //! rows are read first, so a query a little longer than `row_limit` keeps its connection.
 
 mod build;
+pub(crate) use build::build;
 mod changes;
 mod pool;
 mod rows;
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use sqlx::mysql::MySqlConnection;
 use sqlx::{AssertSqlSafe, Column as _, Executor as _, Row as _, SqlSafeStr as _};
 
-use pool::{BeginError, Flavor, Pool, is_connection_error};
+use pool::{Flavor, My};
 use rows::cells;
 
 use super::engine::{Engine, Listed, Target};
+use super::pool::Driver as _;
 use super::query::Statement;
 use super::rows::{Cell, Rows, TooBig, Within, unique_names};
-use super::server::{GRACE, Voice};
-use super::text::{self, Dialect};
+use super::server::{self, Server};
+use super::text::Dialect;
 use crate::manifest::Loc;
-use crate::manifest::expand::{format_duration, format_size};
-use crate::manifest::sql::url::DbUrl;
 use crate::params::Typed;
 use crate::providers::RequestError;
-use crate::quote::{Quote, quote};
 
 /// The longest table name MySQL and MariaDB allow.
 const MAX_IDENTIFIER: usize = 64;
@@ -56,28 +54,11 @@ const LISTED_TYPES: &str = "('BASE TABLE', 'VIEW', 'SYSTEM VERSIONED')";
 /// One MySQL or MariaDB database.
 #[derive(Debug)]
 pub(crate) struct Mysql {
-    /// `[mysql.NAME]`, for messages.
-    entry: String,
-    row_limit: u64,
-    /// The largest answer, in bytes of JSON (`max_size`).
-    max_size: usize,
-    poll_interval: Duration,
-    url_loc: Loc,
-    /// "database `shop` on db.example.com:3306 as `app`": what messages name (no password).
-    target: String,
-    url: DbUrl,
-    timeout: Duration,
-    pool: Pool,
-    /// `accept_writes_outside_transaction`.
-    accept_risks: bool,
-    /// The last risks found, and when.
-    risks_seen: std::sync::Mutex<Option<(Instant, Option<String>)>>,
+    server: Server<My>,
     /// MariaDB's JSON columns (`(schema.table, column)`), and when they were read.
     json_columns: std::sync::Mutex<Option<(Instant, JsonColumns)>>,
     /// Which server answered (known once a connection opened).
     flavor: Arc<OnceLock<Flavor>>,
-    /// Whether the current outage was already said (by `check`).
-    down_reported: AtomicBool,
 }
 
 /// MariaDB's JSON columns, as `(schema.table, column)`.
@@ -107,21 +88,6 @@ enum Read {
 }
 
 impl Mysql {
-    /// A transaction for one request, or the request's error.
-    async fn begin(&self) -> Result<pool::Lease, RequestError> {
-        match self.pool.begin().await {
-            Ok(lease) => {
-                self.down_reported.store(false, Ordering::Relaxed);
-                Ok(lease)
-            }
-            Err(e) => Err(RequestError::Refused(self.begin_failed(&e))),
-        }
-    }
-
-    fn limit(&self) -> usize {
-        usize::try_from(self.row_limit).unwrap_or(usize::MAX)
-    }
-
     /// Runs one statement in its own transaction: at most `row_limit` rows as JSON.
     async fn fetch(
         &self,
@@ -130,28 +96,22 @@ impl Mysql {
         args: Vec<&Typed>,
         bounded: bool,
     ) -> Result<String, RequestError> {
-        let first = text::first_keyword(sql, Dialect::Mysql).unwrap_or_default();
-        if !text::MYSQL_READ_KEYWORDS.contains(&first.as_str()) {
-            return Err(RequestError::Refused(format!(
-                "{} only statements that read run here (found `{first}`)",
-                self.entry
-            )));
-        }
+        self.server.reads_only(sql, Dialect::Mysql)?;
         let has_args = !args.is_empty();
-        let mut lease = self.begin().await?;
+        let mut lease = self.server.begin().await?;
         let run = async {
             let json = self.json_columns(lease.conn()).await;
             collect(
                 lease.conn(),
                 sql,
                 &args,
-                (self.limit(), self.max_size),
+                (self.server.limit(), self.server.max_size),
                 &json,
                 bounded,
             )
             .await
         };
-        match tokio::time::timeout(self.timeout + GRACE, run).await {
+        match tokio::time::timeout(self.server.deadline(), run).await {
             Ok(Ok((rows, read))) => {
                 match read {
                     Read::Whole => lease.finish(),
@@ -159,32 +119,25 @@ impl Mysql {
                 }
                 Ok(rows.to_json())
             }
-            Ok(Err(Failure::Db(e))) if is_connection_error(&e) => {
+            Ok(Err(Failure::Db(e))) if My::is_connection_error(&e) => {
                 lease.discard();
-                Err(RequestError::Refused(self.connect_failed(&e)))
+                Err(RequestError::Refused(self.server.connect_failed(&e)))
             }
             Ok(Err(Failure::Db(e))) => {
                 lease.finish();
-                Err(self.statement_failed(uri, has_args, &e))
+                Err(self.server.statement_failed(uri, has_args, &e))
             }
             Ok(Err(Failure::Decode(why))) => {
                 lease.abandon();
-                Err(RequestError::Internal(format!(
-                    "{} a value cannot be read: {why}",
-                    self.entry
-                )))
+                Err(self.server.unreadable(&why))
             }
             Ok(Err(Failure::TooBig)) => {
                 lease.abandon();
-                Err(RequestError::Refused(format!(
-                    "{} the answer would hold a row larger than {} (`max_size` of the source); select fewer or smaller columns (e.g. `LEFT`, `LENGTH`)",
-                    self.entry,
-                    format_size(self.max_size as u64)
-                )))
+                Err(self.server.too_big("`LEFT`, `LENGTH`"))
             }
             Err(_) => {
                 lease.abandon();
-                Err(self.timed_out())
+                Err(self.server.timed_out())
             }
         }
     }
@@ -230,41 +183,19 @@ impl Mysql {
         set
     }
 
-    /// Ends a request's transaction after a catalog query, mapping its errors.
-    fn settle<T>(
-        &self,
-        lease: pool::Lease,
-        result: Result<Result<T, sqlx::Error>, tokio::time::error::Elapsed>,
-    ) -> Result<T, RequestError> {
-        self.voice().settle(lease, result, |e| self.db_failed(e))
-    }
-
-    /// How this source words what goes wrong.
-    fn voice(&self) -> Voice<'_> {
-        Voice {
-            entry: &self.entry,
-            target: &self.target,
-            url: &self.url,
-            timeout: self.timeout,
-            message: db_message,
-        }
-    }
-
     /// Tables and views of the database, by name (bytewise order).
     async fn listing(&self) -> Result<Vec<(String, String)>, RequestError> {
-        let mut lease = self.begin().await?;
-        let query = listed(lease.conn(), None);
-        let result = tokio::time::timeout(self.timeout + GRACE, query).await;
-        let mut names = self.settle(lease, result)?;
+        let mut names = self
+            .server
+            .read(async |conn| listed(conn, None).await)
+            .await?;
         names.sort();
         Ok(names)
     }
 
     /// The `CREATE` statements of the listed tables and views, in name order.
     async fn create_statements(&self) -> Result<String, RequestError> {
-        let mut lease = self.begin().await?;
-        let work = async {
-            let conn = lease.conn();
+        let work = async |conn: &mut MySqlConnection| {
             let mut names = listed(&mut *conn, None).await?;
             names.sort();
             let mut out = String::new();
@@ -279,131 +210,7 @@ impl Mysql {
             }
             Ok::<_, sqlx::Error>(out)
         };
-        let result = tokio::time::timeout(self.timeout + GRACE, work).await;
-        self.settle(lease, result)
-    }
-
-    fn begin_failed(&self, e: &BeginError) -> String {
-        self.voice().begin_failed::<pool::My>(e)
-    }
-
-    fn connect_failed(&self, e: &sqlx::Error) -> String {
-        self.voice().connect_failed(e)
-    }
-
-    fn timed_out(&self) -> RequestError {
-        self.voice().timed_out()
-    }
-
-    /// A statement's error: its time limit says so; a value the server cannot take as its
-    /// parameter's type is invalid params; anything else is the server's message.
-    fn statement_failed(&self, uri: &str, has_args: bool, e: &sqlx::Error) -> RequestError {
-        let number = error_number(e);
-        // ER_STATEMENT_TIMEOUT (MariaDB), ER_QUERY_TIMEOUT (MySQL), ER_QUERY_INTERRUPTED.
-        if matches!(number, Some(1969 | 3024 | 1317)) {
-            return self.timed_out();
-        }
-        // Incorrect value / truncated wrong value for a parameter.
-        if has_args && matches!(number, Some(1292 | 1366 | 1411 | 1367)) {
-            return RequestError::InvalidParams(format!(
-                "{}: {}",
-                quote(uri, Quote::Code),
-                quote(&self.scrub(&db_message(e)), Quote::Plain)
-            ));
-        }
-        self.db_failed(e)
-    }
-
-    fn db_failed(&self, e: &sqlx::Error) -> RequestError {
-        let mut message = format!("{} {}", self.entry, db_message(e));
-        // ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION
-        if error_number(e) == Some(1792) {
-            message.push_str(" (every statement runs in a read-only transaction)");
-        }
-        match e {
-            sqlx::Error::Database(_) => RequestError::Refused(self.scrub(&message)),
-            _ => RequestError::Internal(self.scrub(&message)),
-        }
-    }
-
-    /// `text` with the URL's password replaced by `***`.
-    fn scrub(&self, text: &str) -> String {
-        self.voice().scrub(text)
-    }
-
-    /// `check`: connects (with the connect timeout), says what the account can do outside the
-    /// transaction, and has the server prepare every statement.
-    async fn check_warnings(&self, statements: &[Statement]) -> Vec<(Loc, String)> {
-        let mut lease = match self.pool.begin().await {
-            Ok(l) => l,
-            Err(e) => {
-                self.down_reported.store(true, Ordering::Relaxed);
-                return vec![(self.url_loc, self.voice().unreachable::<pool::My>(&e))];
-            }
-        };
-        let mut out = Vec::new();
-        if let Ok(Some(found)) = risky_grants(lease.conn()).await {
-            out.push((
-                self.url_loc,
-                format!(
-                    "{} connects to {} as an account that {found}: a read-only transaction does not stop it reading and writing server files (`SELECT … INTO OUTFILE`, `LOAD_FILE`); connect as an account without them (the SQL tool refuses to run until then, unless `accept_writes_outside_transaction = true`)",
-                    self.entry, self.target
-                ),
-            ));
-        }
-        for s in statements {
-            let conn = lease.conn();
-            let prepared = conn.prepare(AssertSqlSafe(s.sql.to_string()).into_sql_str());
-            match tokio::time::timeout(self.timeout + GRACE, prepared).await {
-                Ok(Ok(_)) => {}
-                Ok(Err(e)) if is_connection_error(&e) => {
-                    out.push((self.url_loc, self.connect_failed(&e)));
-                    lease.discard();
-                    return out;
-                }
-                Ok(Err(e)) => out.push((
-                    s.loc,
-                    format!(
-                        "{} the server rejects the SQL: {}",
-                        s.context,
-                        self.scrub(&db_message(&e))
-                    ),
-                )),
-                Err(_) => {
-                    out.push((
-                        s.loc,
-                        format!(
-                            "{} the server did not prepare the SQL within {}",
-                            s.context,
-                            format_duration(self.timeout)
-                        ),
-                    ));
-                    lease.abandon();
-                    return out;
-                }
-            }
-        }
-        lease.finish();
-        out
-    }
-
-    /// What the account can do outside the transaction, for the SQL tool (cached a few
-    /// seconds); `None` when nothing, or when it cannot be asked (the statement then fails the
-    /// same way).
-    async fn risks(&self) -> Option<String> {
-        if let Ok(cached) = self.risks_seen.lock()
-            && let Some((at, found)) = cached.as_ref()
-            && at.elapsed() < Duration::from_secs(10)
-        {
-            return found.clone();
-        }
-        let mut lease = self.begin().await.ok()?;
-        let asked = tokio::time::timeout(self.timeout + GRACE, risky_grants(lease.conn())).await;
-        let found = self.settle(lease, asked).ok()?;
-        if let Ok(mut cached) = self.risks_seen.lock() {
-            *cached = Some((Instant::now(), found.clone()));
-        }
-        found
+        self.server.read(work).await
     }
 }
 
@@ -538,35 +345,13 @@ fn quote_name(name: &str) -> String {
     format!("`{}`", name.replace('`', "``"))
 }
 
-fn error_number(e: &sqlx::Error) -> Option<u16> {
-    match e {
-        sqlx::Error::Database(d) => d
-            .try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()
-            .map(|m| m.number()),
-        _ => None,
-    }
-}
-
-/// What the server (or the connection) said, without sqlx's wrapping.
-fn db_message(e: &sqlx::Error) -> String {
-    match e {
-        sqlx::Error::Database(d) => d.message().to_owned(),
-        sqlx::Error::Io(io) => io.to_string(),
-        sqlx::Error::Tls(t) => format!("TLS: {t}"),
-        other => other.to_string(),
-    }
-}
-
 /// "database `shop` on db.example.com:3306 as `app`" (or the socket).
 fn describe_target(o: &sqlx::mysql::MySqlConnectOptions) -> String {
-    let place = match o.get_socket() {
-        Some(path) => format!("the socket {}", path.display()),
-        None => format!("{}:{}", o.get_host(), o.get_port()),
-    };
-    match o.get_database() {
-        Some(db) => format!("database `{db}` on {place} as `{}`", o.get_username()),
-        None => format!("{place} as `{}`", o.get_username()),
-    }
+    let socket = o
+        .get_socket()
+        .map(|p| format!("the socket {}", p.display()));
+    let host = (o.get_host(), o.get_port());
+    server::target(socket, host, o.get_database(), o.get_username())
 }
 
 impl Engine for Mysql {
@@ -598,16 +383,16 @@ impl Engine for Mysql {
         if name.len() > MAX_IDENTIFIER || name.contains('\0') {
             return Ok(None);
         }
-        let mut lease = self.begin().await?;
-        let found =
-            tokio::time::timeout(self.timeout + GRACE, listed(lease.conn(), Some(name))).await;
-        let found = self.settle(lease, found)?;
+        let found = self
+            .server
+            .read(async |conn| listed(conn, Some(name)).await);
+        let found = found.await?;
         if found.is_empty() {
             return Ok(None);
         }
-        let limit = self.row_limit.saturating_add(1);
+        let limit = self.server.row_limit.saturating_add(1);
         let sql = format!("SELECT * FROM {} LIMIT {limit}", quote_name(name));
-        let uri = format!("{} table {name}", self.entry);
+        let uri = format!("{} table {name}", self.server.entry);
         self.fetch(&uri, &sql, Vec::new(), true).await.map(Some)
     }
 
@@ -628,22 +413,34 @@ impl Engine for Mysql {
     }
 
     async fn adhoc_refusal(&self) -> Option<String> {
-        if self.accept_risks {
-            return None;
-        }
-        let found = self.risks().await?;
+        let found = self.server.risks(async |conn| risky_grants(conn).await);
+        let found = found.await?;
         Some(format!(
             "{} refused: the SQL tool runs only when the account cannot write outside its read-only transaction, and it {found}; connect as an account without them, or set `accept_writes_outside_transaction = true` in {} to run it anyway",
-            self.entry, self.entry
+            self.server.entry, self.server.entry
         ))
     }
 
+    /// `check`: what the account can do outside the transaction, and every statement prepared.
     async fn warnings(&self, statements: &[Statement]) -> Vec<(Loc, String)> {
-        self.check_warnings(statements).await
+        let server = &self.server;
+        let risks = async |conn: &mut MySqlConnection| {
+            let found = risky_grants(conn).await.ok()??;
+            Some(format!(
+                "{} connects to {} as an account that {found}: a read-only transaction does not stop it reading and writing server files (`SELECT … INTO OUTFILE`, `LOAD_FILE`); connect as an account without them (the SQL tool refuses to run until then, unless `accept_writes_outside_transaction = true`)",
+                server.entry, server.target
+            ))
+        };
+        let prepare = async |conn: &mut MySqlConnection, s: &Statement| {
+            let sql = AssertSqlSafe(s.sql.to_string()).into_sql_str();
+            conn.prepare(sql).await.map(|_| ())
+        };
+        let name = <Self as Engine>::NAME;
+        server.check(name, statements, risks, prepare).await
     }
 
     fn poll_interval(&self) -> Option<Duration> {
-        Some(self.poll_interval)
+        Some(self.server.poll_interval)
     }
 
     async fn stamps(&self, targets: &[Target]) -> Option<Vec<String>> {
@@ -651,17 +448,17 @@ impl Engine for Mysql {
     }
 
     fn reported_down(&self) -> bool {
-        self.down_reported.load(Ordering::Relaxed)
+        self.server.reported_down()
     }
 
     fn schema_about(&self) -> String {
         format!(
             "The CREATE statements of the tables and views of {} ({})",
-            self.entry, self.target
+            self.server.entry, self.server.target
         )
     }
 
     async fn close(&self) {
-        self.pool.close().await;
+        self.server.close().await;
     }
 }

@@ -4,7 +4,7 @@
 //! TRANSACTION READ ONLY`, rolled back at its end together with every named lock (`GET_LOCK`, the
 //! one effect of a reading statement a rollback does not undo); a statement still running when
 //! its request went away is stopped with `KILL QUERY` from a connection of its own (an account
-//! may kill its own statements).
+//! may kill its own statements). `database_fault` says what its error numbers mean.
 //!
 //! `LOCAL INFILE` is never enabled: sqlx never offers the client capability, and the URL's
 //! parameters do not pass `local_infile` on.
@@ -15,11 +15,7 @@ use std::time::Duration;
 use sqlx::mysql::{MySqlConnectOptions, MySqlConnection};
 use sqlx::{AssertSqlSafe, ConnectOptions as _, Connection as _, Executor as _};
 
-use crate::providers::sql::pool::{Driver, connect_within};
-
-pub(super) type Pool = crate::providers::sql::pool::Pool<My>;
-pub(super) type Lease = crate::providers::sql::pool::Lease<My>;
-pub(super) use crate::providers::sql::pool::BeginError;
+use crate::providers::sql::pool::{Driver, Fault, connect_within};
 
 /// One source's server.
 pub(super) struct My {
@@ -122,28 +118,20 @@ impl Driver for My {
         let _ = conn.close().await;
     }
 
-    async fn close(conn: MySqlConnection) {
-        let _ = conn.close().await;
-    }
-
-    fn is_connection_error(e: &sqlx::Error) -> bool {
-        is_connection_error(e)
-    }
-}
-
-/// Whether `e` says the connection itself is gone (rather than the statement failing): an I/O or
-/// protocol error, or the server shutting down or killing the connection.
-pub(super) fn is_connection_error(e: &sqlx::Error) -> bool {
-    match e {
-        sqlx::Error::Io(_)
-        | sqlx::Error::Tls(_)
-        | sqlx::Error::Protocol(_)
-        | sqlx::Error::PoolClosed
-        | sqlx::Error::WorkerCrashed => true,
-        // ER_SERVER_SHUTDOWN, ER_CONNECTION_KILLED, ER_NEW_ABORTING_CONNECTION
-        sqlx::Error::Database(d) => d
+    fn database_fault(d: &dyn sqlx::error::DatabaseError) -> Fault {
+        let number = d
             .try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()
-            .is_some_and(|m| matches!(m.number(), 1053 | 1927 | 1184)),
-        _ => false,
+            .map(|m| m.number());
+        match number {
+            // ER_SERVER_SHUTDOWN, ER_CONNECTION_KILLED, ER_NEW_ABORTING_CONNECTION
+            Some(1053 | 1927 | 1184) => Fault::Connection,
+            // ER_STATEMENT_TIMEOUT (MariaDB), ER_QUERY_TIMEOUT (MySQL), ER_QUERY_INTERRUPTED
+            Some(1969 | 3024 | 1317) => Fault::TimedOut,
+            // Incorrect value / truncated wrong value for a parameter
+            Some(1292 | 1366 | 1411 | 1367) => Fault::BadValue,
+            // ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION
+            Some(1792) => Fault::ReadOnly,
+            _ => Fault::Other,
+        }
     }
 }

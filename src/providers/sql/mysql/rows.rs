@@ -16,11 +16,10 @@
 use std::collections::HashSet;
 
 use base64::Engine as _;
-use serde_json::value::RawValue;
 use sqlx::mysql::{MySqlRow, MySqlTypeInfo};
 use sqlx::{Column as _, Row as _, TypeInfo as _, ValueRef as _};
 
-use crate::providers::sql::rows::Cell;
+use crate::providers::sql::rows::{Cell, fixed, json, utf8};
 
 /// How one column's values become JSON.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,13 +118,7 @@ impl Decoder {
             Decoder::Timestamp => Cell::Text(date_text(b, DateKind::Timestamp)?),
             Decoder::Time => Cell::Text(time_text(b)?),
             Decoder::Bit(width) => Cell::Text(bits(b, width)),
-            Decoder::Json => {
-                let text = utf8(b)?;
-                match RawValue::from_string(text) {
-                    Ok(raw) => Cell::Json(raw),
-                    Err(e) => return Err(format!("JSON the server sent does not parse: {e}")),
-                }
-            }
+            Decoder::Json => json(utf8(b)?)?,
             Decoder::Text => Cell::Text(String::from_utf8_lossy(b).into_owned()),
             Decoder::Bytes => Cell::Text(base64::engine::general_purpose::STANDARD.encode(b)),
         })
@@ -168,11 +161,6 @@ pub(super) fn cells(row: &MySqlRow, decoders: &[Decoder]) -> Result<Vec<Cell>, S
     Ok(out)
 }
 
-fn fixed<const N: usize>(b: &[u8]) -> Result<[u8; N], String> {
-    b.try_into()
-        .map_err(|_| format!("expected {N} bytes, got {}", b.len()))
-}
-
 fn signed(b: &[u8], n: usize) -> Result<i64, String> {
     Ok(match n {
         1 => i8::from_le_bytes(fixed(b)?).into(),
@@ -189,10 +177,6 @@ fn unsigned(b: &[u8], n: usize) -> Result<u64, String> {
         4 => u32::from_le_bytes(fixed(b)?).into(),
         _ => u64::from_le_bytes(fixed(b)?),
     })
-}
-
-fn utf8(b: &[u8]) -> Result<String, String> {
-    String::from_utf8(b.to_vec()).map_err(|e| format!("text that is not UTF-8: {e}"))
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]

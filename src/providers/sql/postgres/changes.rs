@@ -16,9 +16,10 @@
 //! a second write soon after a first, when that backend next reports (up to ~10s on PostgreSQL
 //! 15). A writer that calls `pg_stat_force_next_flush()` is seen at the next poll.
 
+use sqlx::postgres::PgConnection;
+
 use super::Postgres;
 use crate::providers::sql::Target;
-use crate::providers::sql::server::GRACE;
 
 /// The writes to one table (and its partitions) and its file node; NULL for a relation without
 /// statistics (a view).
@@ -45,9 +46,7 @@ const SCHEMA_STAMP: &str = "\
 impl Postgres {
     /// The current stamp of each target, in one transaction; `None` when it fails.
     pub(super) async fn stamps_of(&self, targets: &[Target]) -> Option<Vec<String>> {
-        let mut lease = self.begin().await.ok()?;
-        let work = async {
-            let conn = lease.conn();
+        let work = async |conn: &mut PgConnection| {
             let mut out = Vec::with_capacity(targets.len());
             for target in targets {
                 let stamp = match target {
@@ -80,12 +79,11 @@ impl Postgres {
             }
             Ok::<_, sqlx::Error>(out)
         };
-        let result = tokio::time::timeout(self.timeout + GRACE, work).await;
-        self.settle(lease, result).ok()
+        self.server.read(work).await.ok()
     }
 }
 
-async fn database_stamp(conn: &mut sqlx::postgres::PgConnection) -> Result<String, sqlx::Error> {
+async fn database_stamp(conn: &mut PgConnection) -> Result<String, sqlx::Error> {
     sqlx::query_scalar::<_, String>(DATABASE_STAMP)
         .fetch_one(conn)
         .await

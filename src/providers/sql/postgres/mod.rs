@@ -1,8 +1,8 @@
 //! The PostgreSQL engine (`[postgres.NAME]`), through sqlx: the DDL of the listed schemas
 //! (`ddl.rs`), the tables and views of those schemas, and statements run read-only. `pool.rs`
 //! holds the connections and transactions, `plan.rs` how a statement binds and reads, `rows.rs`
-//! the values → JSON, `changes.rs` the stamps subscribed URIs are polled by, `url.rs` the checked
-//! URL, `section.rs` the section's own keys.
+//! the values → JSON, `changes.rs` the stamps subscribed URIs are polled by, `risky.rs` what the
+//! role can do outside the transaction; the rest of a server source is `sql::server::Server`.
 //!
 //! URIs: tables of the first listed schema by name, the others as `schema.table`.
 //!
@@ -17,6 +17,7 @@
 //! never the password) while every other source keeps serving.
 
 mod build;
+pub(crate) use build::build;
 mod changes;
 mod ddl;
 mod plan;
@@ -26,27 +27,24 @@ mod rows;
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgConnection};
 use sqlx::{AssertSqlSafe, Connection as _, Executor as _, Row as _};
 
 use plan::{BindAs, Kind, Plan};
-use pool::{BeginError, Pool, is_connection_error};
+use pool::Pg;
 use rows::{cells, decoders};
 
 use super::engine::{Engine, Listed, Target};
+use super::pool::Driver as _;
 use super::query::Statement;
 use super::rows::{Cell, Rows, TooBig, Within};
-use super::server::{GRACE, Voice};
-use super::text::{self, Dialect, quote_ident};
-use crate::manifest::expand::format_duration;
-use crate::manifest::sql::url::DbUrl;
+use super::server::{self, Server};
+use super::text::{Dialect, quote_ident};
 use crate::manifest::{Loc, ParamType};
 use crate::params::Typed;
 use crate::providers::RequestError;
-use crate::quote::{Quote, quote};
 
 /// Plans kept per source (named queries, templates, tables); more and the cache starts over.
 const MAX_PLANS: usize = 1024;
@@ -66,29 +64,9 @@ const LISTED: &str = "\
 /// One PostgreSQL database.
 #[derive(Debug)]
 pub(crate) struct Postgres {
-    /// `[postgres.NAME]`, for messages.
-    entry: String,
+    server: Server<Pg>,
     schemas: Vec<String>,
-    row_limit: u64,
-    /// The largest answer, in bytes of JSON (`max_size`).
-    max_size: usize,
-    poll_interval: Duration,
-    url_loc: Loc,
-    /// "database `crm` on db.example.com:5432 as `app`": what messages name (no password).
-    target: String,
-    /// The URL; its password is scrubbed from every message that could carry it.
-    url: DbUrl,
-    timeout: Duration,
-    pool: Pool,
     plans: std::sync::Mutex<HashMap<String, Arc<Plan>>>,
-    /// `accept_writes_outside_transaction`: the SQL tool runs even when the role can write
-    /// outside the transaction.
-    accept_risks: bool,
-    /// The last `risks` found, and when.
-    risks_seen: std::sync::Mutex<Option<(std::time::Instant, Option<String>)>>,
-    /// Whether the current outage was already said on stderr (or by `check`): said once, not on
-    /// every request.
-    down_reported: AtomicBool,
 }
 
 /// What a request runs.
@@ -120,97 +98,11 @@ impl From<sqlx::Error> for Failure {
 }
 
 impl Postgres {
-    /// `check`: connects (with the connect timeout) and has PostgreSQL prepare every statement.
-    /// Returns warnings: the database cannot be reached (once, at `url`), or it rejects a
-    /// statement (at its `sql`).
-    async fn check_warnings(&self, statements: &[Statement]) -> Vec<(Loc, String)> {
-        let mut lease = match self.pool.begin().await {
-            Ok(l) => l,
-            Err(e) => {
-                self.down_reported.store(true, Ordering::Relaxed);
-                return vec![(self.url_loc, self.voice().unreachable::<pool::Pg>(&e))];
-            }
-        };
-        let mut out = Vec::new();
-        if let Ok(Some(found)) = risky::risk_rows(lease.conn())
-            .await
-            .map(|rows| risky::describe(&rows))
-        {
-            out.push((
-                self.url_loc,
-                format!(
-                    "{} connects to {} where {found}: a read-only transaction does not stop what these do; connect as a role without them (the SQL tool refuses to run until then, unless `accept_writes_outside_transaction = true`)",
-                    self.entry, self.target
-                ),
-            ));
-        }
-        for s in statements {
-            let conn = lease.conn();
-            let kinds = kinds_of(s);
-            let checked = async {
-                conn.execute("SAVEPOINT mcp_check").await?;
-                let result = plan::make(conn, &s.sql, &kinds, self.row_limit, self.max_size).await;
-                conn.execute("ROLLBACK TO SAVEPOINT mcp_check").await?;
-                result
-            };
-            match tokio::time::timeout(self.timeout + GRACE, checked).await {
-                Ok(Ok(_)) => {}
-                Ok(Err(e)) if is_connection_error(&e) => {
-                    out.push((self.url_loc, self.connect_failed(&e)));
-                    lease.discard();
-                    return out;
-                }
-                Ok(Err(e)) => out.push((
-                    s.loc,
-                    format!(
-                        "{} PostgreSQL rejects the SQL: {}",
-                        s.context,
-                        self.scrub(&db_message(&e))
-                    ),
-                )),
-                Err(_) => {
-                    out.push((
-                        s.loc,
-                        format!(
-                            "{} PostgreSQL did not describe the SQL within {}",
-                            s.context,
-                            format_duration(self.timeout)
-                        ),
-                    ));
-                    lease.abandon();
-                    return out;
-                }
-            }
-        }
-        lease.finish();
-        out
-    }
-
-    /// A transaction for one request, or the request's error.
-    async fn begin(&self) -> Result<pool::Lease, RequestError> {
-        match self.pool.begin().await {
-            Ok(lease) => {
-                if self.down_reported.swap(false, Ordering::Relaxed) {
-                    tracing::warn!("{} {} answers again", self.entry, self.target);
-                }
-                Ok(lease)
-            }
-            Err(e) => Err(RequestError::Refused(self.begin_failed(&e))),
-        }
-    }
-
     /// Runs one statement in its own transaction and keeps at most `row_limit` rows. A plan that
     /// no longer fits the database (a table changed) is made again once.
     async fn fetch(&self, uri: &str, statement: Read<'_>) -> Result<Rows<Cell>, RequestError> {
-        // The manifest's SQL was checked when it loaded; this guards every other caller.
         if let Read::Sql { sql, .. } = &statement {
-            let first = text::first_keyword(sql, Dialect::Postgres).unwrap_or_default();
-            if !text::PG_READ_KEYWORDS.contains(&first.as_str()) {
-                return Err(RequestError::Refused(format!(
-                    "{} only statements that read run here (found `{first}`)",
-                    self.entry
-                )));
-            }
+            self.server.reads_only(sql, Dialect::Postgres)?;
         }
         let mut retried = false;
         // A table of the first schema by its bare name is read at once (`run_listed`). A name
@@ -223,19 +115,19 @@ impl Postgres {
             _ => None,
         };
         loop {
-            let mut lease = self.begin().await?;
+            let mut lease = self.server.begin().await?;
             if let Some(name) = first_schema.take() {
                 let run = self.run_listed(lease.conn(), name);
-                match tokio::time::timeout(self.timeout + GRACE, run).await {
+                match tokio::time::timeout(self.server.deadline(), run).await {
                     Ok(Ok(rows)) if !rows.rows.is_empty() => {
                         lease.finish();
                         return Ok(rows);
                     }
                     // Not listed, or empty: the usual way tells, in the same transaction.
                     Ok(Ok(_)) => {}
-                    Ok(Err(Failure::Db(e))) if is_connection_error(&e) => {
+                    Ok(Err(Failure::Db(e))) if Pg::is_connection_error(&e) => {
                         lease.discard();
-                        return Err(RequestError::Refused(self.connect_failed(&e)));
+                        return Err(RequestError::Refused(self.server.connect_failed(&e)));
                     }
                     // No such relation, no right to read it, a plan gone stale…: the
                     // transaction is aborted; the usual way, in a new one, tells which.
@@ -250,12 +142,12 @@ impl Postgres {
                     }
                     Err(_) => {
                         lease.abandon();
-                        return Err(self.timed_out());
+                        return Err(self.server.timed_out());
                     }
                 }
             }
             let run = self.run_read(lease.conn(), &statement);
-            let result = match tokio::time::timeout(self.timeout + GRACE, run).await {
+            let result = match tokio::time::timeout(self.server.deadline(), run).await {
                 Ok(r) => r,
                 Err(_) => Err((Failure::TimedOut, false)),
             };
@@ -264,7 +156,7 @@ impl Postgres {
                     lease.finish();
                     return Ok(rows);
                 }
-                Err((Failure::Db(e), cached)) if !is_connection_error(&e) => {
+                Err((Failure::Db(e), cached)) if !Pg::is_connection_error(&e) => {
                     let stale = stale_plan(&e);
                     if stale {
                         self.forget_plans(lease.conn()).await;
@@ -274,11 +166,12 @@ impl Postgres {
                         retried = true;
                         continue;
                     }
-                    return Err(self.statement_failed(uri, &statement, &e));
+                    let has_args = matches!(statement, Read::Sql { args, .. } if !args.is_empty());
+                    return Err(self.server.statement_failed(uri, has_args, &e));
                 }
                 Err((Failure::Db(e), _)) => {
                     lease.discard();
-                    return Err(RequestError::Refused(self.connect_failed(&e)));
+                    return Err(RequestError::Refused(self.server.connect_failed(&e)));
                 }
                 Err((Failure::NotFound, _)) => {
                     lease.finish();
@@ -286,22 +179,15 @@ impl Postgres {
                 }
                 Err((Failure::Decode(why), _)) => {
                     lease.finish();
-                    return Err(RequestError::Internal(format!(
-                        "{} a value cannot be read: {why}",
-                        self.entry
-                    )));
+                    return Err(self.server.unreadable(&why));
                 }
                 Err((Failure::TimedOut, _)) => {
                     lease.abandon();
-                    return Err(self.timed_out());
+                    return Err(self.server.timed_out());
                 }
                 Err((Failure::TooBig, _)) => {
                     lease.finish();
-                    return Err(RequestError::Refused(format!(
-                        "{} the answer would hold a row larger than {} (`max_size` of the source); select fewer or smaller columns (e.g. `left`, `length`)",
-                        self.entry,
-                        crate::manifest::expand::format_size(self.max_size as u64)
-                    )));
+                    return Err(self.server.too_big("`left`, `length`"));
                 }
             }
         }
@@ -335,7 +221,7 @@ impl Postgres {
             .plan(conn, &sql, kinds)
             .await
             .map_err(|e| (e.into(), false))?;
-        collect(conn, &plan, args, self.limit(), self.max_size)
+        collect(conn, &plan, args, self.server.limit(), self.server.max_size)
             .await
             .map_err(|e| (e, cached))
     }
@@ -368,7 +254,14 @@ impl Postgres {
             Typed::Integer(i64::try_from(name.len()).unwrap_or(i64::MAX)),
         ];
         let (plan, _) = self.plan(conn, &sql, &kinds).await?;
-        collect(conn, &plan, &args, self.limit(), self.max_size).await
+        collect(
+            conn,
+            &plan,
+            &args,
+            self.server.limit(),
+            self.server.max_size,
+        )
+        .await
     }
 
     /// The plan of a statement: from the cache, or worked out now (and cached).
@@ -382,7 +275,16 @@ impl Postgres {
         if let Some(p) = self.plans.lock().ok().and_then(|p| p.get(&key).cloned()) {
             return Ok((p, true));
         }
-        let plan = Arc::new(plan::make(conn, sql, kinds, self.row_limit, self.max_size).await?);
+        let plan = Arc::new(
+            plan::make(
+                conn,
+                sql,
+                kinds,
+                self.server.row_limit,
+                self.server.max_size,
+            )
+            .await?,
+        );
         if let Ok(mut plans) = self.plans.lock() {
             if plans.len() >= MAX_PLANS {
                 plans.clear();
@@ -399,10 +301,6 @@ impl Postgres {
             plans.clear();
         }
         let _ = conn.clear_cached_statements().await;
-    }
-
-    fn limit(&self) -> usize {
-        usize::try_from(self.row_limit).unwrap_or(usize::MAX)
     }
 
     /// The listed table or view a URI name means: a table of the first schema by its name, else
@@ -429,56 +327,33 @@ impl Postgres {
     /// tells, so the name is taken (a subscription then waits for the database, reads fail with
     /// the connection's error).
     async fn listed(&self, name: &str) -> bool {
-        let Ok(mut lease) = self.begin().await else {
+        let Ok(mut lease) = self.server.begin().await else {
             return true;
         };
         let found = self.find_table(lease.conn(), name);
-        let result = tokio::time::timeout(self.timeout + GRACE, found).await;
-        self.settle(lease, result).is_ok_and(|t| t.is_some())
+        let result = tokio::time::timeout(self.server.deadline(), found).await;
+        self.server.settle(lease, result).is_ok_and(|t| t.is_some())
     }
 
     /// Tables and views by URI name, with their kind (`r`, `v`, …), in schema order then name.
     async fn table_names(&self) -> Result<Vec<(String, String)>, RequestError> {
-        let mut lease = self.begin().await?;
         let sql = format!(
             "SELECT l.uri_name, l.kind FROM ({LISTED}) AS l \
              ORDER BY array_position($1, l.schema), l.name"
         );
         let query = sqlx::query_as::<_, (String, String)>(AssertSqlSafe(sql))
             .bind(&self.schemas)
-            .bind(&self.schemas[0])
-            .fetch_all(lease.conn());
-        let result = tokio::time::timeout(self.timeout + GRACE, query).await;
-        self.settle(lease, result)
-    }
-
-    /// Ends a request's transaction after a catalog query, mapping its errors.
-    fn settle<T>(
-        &self,
-        lease: pool::Lease,
-        result: Result<Result<T, sqlx::Error>, tokio::time::error::Elapsed>,
-    ) -> Result<T, RequestError> {
-        self.voice().settle(lease, result, |e| self.db_failed(e))
-    }
-
-    /// How this source words what goes wrong.
-    fn voice(&self) -> Voice<'_> {
-        Voice {
-            entry: &self.entry,
-            target: &self.target,
-            url: &self.url,
-            timeout: self.timeout,
-            message: db_message,
-        }
+            .bind(&self.schemas[0]);
+        self.server
+            .read(async |conn| query.fetch_all(conn).await)
+            .await
     }
 
     /// The DDL of the listed schemas, rebuilt from the catalogs: enum and domain types, then
     /// each table (columns, defaults, identity, constraints, partition key), view and
     /// materialized view, its indexes and its comments.
     async fn schema_text(&self) -> Result<String, RequestError> {
-        let mut lease = self.begin().await?;
-        let work = async {
-            let conn = lease.conn();
+        let work = async |conn: &mut PgConnection| {
             let types = sqlx::query_as::<_, (String,)>(ddl::TYPES_DDL)
                 .bind(&self.schemas)
                 .fetch_all(&mut *conn)
@@ -495,8 +370,7 @@ impl Postgres {
                     .collect();
             Ok::<_, sqlx::Error>((types, relations))
         };
-        let result = tokio::time::timeout(self.timeout + GRACE, work).await;
-        let (types, relations) = self.settle(lease, result)?;
+        let (types, relations) = self.server.read(work).await?;
         let mut out = String::new();
         for (ddl,) in types {
             out.push_str(&ddl);
@@ -507,61 +381,6 @@ impl Postgres {
             out.push('\n');
         }
         Ok(out)
-    }
-
-    fn begin_failed(&self, e: &BeginError) -> String {
-        self.voice().begin_failed::<pool::Pg>(e)
-    }
-
-    fn connect_failed(&self, e: &sqlx::Error) -> String {
-        self.voice().connect_failed(e)
-    }
-
-    fn timed_out(&self) -> RequestError {
-        self.voice().timed_out()
-    }
-
-    /// A statement's error: a value PostgreSQL cannot read as its parameter's type is invalid
-    /// params; a timeout says so; anything else is PostgreSQL's message.
-    fn statement_failed(&self, uri: &str, statement: &Read<'_>, e: &sqlx::Error) -> RequestError {
-        let has_args = matches!(statement, Read::Sql { args, .. } if !args.is_empty());
-        if let sqlx::Error::Database(d) = e {
-            let code = d.code().unwrap_or_default();
-            if code == "57014" && d.message().contains("statement timeout") {
-                return self.timed_out();
-            }
-            let bad_value = matches!(
-                &*code,
-                "22P02" | "22003" | "22007" | "22008" | "22021" | "22P05" | "22001"
-            );
-            if has_args && bad_value {
-                // PostgreSQL's message repeats the value it could not take: cut like it.
-                return RequestError::InvalidParams(format!(
-                    "{}: {}",
-                    quote(uri, Quote::Code),
-                    quote(&self.scrub(&db_message(e)), Quote::Plain)
-                ));
-            }
-        }
-        self.db_failed(e)
-    }
-
-    fn db_failed(&self, e: &sqlx::Error) -> RequestError {
-        let mut message = format!("{} {}", self.entry, db_message(e));
-        if let sqlx::Error::Database(d) = e
-            && d.code().as_deref() == Some("25006")
-        {
-            message.push_str(" (every statement runs in a read-only transaction)");
-        }
-        match e {
-            sqlx::Error::Database(_) => RequestError::Refused(self.scrub(&message)),
-            _ => RequestError::Internal(self.scrub(&message)),
-        }
-    }
-
-    /// `text` with the URL's password replaced by `***`.
-    fn scrub(&self, text: &str) -> String {
-        self.voice().scrub(text)
     }
 }
 
@@ -654,38 +473,13 @@ fn kind_word(relkind: &str) -> &'static str {
     }
 }
 
-/// What PostgreSQL (or the connection) said, without sqlx's wrapping; a database error keeps its
-/// detail and hint.
-fn db_message(e: &sqlx::Error) -> String {
-    match e {
-        sqlx::Error::Database(d) => {
-            let mut m = d.message().to_owned();
-            if let Some(pg) = d.try_downcast_ref::<sqlx::postgres::PgDatabaseError>() {
-                if let Some(detail) = pg.detail() {
-                    m.push_str(&format!(" ({detail})"));
-                }
-                if let Some(hint) = pg.hint() {
-                    m.push_str(&format!("; hint: {hint}"));
-                }
-            }
-            m
-        }
-        sqlx::Error::Io(io) => io.to_string(),
-        sqlx::Error::Tls(t) => format!("TLS: {t}"),
-        other => other.to_string(),
-    }
-}
-
 /// "database `crm` on db.example.com:5432 as `app`" (or the socket folder).
 fn describe_target(o: &PgConnectOptions) -> String {
-    let place = match o.get_socket() {
-        Some(dir) => format!("the socket in {}", dir.display()),
-        None => format!("{}:{}", o.get_host(), o.get_port()),
-    };
-    match o.get_database() {
-        Some(db) => format!("database `{db}` on {place} as `{}`", o.get_username()),
-        None => format!("{place} as `{}`", o.get_username()),
-    }
+    let socket = o
+        .get_socket()
+        .map(|d| format!("the socket in {}", d.display()));
+    let host = (o.get_host(), o.get_port());
+    server::target(socket, host, o.get_database(), o.get_username())
 }
 
 /// How each value of a statement binds: its declared type (a template's variables are text).
@@ -714,7 +508,7 @@ impl Engine for Postgres {
     }
 
     async fn read_table(&self, name: &str) -> Result<Option<String>, RequestError> {
-        let uri = format!("{} table {name}", self.entry);
+        let uri = format!("{} table {name}", self.server.entry);
         match self.fetch(&uri, Read::Table(name)).await {
             Ok(rows) => Ok(Some(rows.to_json())),
             Err(RequestError::NotFound(_)) => Ok(None),
@@ -757,22 +551,39 @@ impl Engine for Postgres {
     }
 
     async fn adhoc_refusal(&self) -> Option<String> {
-        if self.accept_risks {
-            return None;
-        }
         self.risks_refusal().await
     }
 
+    /// `check`: what the role can call that writes outside the transaction, and every statement
+    /// prepared (in a savepoint rolled back).
     async fn warnings(&self, statements: &[Statement]) -> Vec<(Loc, String)> {
-        self.check_warnings(statements).await
+        let server = &self.server;
+        let risks = async |conn: &mut PgConnection| {
+            let found = risky::describe(&risky::risk_rows(conn).await.ok()?)?;
+            Some(format!(
+                "{} connects to {} where {found}: a read-only transaction does not stop what these do; connect as a role without them (the SQL tool refuses to run until then, unless `accept_writes_outside_transaction = true`)",
+                server.entry, server.target
+            ))
+        };
+        // Copied: the future of a closure that borrows is not proven `Send` for every call.
+        let (row_limit, max_size) = (server.row_limit, server.max_size);
+        let prepare = async move |conn: &mut PgConnection, s: &Statement| {
+            let kinds = kinds_of(s);
+            conn.execute("SAVEPOINT mcp_check").await?;
+            let result = plan::make(conn, &s.sql, &kinds, row_limit, max_size).await;
+            conn.execute("ROLLBACK TO SAVEPOINT mcp_check").await?;
+            result.map(|_| ())
+        };
+        let name = <Self as Engine>::NAME;
+        server.check(name, statements, risks, prepare).await
     }
 
     fn poll_interval(&self) -> Option<Duration> {
-        Some(self.poll_interval)
+        Some(self.server.poll_interval)
     }
 
     fn reported_down(&self) -> bool {
-        self.down_reported.load(Ordering::Relaxed)
+        self.server.reported_down()
     }
 
     async fn stamps(&self, targets: &[Target]) -> Option<Vec<String>> {
@@ -782,7 +593,7 @@ impl Engine for Postgres {
     fn schema_about(&self) -> String {
         format!(
             "The DDL of the tables and views of {} (schemas: {})",
-            self.entry,
+            self.server.entry,
             self.schemas.join(", ")
         )
     }
@@ -792,6 +603,6 @@ impl Engine for Postgres {
     }
 
     async fn close(&self) {
-        self.pool.close().await;
+        self.server.close().await;
     }
 }

@@ -2,18 +2,15 @@
 //! `SET LOCAL statement_timeout`, rolled back at its end together with every session-level
 //! advisory lock (the one effect of a reading statement a rollback does not undo); a statement
 //! still running when its request went away is stopped with `pg_cancel_backend` from a
-//! connection of its own (any role may cancel its own backends).
+//! connection of its own (any role may cancel its own backends). `database_fault` says what its
+//! error codes mean.
 
 use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgConnection};
 use sqlx::{AssertSqlSafe, ConnectOptions as _, Connection as _, Executor as _};
 
-use crate::providers::sql::pool::{Driver, connect_within};
-
-pub(super) type Pool = crate::providers::sql::pool::Pool<Pg>;
-pub(super) type Lease = crate::providers::sql::pool::Lease<Pg>;
-pub(super) use crate::providers::sql::pool::BeginError;
+use crate::providers::sql::pool::{Driver, Fault, connect_within};
 
 /// One source's server.
 pub(super) struct Pg {
@@ -77,27 +74,32 @@ impl Driver for Pg {
         let _ = conn.close().await;
     }
 
-    async fn close(conn: PgConnection) {
-        let _ = conn.close().await;
+    /// Connection errors (`08…`, shutdowns), `statement_timeout`, values of the wrong type
+    /// (`22…`), writes in the read-only transaction (`25006`).
+    fn database_fault(d: &dyn sqlx::error::DatabaseError) -> Fault {
+        let code = d.code().unwrap_or_default();
+        match &*code {
+            // connection_exception, admin_shutdown, crash_shutdown, cannot_connect_now
+            c if c.starts_with("08") => Fault::Connection,
+            "57P01" | "57P02" | "57P03" => Fault::Connection,
+            "57014" if d.message().contains("statement timeout") => Fault::TimedOut,
+            "22P02" | "22003" | "22007" | "22008" | "22021" | "22P05" | "22001" => Fault::BadValue,
+            "25006" => Fault::ReadOnly,
+            _ => Fault::Other,
+        }
     }
 
-    fn is_connection_error(e: &sqlx::Error) -> bool {
-        is_connection_error(e)
-    }
-}
-
-/// Whether `e` says the connection itself is gone (rather than the statement failing).
-pub(super) fn is_connection_error(e: &sqlx::Error) -> bool {
-    match e {
-        sqlx::Error::Io(_)
-        | sqlx::Error::Tls(_)
-        | sqlx::Error::Protocol(_)
-        | sqlx::Error::PoolClosed
-        | sqlx::Error::WorkerCrashed => true,
-        // connection_exception, admin_shutdown, crash_shutdown, cannot_connect_now
-        sqlx::Error::Database(d) => d
-            .code()
-            .is_some_and(|c| c.starts_with("08") || matches!(&*c, "57P01" | "57P02" | "57P03")),
-        _ => false,
+    /// The message, with its detail and hint.
+    fn database_message(d: &dyn sqlx::error::DatabaseError) -> String {
+        let mut m = d.message().to_owned();
+        if let Some(pg) = d.try_downcast_ref::<sqlx::postgres::PgDatabaseError>() {
+            if let Some(detail) = pg.detail() {
+                m.push_str(&format!(" ({detail})"));
+            }
+            if let Some(hint) = pg.hint() {
+                m.push_str(&format!("; hint: {hint}"));
+            }
+        }
+        m
     }
 }

@@ -8,10 +8,7 @@
 //! `check` warns about each; the SQL tool refuses to run while the role has any of them, unless
 //! the section says `accept_writes_outside_transaction = true`.
 
-use std::time::Instant;
-
 use super::Postgres;
-use crate::providers::sql::server::GRACE;
 
 /// One row per way out of the transaction: `(what, name)`.
 const RISKS: &str = "\
@@ -37,45 +34,19 @@ const RISKS: &str = "\
      WHERE w.fdwname IN ('postgres_fdw', 'dblink_fdw') \
        AND pg_catalog.has_server_privilege(s.oid, 'USAGE') ORDER BY 2 LIMIT 20)";
 
-/// How long a finding is trusted before the SQL tool asks again (grants change rarely; a
-/// finding costs one catalog query).
-const FRESH: std::time::Duration = std::time::Duration::from_secs(10);
-
 impl Postgres {
-    /// What the role can do outside the transaction, worded for a message (`None`: nothing, or
-    /// the catalog could not be asked: the statement itself will then fail the same way).
-    pub(super) async fn risks(&self) -> Result<Option<String>, String> {
-        if let Ok(cached) = self.risks_seen.lock()
-            && let Some((at, found)) = cached.as_ref()
-            && at.elapsed() < FRESH
-        {
-            return Ok(found.clone());
-        }
-        let mut lease = self.begin().await.map_err(|e| e.to_string())?;
-        let rows = tokio::time::timeout(self.timeout + GRACE, risk_rows(lease.conn())).await;
-        let rows = self.settle(lease, rows).map_err(|e| e.to_string())?;
-        let found = describe(&rows);
-        if let Ok(mut cached) = self.risks_seen.lock() {
-            *cached = Some((Instant::now(), found.clone()));
-        }
-        Ok(found)
-    }
-
-    /// The SQL tool's refusal while the role can write outside the transaction.
     pub(super) async fn risks_refusal(&self) -> Option<String> {
-        match self.risks().await {
-            Ok(Some(found)) => Some(format!(
-                "{} refused: the SQL tool runs only when nothing it can call writes outside its read-only transaction, and {}; connect as a role without these, or set `accept_writes_outside_transaction = true` in {} to run it anyway",
-                self.entry, found, self.entry
-            )),
-            Ok(None) => None,
-            // The statement gets the same error (the database is down): let it say so.
-            Err(_) => None,
-        }
+        let found = self
+            .server
+            .risks(async |conn| Ok(describe(&risk_rows(conn).await?)))
+            .await?;
+        Some(format!(
+            "{} refused: the SQL tool runs only when nothing it can call writes outside its read-only transaction, and {}; connect as a role without these, or set `accept_writes_outside_transaction = true` in {} to run it anyway",
+            self.server.entry, found, self.server.entry
+        ))
     }
 }
 
-/// The catalog's rows (`RISKS`), inside the caller's transaction.
 pub(super) async fn risk_rows(
     conn: &mut sqlx::postgres::PgConnection,
 ) -> Result<Vec<(String, String)>, sqlx::Error> {

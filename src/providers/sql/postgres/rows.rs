@@ -14,9 +14,8 @@ use std::fmt::Write as _;
 
 use base64::Engine as _;
 use chrono::{Days, NaiveDate, NaiveDateTime, NaiveTime, TimeDelta};
-use serde_json::value::RawValue;
 
-use crate::providers::sql::rows::Cell;
+use crate::providers::sql::rows::{Cell, fixed, json, utf8};
 use sqlx::postgres::{PgRow, PgTypeInfo, PgTypeKind};
 use sqlx::{Column as _, Row as _, TypeInfo as _, ValueRef as _};
 
@@ -157,23 +156,8 @@ impl Decoder {
     }
 }
 
-fn fixed<const N: usize>(b: &[u8]) -> Result<[u8; N], String> {
-    b.try_into()
-        .map_err(|_| format!("expected {N} bytes, got {}", b.len()))
-}
-
 fn take<const N: usize>(b: &[u8]) -> Result<[u8; N], String> {
     fixed(b)
-}
-
-fn utf8(b: &[u8]) -> Result<String, String> {
-    String::from_utf8(b.to_vec()).map_err(|e| format!("text that is not UTF-8: {e}"))
-}
-
-fn json(text: String) -> Result<Cell, String> {
-    RawValue::from_string(text)
-        .map(Cell::Json)
-        .map_err(|e| format!("JSON the server sent does not parse: {e}"))
 }
 
 /// Every column's cells of one row, by the decoders of its columns (`None`: a type the plan did

@@ -13,6 +13,7 @@
 //! not write (`sqlite3_stmt_readonly`).
 
 mod build;
+pub(crate) use build::build;
 mod pool;
 pub(crate) mod rows;
 
