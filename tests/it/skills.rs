@@ -251,7 +251,7 @@ fn check_warns_about_the_skills_left_out() {
     // anthropics/skills' claude-api has a 1068-character description: the warning says so.
     f.write(
         ".agents/skills/long/SKILL.md",
-        &format!("---\nname: long\ndescription: {}\n---\n", "é".repeat(1025)),
+        format!("---\nname: long\ndescription: {}\n---\n", "é".repeat(1025)),
     );
     let out = f.run(&["check", "mcp-server.toml"]);
     let err = String::from_utf8_lossy(&out.stderr);
