@@ -140,7 +140,7 @@ impl Server {
              GRANT SELECT ON {DATABASE}.* TO '{USER}'@'%'; \
              CREATE TABLE {DATABASE}.items (id INT PRIMARY KEY, name TEXT, price DECIMAL(10,2), qty INT, note TEXT); \
              INSERT INTO {DATABASE}.items SELECT seq, CONCAT('item ', seq), seq * 1.25, seq % 7, \
-               IF(seq % 3 = 0, 'sale', NULL) FROM seq_1_to_{ROWS};"
+               IF(seq % 3 = 0, 'sale', NULL) FROM {DATABASE}.seq_1_to_{ROWS};"
         ))?;
         Ok(server)
     }
