@@ -241,9 +241,11 @@ pub struct Session {
 impl Session {
     /// One round: `warm + n` operations, the last `n` timed; returns the client's peak RSS.
     pub fn round(&self, warm: usize, n: usize, times: &mut Vec<Duration>) -> Result<Option<u64>> {
+        // `--unbuffered`: each answer is flushed as it is made (piped, the client holds its
+        // output until it exits otherwise, and the round would wait for ever).
         let mut child = self
             .access
-            .tcp(&[])
+            .tcp(&["--unbuffered"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
