@@ -1443,6 +1443,79 @@ fn a_value_larger_than_max_size_never_leaves_the_server() {
     );
 }
 
+/// The other ways out of a read-only transaction, each granted to a role of its own making:
+/// membership of `pg_write_server_files`, `lo_export` (server files), adminpack's
+/// `pg_file_write`, and a `postgres_fdw` foreign server. `check` names every one, the SQL tool
+/// refuses naming them, and once they are revoked nothing is said.
+#[test]
+#[cfg_attr(
+    not(unix),
+    ignore = "needs a PostgreSQL cluster from the system's binaries: Unix only"
+)]
+fn every_kind_of_write_outside_the_transaction_is_named() {
+    let pg = shared();
+    pg.database(
+        "exits",
+        "CREATE EXTENSION IF NOT EXISTS adminpack;
+         CREATE EXTENSION IF NOT EXISTS postgres_fdw;
+         CREATE TABLE ledger (id int);
+         DO $$ BEGIN
+             IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'exiter') THEN
+                 CREATE ROLE exiter LOGIN PASSWORD 'exiter-pw';
+             END IF;
+         END $$;
+         GRANT SELECT ON ALL TABLES IN SCHEMA public TO exiter;
+         GRANT pg_write_server_files TO exiter;
+         GRANT EXECUTE ON FUNCTION lo_export(oid, text) TO exiter;
+         GRANT EXECUTE ON FUNCTION pg_file_write(text, text, boolean) TO exiter;
+         CREATE SERVER elsewhere FOREIGN DATA WRAPPER postgres_fdw OPTIONS (dbname 'exits');
+         GRANT USAGE ON FOREIGN SERVER elsewhere TO exiter;",
+    );
+    let url = format!("postgres://exiter:exiter-pw@127.0.0.1:{}/exits", pg.port);
+    let f = Fixture::new();
+    f.manifest(&format!(
+        "[postgres.crm]\nurl = \"{url}\"\nsql_tool = true\n"
+    ));
+    let named = [
+        "is a member of pg_write_server_files",
+        "lo_export(oid,text)",
+        "pg_file_write(text,text,boolean)",
+        "foreign server elsewhere (postgres_fdw)",
+    ];
+    let out = f.run(&["check"]);
+    let e = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{e}");
+    for what in named {
+        assert!(e.contains(what), "check does not name {what}: {e}");
+    }
+    // adminpack's two-argument pg_file_rename (SQL, the caller's rights, executable by all)
+    // only calls the three-argument one, which the role may not: not a way out.
+    assert!(!e.contains("pg_file_rename(text,text)"), "{e}");
+    let mut s = f.serve().started();
+    let r = s.ok(
+        "tools/call",
+        json!({"name": "crm_sql", "arguments": {"sql": "SELECT count(*) AS n FROM ledger"}}),
+    );
+    assert_eq!(r["isError"], true, "{r}");
+    let text = r["content"][0]["text"].as_str().unwrap_or("");
+    for what in named {
+        assert!(
+            text.contains(what),
+            "the refusal does not name {what}: {text}"
+        );
+    }
+    drop(s);
+    pg.query(
+        "exits",
+        "REVOKE pg_write_server_files FROM exiter;
+         REVOKE EXECUTE ON FUNCTION lo_export(oid, text) FROM exiter;
+         REVOKE EXECUTE ON FUNCTION pg_file_write(text, text, boolean) FROM exiter;
+         REVOKE USAGE ON FOREIGN SERVER elsewhere FROM exiter;",
+    );
+    let out = f.run(&["check"]);
+    assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
+}
+
 /// A role that can run functions that write outside the transaction (dblink opens a connection
 /// of its own, whose writes stay): `check` names them, the SQL tool refuses until the manifest
 /// accepts it; a role without them is told nothing.

@@ -7,6 +7,11 @@
 //!
 //! `check` warns about each; the SQL tool refuses to run while the role has any of them, unless
 //! the section says `accept_writes_outside_transaction = true`.
+//!
+//! A wrapper in SQL that runs with its caller's rights (adminpack's two-argument
+//! `pg_file_rename`, executable by everyone, calls the three-argument one, which is not) can do
+//! only what the role can call itself: it is not counted, or adminpack alone would refuse the SQL
+//! tool to every role.
 
 use super::Postgres;
 
@@ -21,7 +26,9 @@ const RISKS: &str = "\
      WHERE p.proname IN ('dblink', 'dblink_exec', 'dblink_connect', 'dblink_connect_u', \
          'dblink_send_query', 'dblink_open', 'lo_export', 'pg_file_write', 'pg_file_rename', \
          'pg_file_unlink', 'pg_file_sync') \
-       AND pg_catalog.has_function_privilege(p.oid, 'EXECUTE') ORDER BY 2 LIMIT 20) \
+       AND pg_catalog.has_function_privilege(p.oid, 'EXECUTE') \
+       AND (p.prosecdef OR p.prolang <> (SELECT oid FROM pg_catalog.pg_language \
+            WHERE lanname = 'sql')) ORDER BY 2 LIMIT 20) \
     UNION ALL \
     (SELECT 'function', p.oid::regprocedure::text || ' (' || l.lanname || ')' \
      FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_language l ON l.oid = p.prolang \
