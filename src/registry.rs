@@ -973,12 +973,7 @@ fn resource_tool_infos() -> [ToolInfo; 2] {
         Value::Object(m) => m,
         _ => serde_json::Map::new(),
     };
-    let read_only = Hints {
-        read_only: true,
-        destructive: false,
-        idempotent: true,
-        open_world: false,
-    };
+    let read_only = Hints::READ_ONLY;
     [
         ToolInfo {
             name: "list_resources".into(),

@@ -485,7 +485,7 @@ fn own_command(exe: &Path, os: Os) -> (PathBuf, bool) {
     let first = on_path.iter().find(|c| c.is_file());
     if let Some(same) = on_path
         .iter()
-        .find(|c| c.is_file() && reg::same_file(c, exe))
+        .find(|c| c.is_file() && crate::providers::platform::same_path(c, exe))
     {
         return (same.clone(), first == Some(same));
     }
@@ -496,7 +496,7 @@ fn own_command(exe: &Path, os: Os) -> (PathBuf, bool) {
         .and_then(|p| std::path::absolute(p).ok());
     let found = argv0
         .into_iter()
-        .find(|c| c.is_file() && reg::same_file(c, exe))
+        .find(|c| c.is_file() && crate::providers::platform::same_path(c, exe))
         .unwrap_or_else(|| exe.to_path_buf());
     (found, false)
 }

@@ -49,7 +49,7 @@ pub fn expand_env(input: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Resul
     Ok(out)
 }
 
-fn is_var_name(s: &str) -> bool {
+pub(super) fn is_var_name(s: &str) -> bool {
     let mut chars = s.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')

@@ -138,7 +138,7 @@ pub(super) fn tool_references(
                             r.name,
                             param_form(shell.as_deref(), r.name, in_command)
                         )
-                    } else if unset && !in_command && is_name(r.name) {
+                    } else if unset && !in_command && super::expand::is_var_name(r.name) {
                         format!(
                             "tool `{tool_name}`: `${{{0}}}` in `run` is the manifest's `${{VAR}}`, filled when the manifest loads, and environment variable `{0}` is not set; for the script's own variable write `$${{{0}}}` (or `${0}`), for the environment give a default: `${{{0}:-value}}`",
                             r.name
@@ -168,12 +168,6 @@ fn is_entry_name(s: &str) -> bool {
     let mut chars = s.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_lowercase())
         && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
-}
-
-fn is_name(s: &str) -> bool {
-    let mut chars = s.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// Where the reference to `name` is written in the value at `span` of the source text: the

@@ -326,9 +326,7 @@ fn describe(schema: &Value) -> String {
 /// What follows "`tools` must be a table, found an array" when a section of named entries is
 /// written as an array of tables (`[[tools]]`): how to write it (`hints::named_section_shape`).
 fn shape_hint(path: &str, value: &DeValue<'_>) -> String {
-    let named = super::read::named_sections()
-        .chain(["skills", "groups"])
-        .any(|s| s == path);
+    let named = super::read::named_sections().any(|s| s == path);
     match value {
         DeValue::Array(items) if named => super::hints::named_section_shape(path, items),
         DeValue::Array(_) if path == "server" => super::hints::single_table_shape(path),

@@ -28,6 +28,17 @@ pub struct Hints {
     pub open_world: bool,
 }
 
+impl Hints {
+    /// What every tool that only reads what the manifest declares says: read-only, not
+    /// destructive, idempotent, a closed world.
+    pub const READ_ONLY: Hints = Hints {
+        read_only: true,
+        destructive: false,
+        idempotent: true,
+        open_world: false,
+    };
+}
+
 /// One block of a tool result.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ToolContent {

@@ -346,9 +346,3 @@ pub(crate) fn alive(pid: i32) -> bool {
         }
     }
 }
-
-/// Whether the paths `a` and `b` (followed) name one existing file: device and inode, or
-/// volume and file index.
-pub(crate) fn same_file(a: &Path, b: &Path) -> bool {
-    crate::providers::platform::same_path(a, b)
-}

@@ -8,6 +8,7 @@
 //! setup's state folder, outside the project ([`super::state`]); a file `register` created is
 //! removed by `unregister` once it holds nothing again, with the folders made for it.
 
+use crate::providers::platform::same_path;
 use std::path::{Path, PathBuf};
 
 use super::clients::{Format, Scope, Target};
@@ -112,12 +113,7 @@ pub(crate) fn runs_us(command: &str, own: &Path) -> bool {
     if Path::new(command) == own {
         return true;
     }
-    same_file(Path::new(command), own)
-}
-
-/// Whether two paths name the same existing file.
-pub(crate) fn same_file(a: &Path, b: &Path) -> bool {
-    super::platform::same_file(a, b)
+    same_path(Path::new(command), own)
 }
 
 /// How `register` treats an entry of the same name.
@@ -165,7 +161,7 @@ pub(crate) fn repoint(
         return Ok(None);
     };
     let (old_file, new_file) = (resolve(old, opts.project), resolve(new, opts.project));
-    if old == new || old_file == new_file || same_file(&old_file, &new_file) {
+    if old == new || old_file == new_file || same_path(&old_file, &new_file) {
         return Ok(None);
     }
     let replace = opts.replace;

@@ -37,10 +37,8 @@ impl TemplateTool {
             input_schema: spec.args.input_schema(),
             output_schema: spec.rows.then(crate::providers::sql::rows::schema),
             hints: Hints {
-                read_only: true,
-                destructive: false,
-                idempotent: true,
                 open_world: spec.open_world,
+                ..Hints::READ_ONLY
             },
             view: None,
         };

@@ -59,12 +59,7 @@ impl SqlTool {
                 description: Some(description),
                 input_schema,
                 output_schema: Some(super::rows::schema()),
-                hints: Hints {
-                    read_only: true,
-                    destructive: false,
-                    idempotent: true,
-                    open_world: false,
-                },
+                hints: Hints::READ_ONLY,
                 view: None,
             },
             dialect,

@@ -843,12 +843,7 @@ fn tool_info(sources: &[Arc<FilesSource>]) -> ToolInfo {
             },
             "required": ["matches", "truncated"]
         }))),
-        hints: Hints {
-            read_only: true,
-            destructive: false,
-            idempotent: true,
-            open_world: false,
-        },
+        hints: Hints::READ_ONLY,
         view: None,
     }
 }

@@ -96,7 +96,7 @@ impl Mysql {
         args: Vec<&Typed>,
         bounded: bool,
     ) -> Result<String, RequestError> {
-        self.server.reads_only(sql, Dialect::Mysql)?;
+        self.server.reads_only(sql, Self::DIALECT)?;
         let has_args = !args.is_empty();
         let mut lease = self.server.begin().await?;
         let run = async {

@@ -102,7 +102,7 @@ impl Postgres {
     /// no longer fits the database (a table changed) is made again once.
     async fn fetch(&self, uri: &str, statement: Read<'_>) -> Result<Rows<Cell>, RequestError> {
         if let Read::Sql { sql, .. } = &statement {
-            self.server.reads_only(sql, Dialect::Postgres)?;
+            self.server.reads_only(sql, Self::DIALECT)?;
         }
         let mut retried = false;
         // A table of the first schema by its bare name is read at once (`run_listed`). A name
