@@ -56,7 +56,7 @@ use rustix::process::{Pid, Signal, WaitOptions, kill_process, kill_process_group
 pub const SUPERVISE: &str = "__supervise";
 
 /// Cleanup passes before a supervisor gives up (a fork bomb faster than SIGKILL).
-const MAX_PASSES: u32 = 10_000;
+pub(super) const MAX_PASSES: u32 = 10_000;
 
 /// The shell that runs a file the kernel cannot execute (as `execvp` does).
 const SH: &str = "/bin/sh";
@@ -99,10 +99,9 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
                     drop(live);
                     std::process::exit(worker(control, link))
                 }
-                Forked::Failed => {
+                Forked::Failed(errno) => {
                     // The call that asked for it fails with the fork's error, here.
                     if let Received::Call([socket, _, _]) = receive(&control) {
-                        let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
                         report(&mut UnixStream::from(socket), &format!("error {errno}"));
                     }
                 }
@@ -256,13 +255,16 @@ enum Forked {
     Parent(Pid, UnixStream),
     /// In the per-call supervisor: its end of the link.
     Child(UnixStream),
-    Failed,
+    /// The error number of the `socketpair` or `fork` that failed (taken at once: what runs
+    /// after may change `errno`).
+    Failed(i32),
 }
 
 /// Forks a per-call supervisor, which waits for calls.
 fn fork_worker() -> Forked {
-    let Ok((ours, theirs)) = UnixStream::pair() else {
-        return Forked::Failed;
+    let (ours, theirs) = match UnixStream::pair() {
+        Ok(pair) => pair,
+        Err(e) => return Forked::Failed(e.raw_os_error().unwrap_or(0)),
     };
     // SAFETY: this process has one thread (the supervisor starts none; a per-call supervisor's
     // threads live in its own process), so the child is a whole copy of it and may do
@@ -275,7 +277,7 @@ fn fork_worker() -> Forked {
         pid => match Pid::from_raw(pid) {
             // -1 is no pid: the fork failed.
             Some(pid) if pid.as_raw_nonzero().get() > 0 => Forked::Parent(pid, ours),
-            _ => Forked::Failed,
+            _ => Forked::Failed(std::io::Error::last_os_error().raw_os_error().unwrap_or(0)),
         },
     }
 }
@@ -595,7 +597,7 @@ fn cleanup(tool: Pid) -> bool {
                 Err(_) => return true,
             }
         }
-        for pid in children() {
+        for pid in super::os::own_children() {
             let _ = kill_process(pid, Signal::KILL);
         }
         std::thread::sleep(Duration::from_millis(1));
@@ -606,34 +608,7 @@ fn cleanup(tool: Pid) -> bool {
 /// Kills and reaps every child of the long-lived supervisor that is not a per-call supervisor
 /// (what a killed one left, come back here), until none is left.
 fn sweep(live: &HashMap<Pid, Worker>) {
-    for _ in 0..MAX_PASSES {
-        let orphans: Vec<Pid> = children()
-            .into_iter()
-            .filter(|p| !live.contains_key(p))
-            .collect();
-        if orphans.is_empty() {
-            return;
-        }
-        for &pid in &orphans {
-            let _ = kill_process(pid, Signal::KILL);
-        }
-        for pid in orphans {
-            let _ = waitpid(Some(pid), WaitOptions::NOHANG);
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
-
-/// This process's children (every thread's: an orphan is handed to any of them).
-#[cfg(target_os = "linux")]
-fn children() -> Vec<Pid> {
-    super::os::own_children()
-}
-
-/// Elsewhere no orphan comes back to a supervisor: its only children are its own.
-#[cfg(not(target_os = "linux"))]
-fn children() -> Vec<Pid> {
-    Vec::new()
+    super::os::kill_children_except(|p| live.contains_key(&p));
 }
 
 /// Descriptors the server inherited without close-on-exec (a client's, a jobserver's) are not

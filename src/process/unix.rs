@@ -411,12 +411,18 @@ pub fn adopt_orphans() {
 fn sweep() {
     let state = adopted();
     let _gate = state.gate.write().unwrap_or_else(|p| p.into_inner());
-    for _ in 0..10_000 {
-        let known = lock(&state.supervisors).clone();
-        let orphans: Vec<Pid> = own_children()
-            .into_iter()
-            .filter(|p| !known.contains(&p.as_raw_nonzero().get().unsigned_abs()))
-            .collect();
+    // Children that are not supervisors are not tokio's, so their statuses are ours to take.
+    kill_children_except(|p| {
+        lock(&state.supervisors).contains(&p.as_raw_nonzero().get().unsigned_abs())
+    });
+}
+
+/// Kills and reaps every child of this process that `keep` does not claim, pass after pass (a
+/// killed child's own orphans may come back), until none is left or `MAX_PASSES` passes. The
+/// server's sweep and the long-lived supervisor's share it.
+pub(super) fn kill_children_except(keep: impl Fn(Pid) -> bool) {
+    for _ in 0..super::supervisor::MAX_PASSES {
+        let orphans: Vec<Pid> = own_children().into_iter().filter(|&p| !keep(p)).collect();
         if orphans.is_empty() {
             return;
         }
@@ -424,14 +430,14 @@ fn sweep() {
             let _ = kill_process(pid, Signal::KILL);
         }
         for pid in orphans {
-            // Our child (not tokio's: not a supervisor), so its status is ours to take.
             let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::NOHANG);
         }
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
 }
 
-/// This process's children, every thread's (Linux).
+/// This process's children, every thread's (Linux; elsewhere, without `/proc/self/task`, none:
+/// no orphan comes back to a process there).
 pub(super) fn own_children() -> Vec<Pid> {
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
         return Vec::new();
