@@ -190,9 +190,16 @@ pub async fn run(
     if spec.children.closed.load(Ordering::SeqCst) {
         return Err(SpawnError::ShuttingDown);
     }
+    let deadline = tokio::time::Instant::from_std(start)
+        .checked_add(spec.timeout)
+        .unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86400 * 365));
+    // Starting counts in the timeout: a supervisor that does not answer (stopped, or slow to
+    // fork under a burst) ends the call at its deadline like a program that does not end.
+    // Dropped, the start closes the call's socket, and whatever was started is killed.
     let (mut tree, stdout, stderr) = tokio::select! {
         biased;
-        _ = cancel.cancelled() => return Ok(cancelled()),
+        _ = cancel.cancelled() => return Ok(ended_unstarted(Ending::Cancelled)),
+        _ = tokio::time::sleep_until(deadline) => return Ok(ended_unstarted(Ending::TimedOut)),
         started = os::Tree::start(&spec, &program, &path) => started?,
     };
     let mut group = Group::register(&spec.children, tree.stopper())?;
@@ -200,9 +207,6 @@ pub async fn run(
     let cap = usize::try_from(spec.max_output).unwrap_or(usize::MAX);
     let mut out = Vec::new();
     let tail = Arc::new(Mutex::new(Vec::new()));
-    let deadline = tokio::time::Instant::from_std(start)
-        .checked_add(spec.timeout)
-        .unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86400 * 365));
     let mut ticker = tokio::time::interval_at(tokio::time::Instant::from_std(start) + TICK, TICK);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
 
@@ -297,8 +301,13 @@ pub async fn run(
 }
 
 fn cancelled() -> ProcessOutcome {
+    ended_unstarted(Ending::Cancelled)
+}
+
+/// A call that ended before its program started: no output.
+fn ended_unstarted(ending: Ending) -> ProcessOutcome {
     ProcessOutcome {
-        ending: Ending::Cancelled,
+        ending,
         stdout: Vec::new(),
         stderr_tail: Vec::new(),
     }

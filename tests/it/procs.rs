@@ -594,6 +594,40 @@ wait
     assert_eq!(r["isError"], true, "{r}");
 }
 
+/// A supervisor that stops answering (here stopped by a tool with SIGSTOP) cannot hold calls
+/// past their `timeout`: starting a program counts in it, so each later call ends "timed out"
+/// (or runs, on the per-call supervisor kept idle) within its timeout, and the server answers.
+#[test]
+#[cfg(target_os = "linux")] // the supervisor found through /proc; an sh script
+fn calls_end_at_their_timeout_when_the_supervisor_does_not_answer() {
+    let f = Fixture::new();
+    f.manifest(
+        r#"
+[tools.freeze]
+run = "kill -STOP $(awk '{print $4}' /proc/$PPID/stat)"
+
+[tools.hello]
+command = ["echo", "hello"]
+timeout = "1s"
+"#,
+    );
+    let mut s = f.serve_process().started();
+    let r = s.ok("tools/call", json!({"name": "freeze", "arguments": {}}));
+    assert_eq!(r["isError"], false, "{r}");
+    for _ in 0..3 {
+        let start = Instant::now();
+        let r = s.ok("tools/call", json!({"name": "hello", "arguments": {}}));
+        let text = r["content"][0]["text"].as_str().unwrap_or_default();
+        assert!(r["isError"] == false || text.contains("timed out"), "{r}");
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            start.elapsed()
+        );
+    }
+    s.ok("ping", json!({}));
+}
+
 #[test]
 #[cfg(target_os = "linux")] // processes observed through /proc; sh scripts, setsid
 fn a_tool_that_kills_the_servers_supervisor_is_killed_with_its_tree_and_calls_go_on() {
