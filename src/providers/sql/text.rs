@@ -79,6 +79,9 @@ pub enum Problem {
     Into,
     /// MySQL's `/*! … */` or `/*M! … */`: a comment the server runs as SQL.
     ExecutableComment,
+    /// MySQL's `/*+ … */` optimizer hints: `MAX_EXECUTION_TIME(N)` or `SET_VAR(…)` there would
+    /// lift the statement time limit `timeout` sets on the server.
+    OptimizerHint,
 }
 
 /// A statement whose `:name` parameters are rewritten as `?N`: `?1` binds `names[0]`, and so on.
@@ -148,6 +151,9 @@ pub fn bind_by_name_in(
             }
             if t.kind == Kind::Space && (text.starts_with("/*!") || text.starts_with("/*M!")) {
                 problems.push(Problem::ExecutableComment);
+            }
+            if t.kind == Kind::Space && text.starts_with("/*+") {
+                problems.push(Problem::OptimizerHint);
             }
         }
     }
@@ -237,7 +243,7 @@ pub fn adhoc_message(dialect: Dialect, p: &Problem) -> String {
         Problem::Undeclared(name) | Problem::Unused(name) => format!(
             "`:{name}` is a parameter, and this tool binds none: write the value in the SQL"
         ),
-        Problem::Into | Problem::ExecutableComment => {
+        Problem::Into | Problem::ExecutableComment | Problem::OptimizerHint => {
             problem_message(dialect, p, &[], Names::QueryParams)
         }
     }
@@ -308,6 +314,9 @@ pub fn problem_message(dialect: Dialect, p: &Problem, declared: &[&str], names: 
         }
         Problem::ExecutableComment => {
             "`sql` holds a `/*! … */` comment, which MySQL runs as SQL: write the SQL plainly".into()
+        }
+        Problem::OptimizerHint => {
+            "`sql` holds a `/*+ … */` optimizer hint, which could lift the time limit `timeout` sets on the server (`MAX_EXECUTION_TIME`, `SET_VAR`): write the SQL without it".into()
         }
         Problem::Positional(token) => format!(
             "positional parameter `{token}` cannot be bound; write a named parameter `:name` and declare it"
@@ -599,6 +608,27 @@ mod tests {
             Ok(n) => panic!("{sql} should fail, got {}", n.sql),
             Err(p) => p,
         }
+    }
+
+    /// A MySQL statement cannot carry its own time limit past `timeout`: optimizer hints are
+    /// refused (`/*+ MAX_EXECUTION_TIME(600000) */` overrides the session's limit on MySQL 8),
+    /// as are executable comments; a plain comment is text.
+    #[test]
+    fn mysql_refuses_optimizer_hints_and_executable_comments() {
+        let mysql = |sql| check_adhoc(Dialect::Mysql, sql);
+        assert_eq!(
+            mysql("SELECT /*+ MAX_EXECUTION_TIME(600000) */ SLEEP(600)"),
+            Err(vec![Problem::OptimizerHint])
+        );
+        assert_eq!(
+            mysql("SELECT /*+ SET_VAR(max_statement_time = 0) */ 1"),
+            Err(vec![Problem::OptimizerHint])
+        );
+        assert_eq!(
+            mysql("SELECT /*! SLEEP(600) */ 1"),
+            Err(vec![Problem::ExecutableComment])
+        );
+        assert!(mysql("SELECT /* + not a hint */ 1").is_ok());
     }
 
     #[test]
