@@ -320,10 +320,6 @@ fn a_database_that_is_down_is_each_requests_error_and_nothing_connects_early() {
 }
 
 #[test]
-#[cfg_attr(
-    not(unix),
-    ignore = "needs a MariaDB server from the system's binaries: Unix only"
-)]
 fn manifest_errors_name_the_place() {
     let f = Fixture::new();
     let lines = f.diagnose(
@@ -376,6 +372,10 @@ sql = "SELECT :id"
 /// `max_statement_time` (MariaDB), so a statement is stopped by the server even when nothing of
 /// ours is left to stop it.
 #[test]
+#[cfg_attr(
+    not(unix),
+    ignore = "needs a MariaDB server from the system's binaries: Unix only"
+)]
 fn the_timeout_is_the_servers_statement_time_limit() {
     let my = shared();
     my.database("limits", "CREATE TABLE t (v INT);");

@@ -699,10 +699,6 @@ fn writes_fail_or_roll_back_and_leave_the_database_unchanged() {
 /// Statements that write are refused when the manifest loads, whatever hides them; what passes
 /// that check and still writes fails in the read-only transaction (above).
 #[test]
-#[cfg_attr(
-    not(unix),
-    ignore = "needs a PostgreSQL cluster from the system's binaries: Unix only"
-)]
 fn statements_that_write_are_refused_when_the_manifest_loads() {
     let f = Fixture::new();
     for sql in [
@@ -1153,10 +1149,6 @@ sql = "SELECT * FROM missing WHERE id = :id"
 }
 
 #[test]
-#[cfg_attr(
-    not(unix),
-    ignore = "needs a PostgreSQL cluster from the system's binaries: Unix only"
-)]
 fn manifest_errors_name_the_place() {
     let f = Fixture::new();
     let lines = f.diagnose(
