@@ -8,8 +8,8 @@
 //! pipes. The call is taken by a per-call supervisor, a process forked from this one: an idle one
 //! reads the server's socket itself; when a call waits and none is idle, the supervisor forks
 //! one. A per-call supervisor done with its call waits for the next if the supervisor keeps it
-//! (one idle at most), so sequential calls fork nothing. The supervisor ends when the server's
-//! end closes (the server exited or died).
+//! (`KEEP_IDLE` idle at most), so sequential calls, and a few started together, fork nothing.
+//! The supervisor ends when the server's end closes (the server exited or died).
 //!
 //! Why this shape (the figure it buys, `tool/true`, a `tools/call` of `true`, beside `spawn
 //! true` on the 2-vCPU benchmark machine, load average 9–13): our 30 MB binary started for each
@@ -57,6 +57,15 @@ pub const SUPERVISE: &str = "__supervise";
 
 /// Cleanup passes before a supervisor gives up (a fork bomb faster than SIGKILL).
 pub(super) const MAX_PASSES: u32 = 10_000;
+
+/// Per-call supervisors kept waiting for calls, at most. One is what sequential calls need;
+/// calls started together (an assistant running tools in parallel, `tool/true` pipelined in the
+/// suite) would otherwise fork one each as soon as more than one runs at once. Each idle one
+/// costs little memory of its own (its pages are the supervisor's, copied on write). Buys 2 000
+/// `tools/call` of `true` sent at once (16 run at a time) 1 090–1 180 → 1 570–1 630/s and
+/// 2.5 → 1.95 s of CPU (with one kept, one call in six forked; with 16, the idle ones all woke
+/// for each call and nothing was gained). BENCHMARKS.md, issue 30's last pass.
+const KEEP_IDLE: usize = 4;
 
 /// The shell that runs a file the kernel cannot execute (as `execvp` does).
 const SH: &str = "/bin/sh";
@@ -135,9 +144,9 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
         };
         let mut unclean = false;
         for pid in ready {
-            let other_idle = live.iter().any(|(p, w)| *p != pid && w.idle);
+            let others_idle = live.iter().filter(|(p, w)| **p != pid && w.idle).count();
             let ended = match live.get_mut(&pid) {
-                Some(worker) => !worker.update(other_idle),
+                Some(worker) => !worker.update(others_idle < KEEP_IDLE),
                 None => false,
             };
             if ended {
@@ -167,9 +176,9 @@ struct Worker {
 }
 
 impl Worker {
-    /// Reads what the per-call supervisor said; false once it has ended. `other_idle`: another
-    /// one waits for calls already.
-    fn update(&mut self, other_idle: bool) -> bool {
+    /// Reads what the per-call supervisor said; false once it has ended. `keep`: fewer than
+    /// [`KEEP_IDLE`] others wait for calls, so this one may wait too.
+    fn update(&mut self, keep: bool) -> bool {
         let mut said = [0u8; 16];
         let n = match (&self.link).read(&mut said) {
             Ok(0) => return false,
@@ -179,8 +188,8 @@ impl Worker {
         for &b in &said[..n] {
             match b {
                 b't' => self.idle = false,
-                // One idle per-call supervisor is enough: the others end.
-                b'i' if other_idle => {
+                // `KEEP_IDLE` idle per-call supervisors are enough: the others end.
+                b'i' if !keep => {
                     let _ = (&self.link).write_all(b"q");
                 }
                 b'i' => {

@@ -63,11 +63,14 @@ fn supervisor_of(server: u32) -> u32 {
     only[0].unsigned_abs()
 }
 
-/// True when nothing runs below the server's supervisor but at most one idle per-call
-/// supervisor (which waits for the next call), and no process that ended waits to be reaped.
+/// Idle per-call supervisors the supervisor keeps (`KEEP_IDLE` in src/process/supervisor.rs).
+const KEEP_IDLE: usize = 4;
+
+/// True when nothing runs below the server's supervisor but idle per-call supervisors (which
+/// wait for the next call; at most `KEEP_IDLE`), and no process that ended waits to be reaped.
 fn idle(supervisor: u32) -> bool {
     let below = children_of(supervisor);
-    below.len() <= 1
+    below.len() <= KEEP_IDLE
         && below
             .iter()
             .all(|&p| running(p) && children_of(p.unsigned_abs()).is_empty())
@@ -726,6 +729,84 @@ command = ["{helper}", "stdin"]
     until(Duration::from_secs(2), "the same one idle again", || {
         idle(supervisor) && children_of(supervisor) == first
     });
+}
+
+#[test]
+#[cfg(target_os = "linux")] // processes observed through /proc
+fn calls_started_together_leave_a_few_per_call_supervisors_waiting_for_the_next_ones() {
+    // Eight calls run at once (each reads a FIFO the test holds open, until the test closes
+    // it): eight per-call supervisors. Once they are done, `KEEP_IDLE` of them wait for calls
+    // and the rest end; the next calls started together are taken by those (no fork).
+    let f = Fixture::new();
+    let gate = f.path("gate");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&gate)
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    f.manifest(
+        r#"
+[tools.wait]
+run = 'cat gate; echo done'
+
+[tools.hi]
+run = 'echo hi'
+"#,
+    );
+    let mut s = f.serve_process().started();
+    let server = s.child.as_ref().expect("a process").id();
+    // Processes below the server reading the FIFO.
+    let readers = || {
+        descendants(server)
+            .iter()
+            .filter(|p| {
+                std::fs::read_dir(format!("/proc/{}/fd", p.unsigned_abs()))
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|l| l == gate))
+            })
+            .count()
+    };
+    let round = |s: &mut crate::support::Server, n: usize, running: &dyn Fn() -> bool| {
+        // Open for reading and writing: the programs' opens do not wait, their reads do,
+        // until this (the only writer) closes.
+        let held = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&gate)
+            .expect("open the FIFO");
+        let ids: Vec<i64> = (0..n).map(|_| s.fresh_id()).collect();
+        for id in &ids {
+            s.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": "wait", "arguments": {}}}));
+        }
+        until(Duration::from_secs(20), "every program reading", || {
+            readers() == n && running()
+        });
+        drop(held);
+        for id in &ids {
+            let r = s.response(&json!(id));
+            assert_eq!(r["result"]["content"][0]["text"], "done\n", "{r}");
+        }
+    };
+    // The supervisor starts with the first call.
+    let r = s.ok("tools/call", json!({"name": "hi", "arguments": {}}));
+    assert_eq!(r["content"][0]["text"], "hi\n", "{r}");
+    let supervisor = supervisor_of(server);
+    round(&mut s, 8, &|| children_of(supervisor).len() == 8);
+    until(
+        Duration::from_secs(5),
+        "four per-call supervisors waiting",
+        || idle(supervisor) && children_of(supervisor).len() == KEEP_IDLE,
+    );
+    let kept = children_of(supervisor);
+    round(&mut s, KEEP_IDLE, &|| children_of(supervisor) == kept);
+    until(
+        Duration::from_secs(5),
+        "the same four waiting again",
+        || idle(supervisor) && children_of(supervisor) == kept,
+    );
 }
 
 #[test]

@@ -58,7 +58,10 @@ pub type Hook = Box<dyn Fn(&str, Option<&RawValue>) -> Option<Job> + Send + Sync
 pub struct Job {
     /// Bytes of the answer budget it reserves while it runs (as rmcp's handler would).
     pub reserve: usize,
-    /// What the log line names (a URI).
+    /// Whether its source may find its answer large and ask for room (`providers::admit`): a
+    /// read. A listing's page is bounded; it runs without an admitter.
+    pub admits: bool,
+    /// What the log line names (a URI, quoted when logged), or nothing.
     pub subject: String,
     pub answer: Answer,
 }
@@ -95,7 +98,11 @@ pub(super) fn answer(session: &Arc<Session>, text: &[u8]) -> bool {
     }
     let method = req.method.into_owned();
     let start = std::time::Instant::now();
-    let mut answer = admitted(session, internal, job.reserve, job.answer);
+    let mut answer = if job.admits {
+        admitted(session, internal, job.reserve, job.answer)
+    } else {
+        job.answer
+    };
     match answer
         .as_mut()
         .poll(&mut Context::from_waker(Waker::noop()))
@@ -108,6 +115,25 @@ pub(super) fn answer(session: &Arc<Session>, text: &[u8]) -> bool {
                     shared: Some(page),
                     release: None,
                 },
+                Ok(Reply::Result(result)) => {
+                    // As `serialize_answer` writes it, without an envelope to build first.
+                    let mut bytes = parse::result_head(&req.id).into_bytes();
+                    match serde_json::to_writer(&mut bytes, &result) {
+                        Ok(()) => bytes.extend_from_slice(b"}\n"),
+                        Err(e) => {
+                            tracing::error!("an answer could not be serialized: {e}");
+                            bytes =
+                                parse::error_line(&req.id, -32603, &format!("Internal error: {e}"))
+                                    .into_bytes();
+                            bytes.push(b'\n');
+                        }
+                    }
+                    Out {
+                        bytes,
+                        shared: None,
+                        release: None,
+                    }
+                }
                 other => {
                     let mut bytes = serialize_answer(&message(internal, other), &req.id);
                     bytes.push(b'\n');
@@ -220,9 +246,17 @@ fn message(
 
 /// One line per request, as `server::Gate` logs those rmcp runs.
 fn log(method: &str, subject: &str, start: std::time::Instant, reply: &Result<Reply, ErrorData>) {
+    if !tracing::enabled!(tracing::Level::INFO) {
+        return;
+    }
     let outcome = match reply {
         Ok(_) => "ok".to_owned(),
         Err(e) => format!("error {}", e.code.0),
+    };
+    let subject = if subject.is_empty() {
+        String::new()
+    } else {
+        quote(subject, Quote::Plain)
     };
     tracing::info!(
         "{method} {subject} {:.1} ms {outcome}",
@@ -304,7 +338,8 @@ pub fn hook(shared: Arc<Shared>, group: Option<Arc<str>>) -> Hook {
                 let p: Read = serde_json::from_str(params?.get()).ok()?;
                 Some(Job {
                     reserve: READ_RESERVE,
-                    subject: quote(&p.uri, Quote::Plain),
+                    admits: true,
+                    subject: p.uri.clone(),
                     answer: Box::pin(async move {
                         let snap = shared.snapshot();
                         let found = snap.registry.read(&p.uri).await.map_err(error)?;
@@ -321,6 +356,7 @@ pub fn hook(shared: Arc<Shared>, group: Option<Arc<str>>) -> Hook {
                 let p = list(params)?;
                 Some(Job {
                     reserve: LIST_RESERVE,
+                    admits: false,
                     subject: String::new(),
                     answer: Box::pin(async move {
                         let snap = shared.snapshot();
@@ -348,6 +384,7 @@ pub fn hook(shared: Arc<Shared>, group: Option<Arc<str>>) -> Hook {
                 let page = snap.tool_page(p.cursor.as_deref())?;
                 Some(Job {
                     reserve: LIST_RESERVE,
+                    admits: false,
                     subject: String::new(),
                     answer: Box::pin(std::future::ready(Ok(Reply::Json(page)))),
                 })

@@ -156,18 +156,29 @@ pub struct Direct<'a> {
 /// Lines longer than this are never answered directly: the requests answered so are small.
 const DIRECT_MAX: usize = 64 * 1024;
 
-/// Whether `text` holds `method` as a plain JSON string (`"name"`) anywhere: a cheap test
-/// before parsing (a line that does not is no request for it).
-pub fn names(text: &[u8], method: &str) -> bool {
-    let quoted = method.len() + 2;
-    text.windows(quoted)
-        .any(|w| w[0] == b'"' && w[quoted - 1] == b'"' && &w[1..quoted - 1] == method.as_bytes())
+/// The value of the first `"method"` key in `text` when it is a plain string (no escapes): a
+/// cheap test before parsing. A line where it is not one of the direct methods (another key
+/// named so earlier in `params`, an escaped name) is parsed by rmcp as any other.
+fn first_method(text: &[u8]) -> Option<&[u8]> {
+    static KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"method\""));
+    let blank = |b: &u8| matches!(b, b' ' | b'\t' | b'\r' | b'\n');
+    let at = KEY.find(text)? + KEY.needle().len();
+    let rest = &text[at..];
+    let start = rest.iter().position(|b| !blank(b))?;
+    let rest = rest[start..].strip_prefix(b":")?;
+    let start = rest.iter().position(|b| !blank(b))?;
+    let rest = rest[start..].strip_prefix(b"\"")?;
+    let end = rest.iter().position(|b| matches!(b, b'"' | b'\\'))?;
+    (rest[end] == b'"').then_some(&rest[..end])
 }
 
-/// `text` as a request for one of `methods` (each also a plain `"name"` in the text), or `None`
+/// `text` as a request for one of `methods` (its first `"method"` key a plain string), or `None`
 /// for anything else, which rmcp gets as usual. Cheap tests first: most lines are not one.
 pub fn direct<'a>(text: &'a [u8], methods: &[&str]) -> Option<Direct<'a>> {
-    if text.len() > DIRECT_MAX || !methods.iter().any(|m| names(text, m)) {
+    if text.len() > DIRECT_MAX
+        || !first_method(text).is_some_and(|m| methods.iter().any(|d| d.as_bytes() == m))
+    {
         return None;
     }
     let env = serde_json::from_slice::<Envelope>(text).ok()?;
@@ -508,6 +519,27 @@ mod tests {
         ] {
             assert_eq!(ping(other), None, "{other}");
         }
+    }
+
+    #[test]
+    fn the_first_method_key_is_read_without_parsing() {
+        let m = |line: &str| {
+            first_method(line.as_bytes()).map(|m| String::from_utf8_lossy(m).into_owned())
+        };
+        assert_eq!(m(r#"{"id":1,"method":"ping"}"#).as_deref(), Some("ping"));
+        assert_eq!(
+            m("{\"method\" :\t\"resources/read\" }").as_deref(),
+            Some("resources/read")
+        );
+        assert_eq!(m(r#"{"method":"a\/b"}"#), None, "escaped: left to rmcp");
+        assert_eq!(m(r#"{"id":"method","params":{}}"#), None);
+        assert_eq!(m(r#"{"method":1}"#), None);
+        assert_eq!(m(r#"{"method":"unterminated"#), None);
+        // A key named so in `params` first: that one is read (and the line goes to rmcp).
+        assert_eq!(
+            m(r#"{"params":{"method":"x"},"method":"ping"}"#).as_deref(),
+            Some("x")
+        );
     }
 
     #[test]

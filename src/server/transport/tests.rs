@@ -268,6 +268,7 @@ fn test_hook(calls: Arc<std::sync::atomic::AtomicUsize>) -> Hook {
         (method == "resources/read" && params?.get() == r#"{"uri":"file:///direct"}"#).then(|| {
             Job {
                 reserve: READ_RESERVE,
+                admits: true,
                 subject: String::new(),
                 answer: Box::pin(std::future::ready(Ok(Reply::Json(Arc::from(
                     r#"{"contents":[]}"#,
@@ -305,6 +306,7 @@ impl Slow {
             let slow = slow.clone();
             Some(Job {
                 reserve: READ_RESERVE,
+                admits: true,
                 subject: "file:///slow".into(),
                 answer: Box::pin(async move {
                     let _flag = DropFlag(slow.dropped.clone());
@@ -381,6 +383,7 @@ async fn a_shared_result_is_written_whole_for_each_request_that_gets_it() {
     let hook: Hook = Box::new(move |method, params| {
         (method == "tools/list" && params.is_none()).then(|| Job {
             reserve: LIST_RESERVE,
+            admits: false,
             subject: String::new(),
             answer: Box::pin(std::future::ready(Ok(Reply::Json(given.clone())))),
         })
@@ -952,6 +955,7 @@ impl Admits {
             let a = a.clone();
             Some(Job {
                 reserve: READ_RESERVE,
+                admits: true,
                 subject: "file:///big".into(),
                 answer: Box::pin(async move {
                     let (go, gate) = tokio::sync::oneshot::channel();
