@@ -19,6 +19,7 @@ pub(crate) use build::build;
 mod changes;
 mod pool;
 mod rows;
+mod sized;
 
 use std::collections::HashSet;
 use std::sync::{Arc, OnceLock};
@@ -87,37 +88,65 @@ enum Read {
     Cut,
 }
 
+/// What a request reads.
+#[derive(Clone, Copy)]
+enum Shape<'a> {
+    /// A table or view by name: `sql` reads all of it (`read_table`), its values bound.
+    Table { name: &'a str, sql: &'a str },
+    /// A named query's, a template's or the SQL tool's statement.
+    Sql(&'a str),
+}
+
 impl Mysql {
-    /// Runs one statement in its own transaction: at most `row_limit` rows as JSON.
+    /// Runs one statement in its own transaction: at most `row_limit` rows as JSON. A table read
+    /// is `None` when the table is not listed.
     async fn fetch(
         &self,
         uri: &str,
-        sql: &str,
+        statement: Shape<'_>,
         args: Vec<&Typed>,
-        bounded: bool,
-    ) -> Result<String, RequestError> {
-        self.server.reads_only(sql, Self::DIALECT)?;
-        let has_args = !args.is_empty();
+    ) -> Result<Option<String>, RequestError> {
+        if let Shape::Sql(sql) = statement {
+            self.server.reads_only(sql, Self::DIALECT)?;
+        }
+        let has_args = matches!(statement, Shape::Sql(_)) && !args.is_empty();
         let mut lease = self.server.begin().await?;
         let run = async {
             let json = self.json_columns(lease.conn()).await;
-            collect(
+            let result = collect(
                 lease.conn(),
-                sql,
+                &statement,
                 &args,
                 (self.server.limit(), self.server.max_size),
                 &json,
-                bounded,
             )
-            .await
+            .await;
+            // A table read that came back empty or failed may name no listed table: the
+            // listing tells, in the same transaction (a failed statement leaves it usable).
+            let Shape::Table { name, .. } = statement else {
+                return result.map(Some);
+            };
+            let unsure = match &result {
+                Ok((rows, _)) => rows.rows.is_empty(),
+                Err(Failure::Db(e)) => !My::is_connection_error(e),
+                Err(_) => false,
+            };
+            if unsure && listed(lease.conn(), Some(name)).await?.is_empty() {
+                return Ok(None);
+            }
+            result.map(Some)
         };
         match tokio::time::timeout(self.server.deadline(), run).await {
-            Ok(Ok((rows, read))) => {
+            Ok(Ok(None)) => {
+                lease.finish();
+                Ok(None)
+            }
+            Ok(Ok(Some((rows, read)))) => {
                 match read {
                     Read::Whole => lease.finish(),
                     Read::Cut => lease.abandon(),
                 }
-                Ok(rows.to_json())
+                Ok(Some(rows.to_json()))
             }
             Ok(Err(Failure::Db(e))) if My::is_connection_error(&e) => {
                 lease.discard();
@@ -283,26 +312,52 @@ async fn risky_grants(conn: &mut MySqlConnection) -> Result<Option<String>, sqlx
 }
 
 /// Runs a statement with its values bound and keeps at most `limit` rows and `max_size` bytes
-/// (reading one more row to know whether there were more). A `bounded` statement (a table read
-/// with its own `LIMIT`) is read to its end; any other is read at most `DRAIN` rows further, then
-/// cut.
+/// (reading one more row to know whether there were more), measuring its large values on the
+/// server when it can be wrapped (`sized.rs`). A statement run as it is that has no `LIMIT` of
+/// ours is read at most `DRAIN` rows further, then cut.
 async fn collect(
     conn: &mut MySqlConnection,
-    sql: &str,
+    statement: &Shape<'_>,
     args: &[&Typed],
     (limit, max_size): (usize, usize),
     json: &HashSet<(String, String)>,
-    bounded: bool,
 ) -> Result<(Rows<Cell>, Read), Failure> {
     use futures_util::TryStreamExt as _;
+    let rows = u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1);
+    // The statement as it is, and the body a wrapped one reads (`sized::body`).
+    let (plain, body, bounded) = match statement {
+        Shape::Table { sql, .. } => (format!("{sql} LIMIT {rows}"), (*sql).to_owned(), true),
+        Shape::Sql(sql) => ((*sql).to_owned(), sized::body(sql, rows), false),
+    };
     // Prepared first (sqlx keeps it per connection): its columns name and type an empty answer
-    // too.
-    let statement = conn
-        .prepare(AssertSqlSafe(sql.to_owned()).into_sql_str())
+    // too, and say which values can be large.
+    let prepared = conn
+        .prepare(AssertSqlSafe(plain.clone()).into_sql_str())
         .await?;
-    let columns = sqlx::Statement::columns(&statement);
+    let columns = sqlx::Statement::columns(&prepared);
     let names = unique_names(columns.iter().map(|c| c.name()));
-    let mut query = sqlx::query(AssertSqlSafe(sql.to_owned()));
+    let json_at: Vec<bool> = columns.iter().map(|c| rows::is_json(c, json)).collect();
+    let measured: Vec<bool> = columns
+        .iter()
+        .zip(&json_at)
+        .map(|(c, j)| sized::can_be_large(rows::Decoder::for_column(c.type_info(), *j)))
+        .collect();
+    let mut run = (plain, bounded, false);
+    if measured.contains(&true) && sized::wrappable(&body) {
+        let wrapped = sized::wrap(&body, &measured, rows, max_size);
+        match conn
+            .prepare(AssertSqlSafe(wrapped.clone()).into_sql_str())
+            .await
+        {
+            Ok(_) => run = (wrapped, true, true),
+            Err(e) if My::is_connection_error(&e) => return Err(e.into()),
+            // Not wrappable after all: read as it is.
+            Err(_) => {}
+        }
+    }
+    let (sql, bounded, sized) = run;
+    let width = names.len();
+    let mut query = sqlx::query(AssertSqlSafe(sql));
     for a in args {
         query = match a {
             Typed::Null => query.bind(None::<String>),
@@ -330,8 +385,16 @@ async fn collect(
             }
             continue;
         }
-        let decoders =
-            run_decoders.get_or_insert_with(|| rows::decoders(row.columns().iter(), json));
+        // A row measured larger than `max_size` came without its large values.
+        if sized {
+            let size: i64 = row.try_get(width)?;
+            if !out.admits(size).map_err(|TooBig| Failure::TooBig)? {
+                return Ok((out.into_rows(), Read::Cut));
+            }
+        }
+        let decoders = run_decoders.get_or_insert_with(|| {
+            rows::decoders(row.columns().iter().take(width), &json_at)
+        });
         let row = cells(&row, decoders).map_err(Failure::Decode)?;
         if !out.push(row).map_err(|TooBig| Failure::TooBig)? {
             return Ok((out.into_rows(), Read::Cut));
@@ -369,8 +432,11 @@ impl Engine for Mysql {
 
     /// While the database cannot be reached nothing tells, so the name is taken.
     async fn is_listed(&self, name: &str) -> bool {
-        match self.listing().await {
-            Ok(names) => names.iter().any(|(n, _)| n == name),
+        if name.len() > MAX_IDENTIFIER || name.contains('\0') {
+            return false;
+        }
+        match self.server.read(async |conn| listed(conn, Some(name)).await).await {
+            Ok(found) => !found.is_empty(),
             Err(_) => true,
         }
     }
@@ -379,21 +445,23 @@ impl Engine for Mysql {
         self.create_statements().await
     }
 
+    /// One statement in one transaction: the table, read only if the listing has it (exact
+    /// case, a listed type); an empty answer or an error is told apart from a name that is not
+    /// listed in that same transaction.
     async fn read_table(&self, name: &str) -> Result<Option<String>, RequestError> {
         if name.len() > MAX_IDENTIFIER || name.contains('\0') {
             return Ok(None);
         }
-        let found = self
-            .server
-            .read(async |conn| listed(conn, Some(name)).await);
-        let found = found.await?;
-        if found.is_empty() {
-            return Ok(None);
-        }
-        let limit = self.server.row_limit.saturating_add(1);
-        let sql = format!("SELECT * FROM {} LIMIT {limit}", quote_name(name));
+        let sql = format!(
+            "SELECT * FROM {} WHERE EXISTS (SELECT 1 FROM information_schema.TABLES \
+             WHERE TABLE_SCHEMA = DATABASE() AND TABLE_TYPE IN {LISTED_TYPES} \
+             AND TABLE_NAME = ? AND CAST(TABLE_NAME AS BINARY) = CAST(? AS BINARY))",
+            quote_name(name)
+        );
         let uri = format!("{} table {name}", self.server.entry);
-        self.fetch(&uri, &sql, Vec::new(), true).await.map(Some)
+        let name_arg = Typed::Text(name.to_owned());
+        let shape = Shape::Table { name, sql: &sql };
+        self.fetch(&uri, shape, vec![&name_arg, &name_arg]).await
     }
 
     async fn run(
@@ -404,12 +472,13 @@ impl Engine for Mysql {
     ) -> Result<String, RequestError> {
         // `?` placeholders, in the order they appear.
         let bound: Vec<&Typed> = statement.bound(args).collect();
-        self.fetch(uri, &statement.sql, bound, false).await
+        let rows = self.fetch(uri, Shape::Sql(&statement.sql), bound).await?;
+        Ok(rows.unwrap_or_default())
     }
 
     async fn run_adhoc(&self, sql: &str) -> Result<String, RequestError> {
-        self.fetch("the SQL tool's statement", sql, Vec::new(), false)
-            .await
+        let rows = self.fetch("the SQL tool's statement", Shape::Sql(sql), Vec::new());
+        Ok(rows.await?.unwrap_or_default())
     }
 
     async fn adhoc_refusal(&self) -> Option<String> {
