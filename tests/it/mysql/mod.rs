@@ -4,6 +4,7 @@
 //! lazy connections, and manifest errors. What every engine shares is in `engines.rs`.
 
 pub mod server;
+mod sizes;
 
 use serde_json::{Value, json};
 
