@@ -634,7 +634,9 @@ mod tests {
     fn top_level_words_leave_out_parentheses_strings_and_comments() {
         let words = |sql| top_level_words(sql, Dialect::Mysql);
         assert_eq!(
-            words("SELECT a FROM (SELECT b FROM t ORDER BY b LIMIT 2) x ORDER BY `limit` -- LIMIT\n"),
+            words(
+                "SELECT a FROM (SELECT b FROM t ORDER BY b LIMIT 2) x ORDER BY `limit` -- LIMIT\n"
+            ),
             ["SELECT", "A", "FROM", "X", "ORDER", "BY"]
         );
         assert_eq!(words("(SELECT 1 LIMIT 1) 'LIMIT'"), Vec::<String>::new());

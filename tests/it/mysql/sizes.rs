@@ -58,8 +58,10 @@ fn a_value_larger_than_max_size_never_leaves_the_server() {
                 0 => "mysql://shop/tables/huge".to_owned(),
                 _ => format!("mysql://shop/queries/one?id={}", 2 + i % 2),
             };
-            s.send(&json!({"jsonrpc": "2.0", "id": id, "method": "resources/read",
-                           "params": {"uri": uri}}));
+            s.send(
+                &json!({"jsonrpc": "2.0", "id": id, "method": "resources/read",
+                           "params": {"uri": uri}}),
+            );
             id
         })
         .collect();
@@ -84,6 +86,11 @@ fn a_value_larger_than_max_size_never_leaves_the_server() {
     }
     let peak = crate::support::proc_memory(pid, "VmHWM");
     let sent = bytes_sent() - sent;
+    eprintln!(
+        "four reads of a 60 MB row: peak RSS {} MiB (from {} MiB), {sent} bytes sent by MariaDB",
+        peak >> 20,
+        base >> 20
+    );
     assert!(
         sent < 1 << 20,
         "MariaDB sent {sent} bytes for reads of a 60 MB row"
@@ -93,11 +100,6 @@ fn a_value_larger_than_max_size_never_leaves_the_server() {
         "peak RSS {} MiB (from {} MiB) for reads of a 60 MB row",
         peak / (1024 * 1024),
         base / (1024 * 1024)
-    );
-    eprintln!(
-        "four reads of a 60 MB row: peak RSS {} MiB (from {} MiB), {sent} bytes sent by MariaDB",
-        peak >> 20,
-        base >> 20
     );
     // The source keeps serving.
     let (code, _) = read_error(&mut s, "mysql://shop/queries/one?id=2");

@@ -392,9 +392,8 @@ async fn collect(
                 return Ok((out.into_rows(), Read::Cut));
             }
         }
-        let decoders = run_decoders.get_or_insert_with(|| {
-            rows::decoders(row.columns().iter().take(width), &json_at)
-        });
+        let decoders = run_decoders
+            .get_or_insert_with(|| rows::decoders(row.columns().iter().take(width), &json_at));
         let row = cells(&row, decoders).map_err(Failure::Decode)?;
         if !out.push(row).map_err(|TooBig| Failure::TooBig)? {
             return Ok((out.into_rows(), Read::Cut));
@@ -435,7 +434,11 @@ impl Engine for Mysql {
         if name.len() > MAX_IDENTIFIER || name.contains('\0') {
             return false;
         }
-        match self.server.read(async |conn| listed(conn, Some(name)).await).await {
+        match self
+            .server
+            .read(async |conn| listed(conn, Some(name)).await)
+            .await
+        {
             Ok(found) => !found.is_empty(),
             Err(_) => true,
         }

@@ -94,8 +94,14 @@ mod tests {
 
     #[test]
     fn an_ordered_statement_keeps_its_order_inside() {
-        assert_eq!(body("SELECT a FROM t ORDER BY a", 11), "SELECT a FROM t ORDER BY a\nLIMIT 11");
-        assert_eq!(body("SELECT a FROM t ORDER BY a LIMIT 3", 11), "SELECT a FROM t ORDER BY a LIMIT 3");
+        assert_eq!(
+            body("SELECT a FROM t ORDER BY a", 11),
+            "SELECT a FROM t ORDER BY a\nLIMIT 11"
+        );
+        assert_eq!(
+            body("SELECT a FROM t ORDER BY a LIMIT 3", 11),
+            "SELECT a FROM t ORDER BY a LIMIT 3"
+        );
         assert_eq!(
             body("SELECT a FROM (SELECT a FROM t ORDER BY a) x", 11),
             "SELECT a FROM (SELECT a FROM t ORDER BY a) x"
