@@ -131,7 +131,7 @@ fn measured_statements_keep_their_rows_and_order() {
     let my = shared();
     my.database(
         "ordered",
-        "CREATE TABLE n (id INT PRIMARY KEY, grp INT, label VARCHAR(20));
+        "CREATE TABLE n (id INT PRIMARY KEY, grp INT, label MEDIUMTEXT);
          INSERT INTO n SELECT seq, seq % 3, CONCAT('l', LPAD(13 - seq, 2, '0'))
          FROM seq_1_to_12;",
     );

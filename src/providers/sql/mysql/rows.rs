@@ -125,6 +125,14 @@ impl Decoder {
     }
 }
 
+/// The most bytes a column read straight from a table can hold (its declared length: 160 for a
+/// `VARCHAR(40)` in utf8mb4, 65 535 for a `TEXT`), `None` for a computed one, whose length the
+/// server only estimates.
+pub(super) fn stored_bytes(c: &sqlx::mysql::MySqlColumn) -> Option<u64> {
+    c.origin().table_column()?;
+    facts(c.type_info()).2.map(u64::from)
+}
+
 /// Whether a column comes straight from one of MariaDB's JSON columns (`json` holds them as
 /// `(schema.table, column)`).
 pub(super) fn is_json(c: &sqlx::mysql::MySqlColumn, json: &HashSet<(String, String)>) -> bool {
