@@ -1,15 +1,24 @@
 //! The MySQL / MariaDB engine (`[mysql.NAME]`), through sqlx's MySQL driver: the `CREATE`
 //! statements of the URL's database (`SHOW CREATE TABLE` / `VIEW`), its tables and views, and
 //! statements run prepared (the binary protocol: one statement per run, never several). `pool.rs`
-//! holds the connections and transactions, `rows.rs` the values → JSON, `changes.rs` the stamps
-//! subscribed URIs are polled by; the rest of a server source is `sql::server::Server`.
+//! holds the connections and transactions, `rows.rs` the values → JSON, `sized.rs` how a
+//! statement is wrapped so a value larger than `max_size` never leaves the server, `changes.rs`
+//! the stamps subscribed URIs are polled by; the rest of a server source is `sql::server::Server`.
+//!
+//! A table read is one statement in one transaction: the table, read only when the catalog
+//! lists it under that exact name (`WHERE EXISTS` over `information_schema.TABLES`); an empty
+//! answer or an error asks the listing in the same transaction whether the name was listed at
+//! all (not listed: not found).
 //!
 //! Invariants: read-only by the engine — every statement runs in `START TRANSACTION READ ONLY`
 //! with the statement time limit, and that transaction is rolled back, never committed; `LOCAL
 //! INFILE` is never enabled. What it does not cover (an account with `FILE`, `SUPER` or all
 //! privileges can read and write server files, `SELECT … INTO OUTFILE`) `check` warns about and the
 //! SQL tool refuses. Values are always bound, never spliced; the only names spliced into SQL are
-//! tables the catalog listed (backquoted). Nothing connects at start. A statement whose rows
+//! tables the catalog listed (backquoted). Nothing connects at start. A value that can be large
+//! is measured on the server and left there when its row exceeds `max_size` (`sized.rs`;
+//! `tests/it/mysql/sizes.rs` checks MariaDB sends none of a 60 MB value), unless the statement
+//! cannot be wrapped or its table columns cannot add up past `max_size`. A statement whose rows
 //! were not all read (more than `row_limit`, or `max_size` reached) has its connection closed
 //! and its statement stopped (`KILL QUERY`) rather than read to its end; at most `DRAIN` more
 //! rows are read first, so a query a little longer than `row_limit` keeps its connection.
