@@ -52,7 +52,11 @@ pub(super) fn wrappable(sql: &str) -> bool {
 pub(super) fn body(sql: &str, rows: u64) -> String {
     let words = text::top_level_words(sql, Dialect::Mysql);
     let has = |w: &str| words.iter().any(|x| x == w);
-    if has("ORDER") && !has("LIMIT") && !has("FETCH") {
+    // `FETCH FIRST n ROWS ONLY` (`fetch` alone may name a column).
+    let fetch = words
+        .windows(2)
+        .any(|w| w[0] == "FETCH" && (w[1] == "FIRST" || w[1] == "NEXT"));
+    if has("ORDER") && !has("LIMIT") && !fetch {
         format!("{sql}\nLIMIT {rows}")
     } else {
         sql.to_owned()
@@ -101,6 +105,14 @@ mod tests {
         assert_eq!(
             body("SELECT a FROM t ORDER BY a LIMIT 3", 11),
             "SELECT a FROM t ORDER BY a LIMIT 3"
+        );
+        assert_eq!(
+            body("SELECT a FROM t ORDER BY a FETCH FIRST 2 ROWS ONLY", 11),
+            "SELECT a FROM t ORDER BY a FETCH FIRST 2 ROWS ONLY"
+        );
+        assert_eq!(
+            body("SELECT fetch FROM t ORDER BY fetch", 11),
+            "SELECT fetch FROM t ORDER BY fetch\nLIMIT 11"
         );
         assert_eq!(
             body("SELECT a FROM (SELECT a FROM t ORDER BY a) x", 11),
