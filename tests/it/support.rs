@@ -413,6 +413,25 @@ impl Server {
         &self.pending
     }
 
+    /// Sends a `resources/read` of each URI at once (they run concurrently), then waits for
+    /// their responses, in the same order.
+    pub fn read_all(&mut self, uris: &[String]) -> Vec<Value> {
+        let ids: Vec<i64> = uris
+            .iter()
+            .map(|uri| {
+                let id = self.fresh_id();
+                self.send(
+                    &json!({"jsonrpc": "2.0", "id": id, "method": "resources/read",
+                                  "params": {"uri": uri}}),
+                );
+                id
+            })
+            .collect();
+        ids.into_iter()
+            .map(|id| self.response(&json!(id)))
+            .collect()
+    }
+
     pub fn fresh_id(&mut self) -> i64 {
         self.next_id += 1;
         self.next_id

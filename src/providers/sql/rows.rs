@@ -75,6 +75,17 @@ impl<C: Weigh> Within<C> {
         Ok(())
     }
 
+    /// A row the server measured at `size` bytes (its values that can be large, summed): `Ok(true)`
+    /// when it may fit; past `max_size` (the server then left those values out) the rows end
+    /// there, `truncated` (`Ok(false)`), or, when it is the first, `Err(TooBig)`.
+    pub(crate) fn admits(&mut self, size: i64) -> Result<bool, TooBig> {
+        if usize::try_from(size).unwrap_or(usize::MAX) > self.max_size {
+            self.cut()?;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
     pub(crate) fn into_rows(self) -> Rows<C> {
         self.rows
     }

@@ -279,6 +279,23 @@ pub fn first_keyword(sql: &str, dialect: Dialect) -> Option<String> {
         .map(|t| sql[t.range].to_ascii_uppercase())
 }
 
+/// The words of a statement outside every parenthesis, upper-cased (`ORDER`, `LIMIT`, … of its
+/// outermost query; not those of its subqueries or of a parenthesized first query).
+pub fn top_level_words(sql: &str, dialect: Dialect) -> Vec<String> {
+    let mut depth = 0usize;
+    let mut out = Vec::new();
+    for t in tokenize(sql, dialect) {
+        let text = &sql[t.range.clone()];
+        match (t.kind, text) {
+            (Kind::Other, "(") => depth += 1,
+            (Kind::Other, ")") => depth = depth.saturating_sub(1),
+            (Kind::Word, w) if depth == 0 => out.push(w.to_ascii_uppercase()),
+            _ => {}
+        }
+    }
+    out
+}
+
 /// Who declares the parameter names a statement may use.
 #[derive(Debug, Clone, Copy)]
 pub enum Names<'a> {
@@ -613,6 +630,18 @@ mod tests {
     /// A MySQL statement cannot carry its own time limit past `timeout`: optimizer hints are
     /// refused (`/*+ MAX_EXECUTION_TIME(600000) */` overrides the session's limit on MySQL 8),
     /// as are executable comments; a plain comment is text.
+    #[test]
+    fn top_level_words_leave_out_parentheses_strings_and_comments() {
+        let words = |sql| top_level_words(sql, Dialect::Mysql);
+        assert_eq!(
+            words(
+                "SELECT a FROM (SELECT b FROM t ORDER BY b LIMIT 2) x ORDER BY `limit` -- LIMIT\n"
+            ),
+            ["SELECT", "A", "FROM", "X", "ORDER", "BY"]
+        );
+        assert_eq!(words("(SELECT 1 LIMIT 1) 'LIMIT'"), Vec::<String>::new());
+    }
+
     #[test]
     fn mysql_refuses_optimizer_hints_and_executable_comments() {
         let mysql = |sql| check_adhoc(Dialect::Mysql, sql);

@@ -4,6 +4,7 @@
 //! lazy connections, and manifest errors. What every engine shares is in `engines.rs`.
 
 pub mod server;
+mod sizes;
 
 use serde_json::{Value, json};
 
@@ -394,5 +395,75 @@ fn the_timeout_is_the_servers_statement_time_limit() {
         r["structuredContent"]["rows"][0]["limit_s"].as_f64(),
         Some(1.5),
         "{r}"
+    );
+}
+
+/// A table read names exactly what the listing shows, in the one statement that reads it: a name
+/// of another case, a table the account has no privilege on, a sequence, a name longer than
+/// MariaDB allows or holding NUL is not found; an empty table is an empty answer; a table the
+/// account may read only some columns of is listed and fails with the server's clear error.
+#[test]
+#[cfg_attr(
+    not(unix),
+    ignore = "needs a MariaDB server from the system's binaries: Unix only"
+)]
+fn table_reads_name_exactly_what_is_listed() {
+    let my = shared();
+    my.database(
+        "exact",
+        "CREATE TABLE shown (id INT PRIMARY KEY, v VARCHAR(10));
+         INSERT INTO shown VALUES (1, 'a');
+         CREATE TABLE empty (id INT PRIMARY KEY, v TEXT);
+         CREATE TABLE secret (id INT PRIMARY KEY, pin VARCHAR(10));
+         INSERT INTO secret VALUES (1, '1234');
+         CREATE TABLE hidden (id INT);
+         CREATE SEQUENCE seq;
+         CREATE VIEW seen AS SELECT v FROM shown;",
+    );
+    my.admin_sql(
+        "mysql",
+        "REVOKE SELECT, SHOW VIEW ON `exact`.* FROM 'app'@'%';
+         GRANT SELECT ON `exact`.shown TO 'app'@'%';
+         GRANT SELECT ON `exact`.empty TO 'app'@'%';
+         GRANT SELECT ON `exact`.seen TO 'app'@'%';
+         GRANT SELECT ON `exact`.seq TO 'app'@'%';
+         GRANT SELECT (id) ON `exact`.secret TO 'app'@'%';",
+    );
+    let f = manifest(&my.url("exact"), "", "");
+    let mut s = f.serve().started();
+    assert_eq!(
+        read_json(&mut s, "mysql://shop/tables/shown")["rows"],
+        json!([{"id": 1, "v": "a"}])
+    );
+    assert_eq!(
+        read_json(&mut s, "mysql://shop/tables/seen")["rows"],
+        json!([{"v": "a"}])
+    );
+    let empty = read_json(&mut s, "mysql://shop/tables/empty");
+    assert_eq!(empty["columns"], json!(["id", "v"]));
+    assert_eq!(empty["rows"], json!([]));
+    let long = format!("mysql://shop/tables/{}", "s".repeat(65));
+    for missing in [
+        "mysql://shop/tables/Shown",
+        "mysql://shop/tables/SHOWN",
+        "mysql://shop/tables/hidden",
+        "mysql://shop/tables/seq",
+        "mysql://shop/tables/nope",
+        "mysql://shop/tables/shown%00",
+        long.as_str(),
+    ] {
+        let (code, message) = read_error(&mut s, missing);
+        assert_eq!(code, -32002, "{missing}: {message}");
+    }
+    let (code, message) = read_error(&mut s, "mysql://shop/tables/secret");
+    assert_eq!(code, -32602, "{message}");
+    assert!(
+        message.starts_with("[mysql.shop] ") && message.contains("denied"),
+        "{message}"
+    );
+    // The source goes on.
+    assert_eq!(
+        read_json(&mut s, "mysql://shop/tables/shown")["rows"][0]["v"],
+        "a"
     );
 }

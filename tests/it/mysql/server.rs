@@ -127,6 +127,8 @@ impl Server {
                 "--innodb-log-file-size=16M",
                 "--innodb-flush-log-at-trx-commit=0",
                 "--max-connections=100",
+                // Values up to 60 MB (`a_value_larger_than_max_size_never_leaves_the_server`).
+                "--max-allowed-packet=64M",
             ])
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -1396,22 +1396,13 @@ fn a_value_larger_than_max_size_never_leaves_the_server() {
     let pid = s.child.as_ref().expect("a process").id();
     // What the server holds before the reads (its code and runtime; grows with the binary).
     let base = crate::support::proc_memory(pid, "VmRSS");
-    let ids: Vec<i64> = (0..4)
-        .map(|i| {
-            let id = s.fresh_id();
-            let uri = match i {
-                0 => "postgres://crm/tables/huge".to_owned(),
-                _ => format!("postgres://crm/queries/one?id={}", 2 + i % 2),
-            };
-            s.send(
-                &json!({"jsonrpc": "2.0", "id": id, "method": "resources/read",
-                           "params": {"uri": uri}}),
-            );
-            id
+    let uris: Vec<String> = (0..4)
+        .map(|i| match i {
+            0 => "postgres://crm/tables/huge".to_owned(),
+            _ => format!("postgres://crm/queries/one?id={}", 2 + i % 2),
         })
         .collect();
-    for (i, id) in ids.into_iter().enumerate() {
-        let r = s.response(&json!(id));
+    for (i, r) in s.read_all(&uris).into_iter().enumerate() {
         if i == 0 {
             // The table: the first row, then `truncated` at the large one.
             let text = r["result"]["contents"][0]["text"].as_str().expect("rows");

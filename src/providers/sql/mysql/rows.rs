@@ -125,20 +125,31 @@ impl Decoder {
     }
 }
 
-/// The decoders of a statement's columns. `json` holds MariaDB's JSON columns as
-/// `(schema.table, column)`.
+/// The most bytes a column read straight from a table can hold (its declared length: 160 for a
+/// `VARCHAR(40)` in utf8mb4, 65 535 for a `TEXT`), `None` for a computed one, whose length the
+/// server only estimates.
+pub(super) fn stored_bytes(c: &sqlx::mysql::MySqlColumn) -> Option<u64> {
+    c.origin().table_column()?;
+    facts(c.type_info()).2.map(u64::from)
+}
+
+/// Whether a column comes straight from one of MariaDB's JSON columns (`json` holds them as
+/// `(schema.table, column)`).
+pub(super) fn is_json(c: &sqlx::mysql::MySqlColumn, json: &HashSet<(String, String)>) -> bool {
+    c.origin()
+        .table_column()
+        .is_some_and(|t| json.contains(&(t.table.to_string(), t.name.to_string())))
+}
+
+/// The decoders of a statement's columns; `json[i]` says column `i` is one of MariaDB's JSON
+/// columns.
 pub(super) fn decoders<'a>(
     columns: impl Iterator<Item = &'a sqlx::mysql::MySqlColumn>,
-    json: &HashSet<(String, String)>,
+    json: &[bool],
 ) -> Vec<Decoder> {
     columns
-        .map(|c| {
-            let is_json = c
-                .origin()
-                .table_column()
-                .is_some_and(|t| json.contains(&(t.table.to_string(), t.name.to_string())));
-            Decoder::for_column(c.type_info(), is_json)
-        })
+        .enumerate()
+        .map(|(i, c)| Decoder::for_column(c.type_info(), json.get(i).copied().unwrap_or(false)))
         .collect()
 }
 

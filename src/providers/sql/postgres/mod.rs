@@ -436,8 +436,7 @@ async fn collect(
         // A row measured larger than `max_size` came without its large values.
         if plan.sized {
             let size: i64 = row.try_get(width).map_err(Failure::Db)?;
-            if usize::try_from(size).unwrap_or(usize::MAX) > max_size {
-                out.cut().map_err(|TooBig| Failure::TooBig)?;
+            if !out.admits(size).map_err(|TooBig| Failure::TooBig)? {
                 break;
             }
         }
