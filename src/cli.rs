@@ -344,10 +344,10 @@ pub async fn card(manifest: Option<PathBuf>, group: Option<&str>, http: Option<&
     };
     let group = match group {
         None => None,
-        Some(g) => match m.group(g) {
-            Some(g) => Some(g),
-            None => {
-                eprintln!("mcp-manifest: no group `{g}` in {display}");
+        Some(g) => match m.group_or_why(g) {
+            Ok(g) => Some(g),
+            Err(why) => {
+                eprintln!("mcp-manifest: {why}");
                 return FAILED;
             }
         },

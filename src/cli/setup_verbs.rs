@@ -191,7 +191,7 @@ fn register_checked(args: &RegisterArgs, registry: &Registry, path: &Path) -> Re
         .unwrap_or_else(|| registry.manifest.server.name.clone());
     reg::check_name(&name)?;
     if let Some(group) = &args.group {
-        known_group(registry, group, path)?;
+        known_group(registry, group)?;
     }
     let env = reg::parse_env(&args.env)?;
     let exe = std::env::current_exe()
@@ -291,30 +291,12 @@ fn register_checked(args: &RegisterArgs, registry: &Registry, path: &Path) -> Re
 }
 
 /// `Ok` when the manifest declares `[groups.GROUP]`; else what to write instead.
-fn known_group(registry: &Registry, group: &str, path: &Path) -> Result<(), String> {
-    let groups: Vec<&str> = registry
+fn known_group(registry: &Registry, group: &str) -> Result<(), String> {
+    registry
         .manifest
-        .groups
-        .iter()
-        .map(|g| g.name.as_str())
-        .collect();
-    if groups.contains(&group) {
-        return Ok(());
-    }
-    let file = path.display();
-    if groups.is_empty() {
-        return Err(format!(
-            "--group {group}: {file} declares no groups; add a [groups.{group}] section naming the tools, resources and prompts it serves (the README's \"Groups\"), then register again; nothing registered"
-        ));
-    }
-    let hint = match manifest::diag::did_you_mean(group, groups.iter().copied()) {
-        Some(m) => format!("did you mean `{m}`? "),
-        None => String::new(),
-    };
-    Err(format!(
-        "--group {group}: {file} has no [groups.{group}]; {hint}its groups: {}; nothing registered",
-        groups.join(", ")
-    ))
+        .group_or_why(group)
+        .map(|_| ())
+        .map_err(|why| format!("--group {group}: {why}; nothing registered"))
 }
 
 /// The entry `register` writes for `target`, and why it holds this machine's paths when a

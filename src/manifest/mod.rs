@@ -82,6 +82,29 @@ impl Manifest {
     pub fn group(&self, name: &str) -> Option<&Group> {
         self.groups.iter().find(|g| g.name == name)
     }
+
+    /// The group of that name, or why there is none, in the words every command uses (`serve
+    /// --group`, `card --group`, `register --group`): what the manifest declares instead.
+    pub fn group_or_why(&self, name: &str) -> Result<&Group, String> {
+        if let Some(g) = self.group(name) {
+            return Ok(g);
+        }
+        let file = &self.file;
+        let names: Vec<&str> = self.groups.iter().map(|g| g.name.as_str()).collect();
+        if names.is_empty() {
+            return Err(format!(
+                "no group `{name}` in {file}: it declares no groups; add a [groups.{name}] section naming the tools, resources and prompts it serves (the README's \"Groups\")"
+            ));
+        }
+        let hint = match diag::did_you_mean(name, names.iter().copied()) {
+            Some(m) => format!("did you mean `{m}`? "),
+            None => String::new(),
+        };
+        Err(format!(
+            "no group `{name}` in {file}; {hint}its groups are: {}",
+            names.join(", ")
+        ))
+    }
 }
 
 #[derive(Debug, Clone)]

@@ -738,22 +738,9 @@ where
     let eof = CancellationToken::new();
     let output = Output::start(output);
     if let Some(g) = group
-        && registry.manifest.group(g).is_none()
+        && let Err(why) = registry.manifest.group_or_why(g)
     {
-        let names: Vec<&str> = registry
-            .manifest
-            .groups
-            .iter()
-            .map(|g| g.name.as_str())
-            .collect();
-        anyhow::bail!(
-            "no group `{g}` in {}; {}",
-            registry.manifest.file,
-            match names.is_empty() {
-                true => "it declares no [groups]".to_owned(),
-                false => format!("its groups are: {}", names.join(", ")),
-            }
-        );
+        anyhow::bail!("{why}");
     }
     let group: Option<Arc<str>> = group.map(Arc::from);
     let shared = Shared::new(registry);

@@ -265,14 +265,20 @@ prompts = ["none"]
 
 #[test]
 fn serving_an_unknown_group_fails_naming_the_groups() {
+    // `serve` and `card` say it in the same words (`register` too: tests/it/setup.rs).
     let f = fixture();
-    let out = f.run(&["serve", "--group", "nope", "mcp-server.toml"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stderr(&out).contains("no group `nope` in mcp-server.toml; its groups are: public"),
-        "{}",
-        stderr(&out)
-    );
+    for args in [
+        &["serve", "--group", "nope", "mcp-server.toml"][..],
+        &["card", "--group", "nope", "mcp-server.toml"],
+    ] {
+        let out = f.run(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(
+            stderr(&out).contains("no group `nope` in mcp-server.toml; its groups are: public"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
 }
 
 /// `check` prints, per endpoint, how many tools `tools/list` gives there and the answer's size

@@ -1491,9 +1491,9 @@ fn register_group_writes_an_entry_that_serves_only_that_group() {
 
     let err = failed(&s.run(&["register", "cursor", "--user", "--group", "gret"]));
     assert!(
-        err.contains("no [groups.gret]")
-            && err.contains("did you mean `greet`?")
-            && err.contains("nothing registered"),
+        err.contains(
+            "no group `gret` in mcp-server.toml; did you mean `greet`? its groups are: greet"
+        ) && err.contains("nothing registered"),
         "{err}"
     );
     assert!(!s.home().join(".cursor").exists(), "nothing written");
