@@ -284,20 +284,6 @@ pub(crate) fn links(meta: &Metadata) -> u64 {
     }
 }
 
-/// The mode of a new file under the process umask (`0666 & !umask`; Linux reads the umask from
-/// /proc, elsewhere 022 is assumed), 0o644 on Windows (unused there).
-pub(crate) fn new_mode() -> u32 {
-    let umask = std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Umask:"))
-                .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
-        })
-        .unwrap_or(0o022);
-    0o666 & !umask
-}
-
 /// Gives the open file `mode` (Unix); nothing on Windows.
 pub(crate) fn set_mode(file: &File, mode: u32) -> io::Result<()> {
     #[cfg(unix)]

@@ -226,9 +226,9 @@ impl Locked {
             None => None,
         };
         let mode = match self.existed {
-            Some((mode, _)) => mode,
-            None if private => 0o600,
-            None => platform::new_mode(),
+            Some((mode, _)) => Some(mode),
+            None if private => Some(0o600),
+            None => None,
         };
         let tmp = temp_beside(&self.target, "tmp", bytes, mode)
             .map_err(|e| format!("{shown}: cannot write: {e}"))?;
@@ -277,14 +277,14 @@ pub(crate) fn replace(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// folder, FIFO, device or socket.
 pub(crate) fn replace_entry(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let mode = match fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_symlink() => platform::new_mode(),
+        Ok(m) if m.file_type().is_symlink() => None,
         Ok(m) => {
             if let Some(refused) = not_regular(&m) {
                 return Err(refused);
             }
-            platform::mode_of(&m)
+            Some(platform::mode_of(&m))
         }
-        Err(_) => platform::new_mode(),
+        Err(_) => None,
     };
     let tmp = temp_beside(path, "tmp", bytes, mode)?;
     fs::rename(&tmp, path).inspect_err(|_| {
@@ -295,7 +295,7 @@ pub(crate) fn replace_entry(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// Creates `path` with `bytes`; fails with `AlreadyExists` (and writes nothing) when it exists
 /// (also as a dangling symlink). Makes the parent folders.
 pub(crate) fn create_new(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let tmp = temp_beside(path, "tmp", bytes, platform::new_mode())?;
+    let tmp = temp_beside(path, "tmp", bytes, None)?;
     // A hard link is an atomic "create if absent" of a complete file.
     let linked = fs::hard_link(&tmp, path);
     let _ = fs::remove_file(&tmp);
@@ -318,7 +318,7 @@ fn backup_bytes(dir: &Path, name: &str, bytes: &[u8], mode: u32) -> io::Result<P
         chrono::DateTime::<chrono::Utc>::from(std::time::SystemTime::now()).format("%Y%m%d-%H%M%S");
     let target = dir.join(name);
     let target = target.as_path();
-    let tmp = temp_beside(target, "baktmp", bytes, mode)?;
+    let tmp = temp_beside(target, "baktmp", bytes, Some(mode))?;
     for n in 0..1000 {
         let suffix = if n == 0 {
             String::new()
@@ -438,8 +438,8 @@ fn clean_leftovers(target: &Path) {
 }
 
 /// Writes `bytes` to a new hidden temporary file `.NAME.KIND-PID-N` in `path`'s folder (made if
-/// missing): created 0600, written, given `mode`, synced.
-fn temp_beside(path: &Path, kind: &str, bytes: &[u8], mode: u32) -> io::Result<PathBuf> {
+/// missing): written, given `mode` (created 0600 until then) or a new file's mode, synced.
+fn temp_beside(path: &Path, kind: &str, bytes: &[u8], mode: Option<u32>) -> io::Result<PathBuf> {
     let dir = folder_of(path);
     fs::create_dir_all(dir)?;
     let name = file_name(path);
@@ -447,11 +447,17 @@ fn temp_beside(path: &Path, kind: &str, bytes: &[u8], mode: u32) -> io::Result<P
         let tmp = dir.join(format!(".{name}.{kind}-{}-{n}", std::process::id()));
         let mut o = OpenOptions::new();
         o.write(true).create_new(true);
-        platform::owner_only(&mut o);
+        // A given mode is set once the bytes are written (only the owner may read them
+        // meanwhile); without one the file gets a new file's mode (the kernel applies the umask).
+        if mode.is_some() {
+            platform::owner_only(&mut o);
+        }
         match o.open(&tmp) {
             Ok(mut f) => {
                 let written = f.write_all(bytes).and_then(|()| {
-                    platform::set_mode(&f, mode)?;
+                    if let Some(mode) = mode {
+                        platform::set_mode(&f, mode)?;
+                    }
                     f.sync_all()
                 });
                 if let Err(e) = written {

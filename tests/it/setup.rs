@@ -1334,6 +1334,20 @@ fn modes_private_new_files_kept_old_modes_and_read_only_refused() {
     use std::os::unix::fs::PermissionsExt;
     let s = Setup::new();
     let mode = |p: &Path| std::fs::metadata(p).expect("file").permissions().mode() & 0o777;
+    // A new file without secrets gets what the umask leaves of 0666 (the kernel's, whatever the
+    // platform: 027 here).
+    let umasked = Command::new("sh")
+        .arg("-c")
+        .arg(r#"umask 027; exec "$0" "$@""#)
+        .arg(BIN)
+        .args(["register", "claude-code"])
+        .current_dir(s.project.root())
+        .env("HOME", s.home())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run mcp-manifest");
+    ok(&umasked);
+    assert_eq!(mode(&s.project.path(".mcp.json")), 0o640);
     // A new file carrying env values is 0600.
     ok(&s.run(&["register", "cursor", "--user", "--env", "TOKEN=s3cr3t"]));
     let config = s.home().join(".cursor").join("mcp.json");

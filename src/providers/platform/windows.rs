@@ -340,7 +340,14 @@ pub(super) fn normalize_uri(uri: &str) -> Cow<'_, str> {
 }
 
 pub(super) fn open_regular(path: &Path) -> std::io::Result<(File, u64)> {
-    // A device name (`NUL`, `CON`) in its own folder is refused before anything opens it.
+    let (file, meta) = open_checked(path, OpenOptions::new().read(true))?;
+    Ok((file, meta.len()))
+}
+
+/// Opens the regular file at `path` with `options` (its access), sharing it with every other
+/// opener; an error naming what it is otherwise. A device name (`NUL`, `CON`) in its own
+/// folder is refused before anything opens it.
+fn open_checked(path: &Path, options: &mut OpenOptions) -> std::io::Result<(File, Metadata)> {
     if path
         .file_name()
         .and_then(|n| n.to_str())
@@ -349,8 +356,7 @@ pub(super) fn open_regular(path: &Path) -> std::io::Result<(File, u64)> {
         return Err(not_regular());
     }
     // A folder does not open without FILE_FLAG_BACKUP_SEMANTICS (access denied): say what it is.
-    let file = match OpenOptions::new()
-        .read(true)
+    let file = match options
         .share_mode(FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE)
         .open(path)
     {
@@ -364,7 +370,7 @@ pub(super) fn open_regular(path: &Path) -> std::io::Result<(File, u64)> {
     if !meta.is_file() {
         return Err(not_regular());
     }
-    Ok((file, meta.len()))
+    Ok((file, meta))
 }
 
 pub(super) fn marked_hidden(meta: &Metadata) -> bool {
@@ -383,29 +389,8 @@ pub(super) fn same_path(a: &Path, b: &Path) -> bool {
 }
 
 pub(super) fn regular_file_id(path: &Path) -> std::io::Result<super::FileId> {
-    if path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .is_some_and(|n| !name_allowed(n))
-    {
-        return Err(not_regular());
-    }
-    // No access rights asked: reading the file's information needs none. A folder does not
-    // open without FILE_FLAG_BACKUP_SEMANTICS (access denied): say what it is.
-    let file = match OpenOptions::new()
-        .access_mode(0)
-        .share_mode(FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE)
-        .open(path)
-    {
-        Ok(file) => file,
-        Err(_) if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) => {
-            return Err(not_regular());
-        }
-        Err(e) => return Err(e),
-    };
-    if !file.metadata()?.is_file() {
-        return Err(not_regular());
-    }
+    // No access rights asked: reading the file's information needs none.
+    let (file, _) = open_checked(path, OpenOptions::new().access_mode(0))?;
     file_id(&file)
 }
 
