@@ -61,12 +61,21 @@ fn supervisor_exe() -> PathBuf {
         .clone()
 }
 
-/// The long-lived supervisor: the server's end of its socket. `None` until the first call, and
-/// again once it is seen dead.
-static SUPERVISOR_SOCKET: Mutex<Option<Arc<StdStream>>> = Mutex::new(None);
+/// The long-lived supervisor. `None` until the first call, and again once it is seen dead.
+static SUPERVISOR_SOCKET: Mutex<Option<Arc<Supervisor>>> = Mutex::new(None);
+
+/// The long-lived supervisor, seen from the server.
+struct Supervisor {
+    /// The server's end of its socket (non-blocking: a call never waits on it).
+    socket: StdStream,
+    pid: u32,
+}
 
 /// Hands a call's descriptors to the long-lived supervisor, starting it first when there is
-/// none (or it died: then once more).
+/// none (or it died, or takes no calls: then once more). Never waits: this runs on the
+/// runtime, under the lock every call takes. A supervisor whose socket is full has taken no
+/// call for as long as hundreds of calls took to time out (stopped: a tool can `kill -STOP`
+/// it): it is killed, and its watcher reaps it and sweeps what it left.
 fn hand_over(fds: &[std::os::fd::BorrowedFd<'_>; CALL_FDS]) -> Result<(), String> {
     let mut slot = lock(&SUPERVISOR_SOCKET);
     let mut last = String::new();
@@ -84,7 +93,7 @@ fn hand_over(fds: &[std::os::fd::BorrowedFd<'_>; CALL_FDS]) -> Result<(), String
         ancillary.push(SendAncillaryMessage::ScmRights(fds));
         loop {
             match sendmsg(
-                socket.as_fd(),
+                socket.socket.as_fd(),
                 &[IoSlice::new(b"c")],
                 &mut ancillary,
                 // A dead supervisor is EPIPE, not SIGPIPE: Rust programs ignore SIGPIPE (and
@@ -93,6 +102,20 @@ fn hand_over(fds: &[std::os::fd::BorrowedFd<'_>; CALL_FDS]) -> Result<(), String
             ) {
                 Ok(_) => return Ok(()),
                 Err(rustix::io::Errno::INTR) => {}
+                // Its socket full, or too many descriptors in flight to it: the same.
+                Err(rustix::io::Errno::AGAIN | rustix::io::Errno::TOOMANYREFS) => {
+                    last = "its supervisor takes no calls (stopped?); it was killed".to_owned();
+                    tracing::warn!(
+                        "the tools' supervisor (pid {}) took no calls for long: killed, another one started",
+                        socket.pid
+                    );
+                    // Not reaped while it is in `SUPERVISOR_SOCKET` (held here): its watcher
+                    // forgets it there before reaping it. Its pid is still its own.
+                    if let Some(pid) = Pid::from_raw(socket.pid.cast_signed()) {
+                        let _ = kill_process(pid, Signal::KILL);
+                    }
+                    break;
+                }
                 Err(e) => {
                     last = io::Error::from(e).to_string();
                     break;
@@ -107,7 +130,7 @@ fn hand_over(fds: &[std::os::fd::BorrowedFd<'_>; CALL_FDS]) -> Result<(), String
 
 /// Starts the long-lived supervisor, and a thread that waits for its end: the thread reaps it,
 /// forgets it, and sweeps what it left (its per-call supervisors come back to the server).
-fn start_supervisor() -> Result<Arc<StdStream>, String> {
+fn start_supervisor() -> Result<Arc<Supervisor>, String> {
     let exe = supervisor_exe();
     let failed =
         |e: io::Error| format!("its supervisor `{}` cannot be started: {e}", exe.display());
@@ -132,12 +155,25 @@ fn start_supervisor() -> Result<Arc<StdStream>, String> {
     // The supervisor's end of the socket (in `cmd`) must not stay open here: its death would
     // not close the socket.
     drop(cmd);
-    let ours = Arc::new(ours);
+    ours.set_nonblocking(true).map_err(failed)?;
+    let ours = Arc::new(Supervisor {
+        socket: ours,
+        pid: child.id(),
+    });
     let handed = Arc::downgrade(&ours);
     let watcher = std::thread::Builder::new()
         .name("mcp-supervisor-watch".into())
         .spawn(move || {
-            let _ = child.wait();
+            // Its end, not reaped yet: until it is forgotten here (under `SUPERVISOR_SOCKET`)
+            // its pid is its own, so `hand_over` may kill it.
+            if let Some(pid) = Pid::from_raw(child.id().cast_signed()) {
+                let ended =
+                    rustix::process::WaitIdOptions::EXITED | rustix::process::WaitIdOptions::NOWAIT;
+                while let Err(rustix::io::Errno::INTR) =
+                    rustix::process::waitid(rustix::process::WaitId::Pid(pid), ended)
+                {
+                }
+            }
             // Forgotten, so that the next call starts another one; once no call holds it the
             // socket closes, and the spare of this one (waiting on it) ends.
             {
@@ -150,6 +186,7 @@ fn start_supervisor() -> Result<Arc<StdStream>, String> {
                 }
             }
             lock(&adopted().supervisors).remove(&child.id());
+            let _ = child.wait();
             if adopted().on.load(Ordering::SeqCst) {
                 sweep();
             }

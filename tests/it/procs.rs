@@ -631,6 +631,66 @@ timeout = "1s"
     s.ok("ping", json!({}));
 }
 
+/// A supervisor stopped for good: each call handed to it times out, and once its socket holds
+/// as many calls as it takes (hundreds), the server kills it and starts another instead of
+/// waiting on it (which would hold the runtime, and every request with it).
+#[test]
+#[cfg(target_os = "linux")] // the supervisor found through /proc; an sh script
+fn a_supervisor_that_takes_no_calls_is_replaced_and_never_waited_on() {
+    let f = Fixture::new();
+    f.manifest(
+        r#"
+[tools.freeze]
+run = "kill -STOP $(awk '{print $4}' /proc/$PPID/stat)"
+
+[tools.hello]
+command = ["echo", "hello"]
+timeout = "100ms"
+
+[prompts.p]
+description = "answered by rmcp, on the runtime"
+messages = [{ role = "user", text = "hi" }]
+"#,
+    );
+    let mut s = f.serve_process().started();
+    let server = s.child.as_ref().expect("a process").id();
+    let r = s.ok("tools/call", json!({"name": "freeze", "arguments": {}}));
+    assert_eq!(r["isError"], false, "{r}");
+    let stopped = supervisor_of(server);
+    // More calls than its socket holds (~200 with the default buffer of 208 KiB).
+    let ids: Vec<i64> = (0..1500).map(|_| s.fresh_id()).collect();
+    for id in &ids {
+        s.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "hello", "arguments": {}}}));
+    }
+    let mut ran = 0;
+    for id in &ids {
+        let r = s.response(&json!(id));
+        let text = r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
+        // Handed to the stopped one: timed out, or ended with it when it was killed.
+        if text == "hello\n" {
+            ran += 1;
+        } else {
+            assert!(
+                text.contains("timed out") || text.contains("ended before starting it"),
+                "{r}"
+            );
+        }
+    }
+    assert!(ran > 0, "no call ran on a new supervisor");
+    let r = s.ok("prompts/get", json!({"name": "p"}));
+    assert_eq!(r["messages"][0]["content"]["text"], "hi", "{r}");
+    let r = s.ok("tools/call", json!({"name": "hello", "arguments": {}}));
+    assert_eq!(r["content"][0]["text"], "hello\n", "{r}");
+    until(
+        Duration::from_secs(10),
+        "the stopped supervisor gone",
+        || !running(stopped.cast_signed()),
+    );
+}
+
 #[test]
 #[cfg(target_os = "linux")] // processes observed through /proc; sh scripts, setsid
 fn a_tool_that_kills_the_servers_supervisor_is_killed_with_its_tree_and_calls_go_on() {
