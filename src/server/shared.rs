@@ -156,33 +156,37 @@ impl Snapshot {
     /// listing costs no copy of it, nor 200 tools' schemas serialized again). `None` for a
     /// cursor this server does not give (rmcp answers it, with its error).
     pub fn tool_page(&self, cursor: Option<&str>) -> Option<Arc<str>> {
-        let pages = self.tool_pages.get_or_init(|| {
-            let all = self.tools();
-            let size = self.registry.page_size();
-            let mut pages = Vec::new();
-            let mut at: Option<String> = None;
-            while let Ok((items, next)) = crate::registry::paginate(all, at.as_deref(), size) {
-                let mut result = rmcp::model::ListToolsResult::with_all_items(items.to_vec());
-                result.next_cursor = next.clone();
-                let mut result = rmcp::model::ServerResult::ListToolsResult(result);
-                result.strip_result_type_for_legacy_peer();
-                result.strip_non_object_output_for_legacy_peer();
-                let Ok(json) = serde_json::to_string(&result) else {
-                    break;
-                };
-                pages.push((at, Arc::from(json)));
-                match next {
-                    Some(next) => at = Some(next),
-                    None => break,
-                }
-            }
-            pages
-        });
+        let pages = self
+            .tool_pages
+            .get_or_init(|| tool_pages(self.tools(), self.registry.page_size()));
         pages
             .iter()
             .find(|(at, _)| at.as_deref() == cursor)
             .map(|(_, json)| json.clone())
     }
+}
+
+/// The pages `tools/list` answers for `all` (each with the cursor that asks for it), serialized
+/// as rmcp serializes them for a session before 2026-07-28.
+fn tool_pages(all: &[rmcp::model::Tool], size: usize) -> Vec<(Option<String>, Arc<str>)> {
+    let mut pages = Vec::new();
+    let mut at: Option<String> = None;
+    while let Ok((items, next)) = crate::registry::paginate(all, at.as_deref(), size) {
+        let mut result = rmcp::model::ListToolsResult::with_all_items(items.to_vec());
+        result.next_cursor = next.clone();
+        let mut result = rmcp::model::ServerResult::ListToolsResult(result);
+        result.strip_result_type_for_legacy_peer();
+        result.strip_non_object_output_for_legacy_peer();
+        let Ok(json) = serde_json::to_string(&result) else {
+            break;
+        };
+        pages.push((at, Arc::from(json)));
+        match next {
+            Some(next) => at = Some(next),
+            None => break,
+        }
+    }
+    pages
 }
 
 /// What `tools/list` answers on one endpoint, for `check`'s summary.
@@ -216,21 +220,10 @@ pub(crate) fn tools_per_endpoint(registry: Arc<Registry>) -> Vec<EndpointTools> 
                 .filter(|t| seen.as_ref().is_none_or(|f| f.tool(&t.name)))
                 .cloned()
                 .collect();
-            let size = snap.registry.page_size();
-            let mut bytes = 0;
-            let mut at: Option<String> = None;
-            while let Ok((items, next)) = crate::registry::paginate(&shown, at.as_deref(), size) {
-                let mut result = rmcp::model::ListToolsResult::with_all_items(items.to_vec());
-                result.next_cursor = next.clone();
-                let mut result = rmcp::model::ServerResult::ListToolsResult(result);
-                result.strip_result_type_for_legacy_peer();
-                result.strip_non_object_output_for_legacy_peer();
-                bytes += serde_json::to_string(&result).map_or(0, |j| j.len());
-                match next {
-                    Some(next) => at = Some(next),
-                    None => break,
-                }
-            }
+            let bytes = tool_pages(&shown, snap.registry.page_size())
+                .iter()
+                .map(|(_, json)| json.len())
+                .sum();
             EndpointTools {
                 group,
                 tools: shown.len(),
