@@ -597,6 +597,32 @@ wait
     assert_eq!(r["isError"], true, "{r}");
 }
 
+/// A server whose supervisor a tool (`freeze`) has stopped with SIGSTOP, with a tool `hello`
+/// (`echo hello`) of that `timeout` and `more` manifest text; and the stopped supervisor's pid.
+#[cfg(target_os = "linux")]
+fn with_stopped_supervisor(
+    f: &Fixture,
+    timeout: &str,
+    more: &str,
+) -> (crate::support::Server, u32) {
+    f.manifest(&format!(
+        r#"
+[tools.freeze]
+run = "kill -STOP $(awk '{{print $4}}' /proc/$PPID/stat)"
+
+[tools.hello]
+command = ["echo", "hello"]
+timeout = "{timeout}"
+{more}"#
+    ));
+    let mut s = f.serve_process().started();
+    let server = s.child.as_ref().expect("a process").id();
+    let r = s.ok("tools/call", json!({"name": "freeze", "arguments": {}}));
+    assert_eq!(r["isError"], false, "{r}");
+    let stopped = supervisor_of(server);
+    (s, stopped)
+}
+
 /// A supervisor that stops answering (here stopped by a tool with SIGSTOP) cannot hold calls
 /// past their `timeout`: starting a program counts in it, so each later call ends "timed out"
 /// (or runs, on the per-call supervisor kept idle) within its timeout, and the server answers.
@@ -604,19 +630,7 @@ wait
 #[cfg(target_os = "linux")] // the supervisor found through /proc; an sh script
 fn calls_end_at_their_timeout_when_the_supervisor_does_not_answer() {
     let f = Fixture::new();
-    f.manifest(
-        r#"
-[tools.freeze]
-run = "kill -STOP $(awk '{print $4}' /proc/$PPID/stat)"
-
-[tools.hello]
-command = ["echo", "hello"]
-timeout = "1s"
-"#,
-    );
-    let mut s = f.serve_process().started();
-    let r = s.ok("tools/call", json!({"name": "freeze", "arguments": {}}));
-    assert_eq!(r["isError"], false, "{r}");
+    let mut s = with_stopped_supervisor(&f, "1s", "").0;
     for _ in 0..3 {
         let start = Instant::now();
         let r = s.ok("tools/call", json!({"name": "hello", "arguments": {}}));
@@ -638,25 +652,12 @@ timeout = "1s"
 #[cfg(target_os = "linux")] // the supervisor found through /proc; an sh script
 fn a_supervisor_that_takes_no_calls_is_replaced_and_never_waited_on() {
     let f = Fixture::new();
-    f.manifest(
-        r#"
-[tools.freeze]
-run = "kill -STOP $(awk '{print $4}' /proc/$PPID/stat)"
-
-[tools.hello]
-command = ["echo", "hello"]
-timeout = "100ms"
-
+    let prompt = r#"
 [prompts.p]
 description = "answered by rmcp, on the runtime"
 messages = [{ role = "user", text = "hi" }]
-"#,
-    );
-    let mut s = f.serve_process().started();
-    let server = s.child.as_ref().expect("a process").id();
-    let r = s.ok("tools/call", json!({"name": "freeze", "arguments": {}}));
-    assert_eq!(r["isError"], false, "{r}");
-    let stopped = supervisor_of(server);
+"#;
+    let (mut s, stopped) = with_stopped_supervisor(&f, "100ms", prompt);
     // More calls than its socket holds (~200 with the default buffer of 208 KiB).
     let ids: Vec<i64> = (0..1500).map(|_| s.fresh_id()).collect();
     for id in &ids {
