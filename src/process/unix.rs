@@ -28,6 +28,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::time::{Duration, Instant};
 
 use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags, sendmsg};
 use rustix::process::{Pid, Signal, kill_process, kill_process_group};
@@ -66,17 +67,34 @@ static SUPERVISOR_SOCKET: Mutex<Option<Arc<Supervisor>>> = Mutex::new(None);
 
 /// The long-lived supervisor, seen from the server.
 struct Supervisor {
-    /// The server's end of its socket (non-blocking: a call never waits on it).
+    /// The server's end of its socket (non-blocking: a call never blocks the runtime on it).
     socket: StdStream,
     pid: u32,
+    /// Since when its socket has been full (no call handed over since): a supervisor that
+    /// takes no call for `UNRESPONSIVE` is replaced.
+    full_since: Mutex<Option<Instant>>,
+}
+
+/// How long the supervisor's socket may stay full, no call taken, before the supervisor is
+/// killed and another started. A burst of calls (up to `max_processes` at once) fills it for
+/// as long as the supervisor takes to fork a per-call supervisor for each, milliseconds each;
+/// a supervisor stopped for good (a tool can `kill -STOP` it) would hold calls for ever.
+const UNRESPONSIVE: Duration = Duration::from_secs(5);
+/// How often a call retries while the socket is full.
+const FULL_RETRY: Duration = Duration::from_millis(5);
+
+/// What `hand_over` did.
+enum Handed {
+    Done,
+    /// The socket is full: try again in a moment.
+    Full,
 }
 
 /// Hands a call's descriptors to the long-lived supervisor, starting it first when there is
-/// none (or it died, or takes no calls: then once more). Never waits: this runs on the
-/// runtime, under the lock every call takes. A supervisor whose socket is full has taken no
-/// call for as long as hundreds of calls took to time out (stopped: a tool can `kill -STOP`
-/// it): it is killed, and its watcher reaps it and sweeps what it left.
-fn hand_over(fds: &[std::os::fd::BorrowedFd<'_>; CALL_FDS]) -> Result<(), String> {
+/// none (or it died, or takes no calls: then once more). Never blocks: this runs on the
+/// runtime, under the lock every call takes. A supervisor whose socket has stayed full for
+/// `UNRESPONSIVE` is killed, and its watcher reaps it and sweeps what it left.
+fn hand_over(fds: &[std::os::fd::BorrowedFd<'_>; CALL_FDS]) -> Result<Handed, String> {
     let mut slot = lock(&SUPERVISOR_SOCKET);
     let mut last = String::new();
     for _ in 0..2 {
@@ -100,10 +118,17 @@ fn hand_over(fds: &[std::os::fd::BorrowedFd<'_>; CALL_FDS]) -> Result<(), String
                 // macOS has no MSG_NOSIGNAL).
                 SendFlags::empty(),
             ) {
-                Ok(_) => return Ok(()),
+                Ok(_) => {
+                    *lock(&socket.full_since) = None;
+                    return Ok(Handed::Done);
+                }
                 Err(rustix::io::Errno::INTR) => {}
                 // Its socket full, or too many descriptors in flight to it: the same.
                 Err(rustix::io::Errno::AGAIN | rustix::io::Errno::TOOMANYREFS) => {
+                    let since = *lock(&socket.full_since).get_or_insert_with(Instant::now);
+                    if since.elapsed() < UNRESPONSIVE {
+                        return Ok(Handed::Full);
+                    }
                     last = "its supervisor takes no calls (stopped?); it was killed".to_owned();
                     tracing::warn!(
                         "the tools' supervisor (pid {}) took no calls for long: killed, another one started",
@@ -159,6 +184,7 @@ fn start_supervisor() -> Result<Arc<Supervisor>, String> {
     let ours = Arc::new(Supervisor {
         socket: ours,
         pid: child.id(),
+        full_since: Mutex::new(None),
     });
     let handed = Arc::downgrade(&ours);
     let watcher = std::thread::Builder::new()
@@ -232,8 +258,12 @@ impl Tree {
         let (ours, theirs) = StdStream::pair().map_err(other)?;
         let (out_read, out_write) = io::pipe().map_err(other)?;
         let (err_read, err_write) = io::pipe().map_err(other)?;
-        hand_over(&[theirs.as_fd(), out_write.as_fd(), err_write.as_fd()])
-            .map_err(|why| SpawnError::Other(spec.program.clone(), why))?;
+        // Within the call's timeout (its caller's): a call dropped meanwhile hands nothing.
+        while let Handed::Full = hand_over(&[theirs.as_fd(), out_write.as_fd(), err_write.as_fd()])
+            .map_err(|why| SpawnError::Other(spec.program.clone(), why))?
+        {
+            tokio::time::sleep(FULL_RETRY).await;
+        }
         // Only the per-call supervisor (then the program) holds these now: its end closes the
         // socket and the pipes.
         drop((theirs, out_write, err_write));
@@ -469,7 +499,7 @@ pub(super) fn kill_children_except(keep: impl Fn(Pid) -> bool) {
         for pid in orphans {
             let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::NOHANG);
         }
-        std::thread::sleep(std::time::Duration::from_millis(1));
+        std::thread::sleep(Duration::from_millis(1));
     }
 }
 

@@ -645,9 +645,58 @@ fn calls_end_at_their_timeout_when_the_supervisor_does_not_answer() {
     s.ok("ping", json!({}));
 }
 
-/// A supervisor stopped for good: each call handed to it times out, and once its socket holds
-/// as many calls as it takes (hundreds), the server kills it and starts another instead of
-/// waiting on it (which would hold the runtime, and every request with it).
+/// A supervisor paused for a moment (stopped, then continued) while its socket fills: calls
+/// queued there before it was full are not lost (a full socket alone is not a supervisor that
+/// takes no calls; it is killed only after `UNRESPONSIVE`), and run once it goes on.
+#[test]
+#[cfg(target_os = "linux")] // the supervisor and descriptors found through /proc; an sh script
+fn calls_queued_to_a_supervisor_paused_for_a_moment_all_run() {
+    const HELD: usize = 10;
+    let f = Fixture::new();
+    let more = "\n[tools.quick]\ncommand = [\"true\"]\ntimeout = \"100ms\"\n\n[server]\nmax_processes = 64\n";
+    let (mut s, stopped) = with_stopped_supervisor(&f, "60s", more);
+    let server = s.child.as_ref().expect("a process").id();
+    let fds = || {
+        std::fs::read_dir(format!("/proc/{server}/fd"))
+            .map(|d| d.count())
+            .unwrap_or(0)
+    };
+    let call = |s: &mut crate::support::Server, name: &str| {
+        let id = s.fresh_id();
+        s.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": name, "arguments": {}}}));
+        id
+    };
+    // Calls that will wait for it, queued first (four descriptors each once handed over).
+    let before = fds();
+    let held: Vec<i64> = (0..HELD).map(|_| call(&mut s, "hello")).collect();
+    until(
+        Duration::from_secs(20),
+        "the held calls handed over",
+        || fds() >= before + 4 * HELD,
+    );
+    // Then more calls than its socket holds (~270 with the default buffer of 208 KiB), each
+    // timing out: the socket fills, and the last ones find it full.
+    let quick: Vec<i64> = (0..320).map(|_| call(&mut s, "quick")).collect();
+    for id in &quick {
+        let r = s.response(&json!(id));
+        let text = r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(text.contains("timed out"), "{r}");
+    }
+    let pid = rustix::process::Pid::from_raw(stopped.cast_signed()).expect("a pid");
+    rustix::process::kill_process(pid, rustix::process::Signal::CONT).expect("SIGCONT");
+    for id in &held {
+        let r = s.response(&json!(id));
+        assert_eq!(r["result"]["content"][0]["text"], "hello\n", "{r}");
+    }
+}
+
+/// A supervisor stopped for good: each call handed to it times out, and once its socket has
+/// stayed full (hundreds of calls) for `UNRESPONSIVE` (5 s), the server kills it and starts
+/// another, never blocking on it meanwhile (which would hold the runtime, and every request
+/// with it).
 #[test]
 #[cfg(target_os = "linux")] // the supervisor found through /proc; an sh script
 fn a_supervisor_that_takes_no_calls_is_replaced_and_never_waited_on() {
@@ -658,8 +707,9 @@ description = "answered by rmcp, on the runtime"
 messages = [{ role = "user", text = "hi" }]
 "#;
     let (mut s, stopped) = with_stopped_supervisor(&f, "100ms", prompt);
-    // More calls than its socket holds (~200 with the default buffer of 208 KiB).
-    let ids: Vec<i64> = (0..1500).map(|_| s.fresh_id()).collect();
+    // More calls than its socket holds (~200 with the default buffer of 208 KiB) and than
+    // time out in the 5 s it stays full (16 at a time, 100 ms each: ~800).
+    let ids: Vec<i64> = (0..2500).map(|_| s.fresh_id()).collect();
     for id in &ids {
         s.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
             "params": {"name": "hello", "arguments": {}}}));
