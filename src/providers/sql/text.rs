@@ -627,9 +627,6 @@ mod tests {
         }
     }
 
-    /// A MySQL statement cannot carry its own time limit past `timeout`: optimizer hints are
-    /// refused (`/*+ MAX_EXECUTION_TIME(600000) */` overrides the session's limit on MySQL 8),
-    /// as are executable comments; a plain comment is text.
     #[test]
     fn top_level_words_leave_out_parentheses_strings_and_comments() {
         let words = |sql| top_level_words(sql, Dialect::Mysql);
@@ -642,6 +639,9 @@ mod tests {
         assert_eq!(words("(SELECT 1 LIMIT 1) 'LIMIT'"), Vec::<String>::new());
     }
 
+    /// A MySQL statement cannot carry its own time limit past `timeout`: optimizer hints are
+    /// refused (`/*+ MAX_EXECUTION_TIME(600000) */` overrides the session's limit on MySQL 8),
+    /// as are executable comments; a plain comment is text.
     #[test]
     fn mysql_refuses_optimizer_hints_and_executable_comments() {
         let mysql = |sql| check_adhoc(Dialect::Mysql, sql);
