@@ -8,13 +8,13 @@
 //! setup's state folder, outside the project ([`super::state`]); a file `register` created is
 //! removed by `unregister` once it holds nothing again, with the folders made for it.
 
-use crate::providers::platform::same_path;
 use std::path::{Path, PathBuf};
 
 use super::clients::{Format, Scope, Target};
 use super::json::{self, Layout};
 use super::state::State;
 use super::write;
+use crate::providers::platform::same_path;
 
 /// What a registered server runs.
 #[derive(Clone, Debug, PartialEq, Eq)]

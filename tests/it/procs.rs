@@ -661,15 +661,9 @@ fn calls_queued_to_a_supervisor_paused_for_a_moment_all_run() {
             .map(|d| d.count())
             .unwrap_or(0)
     };
-    let call = |s: &mut crate::support::Server, name: &str| {
-        let id = s.fresh_id();
-        s.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-            "params": {"name": name, "arguments": {}}}));
-        id
-    };
     // Calls that will wait for it, queued first (four descriptors each once handed over).
     let before = fds();
-    let held: Vec<i64> = (0..HELD).map(|_| call(&mut s, "hello")).collect();
+    let held = s.start_calls("hello", HELD);
     until(
         Duration::from_secs(20),
         "the held calls handed over",
@@ -677,7 +671,7 @@ fn calls_queued_to_a_supervisor_paused_for_a_moment_all_run() {
     );
     // Then more calls than its socket holds (~270 with the default buffer of 208 KiB), each
     // timing out: the socket fills, and the last ones find it full.
-    let quick: Vec<i64> = (0..320).map(|_| call(&mut s, "quick")).collect();
+    let quick = s.start_calls("quick", 320);
     for id in &quick {
         let r = s.response(&json!(id));
         let text = r["result"]["content"][0]["text"]
@@ -709,11 +703,7 @@ messages = [{ role = "user", text = "hi" }]
     let (mut s, stopped) = with_stopped_supervisor(&f, "100ms", prompt);
     // More calls than its socket holds (~200 with the default buffer of 208 KiB) and than
     // time out in the 5 s it stays full (16 at a time, 100 ms each: ~800).
-    let ids: Vec<i64> = (0..2500).map(|_| s.fresh_id()).collect();
-    for id in &ids {
-        s.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-            "params": {"name": "hello", "arguments": {}}}));
-    }
+    let ids = s.start_calls("hello", 2500);
     let mut ran = 0;
     for id in &ids {
         let r = s.response(&json!(id));
@@ -887,11 +877,7 @@ run = 'echo hi'
             .write(true)
             .open(&gate)
             .expect("open the FIFO");
-        let ids: Vec<i64> = (0..n).map(|_| s.fresh_id()).collect();
-        for id in &ids {
-            s.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-                "params": {"name": "wait", "arguments": {}}}));
-        }
+        let ids = s.start_calls("wait", n);
         until(Duration::from_secs(20), "every program reading", || {
             readers() == n && running()
         });

@@ -432,6 +432,18 @@ impl Server {
             .collect()
     }
 
+    /// Sends `n` calls of the tool `name` (no arguments) at once, without waiting: their ids.
+    pub fn start_calls(&mut self, name: &str, n: usize) -> Vec<i64> {
+        (0..n)
+            .map(|_| {
+                let id = self.fresh_id();
+                self.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                                  "params": {"name": name, "arguments": {}}}));
+                id
+            })
+            .collect()
+    }
+
     pub fn fresh_id(&mut self) -> i64 {
         self.next_id += 1;
         self.next_id
