@@ -193,23 +193,6 @@ fn a_missing_manifest_suggests_init_for_its_folder() {
     );
 }
 
-/// `serve` with `input` on its stdin (then closed): exit status, stdout and stderr.
-fn serve_with_stderr(f: &Fixture, input: &str) -> std::process::Output {
-    use std::io::Write as _;
-    let mut child = std::process::Command::new(crate::support::BIN)
-        .arg("serve")
-        .current_dir(f.root())
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn mcp-manifest serve");
-    let mut stdin = child.stdin.take().expect("stdin");
-    stdin.write_all(input.as_bytes()).expect("write");
-    drop(stdin);
-    child.wait_with_output().expect("output")
-}
-
 /// A manifest that declares nothing to serve (empty, comments only, or only `[server]`) is a
 /// warning, not an error: `check` passes and says it (`--deny-warnings` fails), `serve` logs it
 /// at the default level and serves. A prompt alone is something served: no warning. The fix it
@@ -247,7 +230,7 @@ fn a_manifest_that_serves_nothing_is_a_warning() {
             ],
             "{text:?}"
         );
-        let out = serve_with_stderr(&f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n");
+        let (out, _) = f.serve_input("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n");
         assert_eq!(out.status.code(), Some(0), "{text:?}: {}", stderr(&out));
         assert_eq!(
             stdout(&out).trim_end(),
