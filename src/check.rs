@@ -78,10 +78,18 @@ pub(crate) async fn run(
                 .chain(["git", "templates", "skills", "tools"])
                 .map(|s| format!("[{s}]"))
                 .collect();
+            // The folder is named when it is not the working directory (the command is pasted
+            // where the user is).
+            let folder = std::path::absolute(path)
+                .ok()
+                .and_then(|p| p.parent().map(Path::to_path_buf))
+                .filter(|f| std::env::current_dir().ok().as_deref() != Some(f.as_path()))
+                .map(|f| format!(" {}", manifest::shell_word(&f.display().to_string())))
+                .unwrap_or_default();
             diags.warn(
                 Loc { line: 1, col: 1 },
                 format!(
-                    "the manifest serves nothing: no {} or [prompts] section (`mcp-manifest init --force` writes a starter one from what the folder holds)",
+                    "the manifest serves nothing: no {} or [prompts] section (add one; `mcp-manifest init --force{folder}` writes a starter one from what the folder holds, with commented examples)",
                     sections.join(", ")
                 ),
             );

@@ -402,11 +402,10 @@ pub fn check(path: &Path, display: &str) -> Checked {
                 .map_or_else(|e| format!("unknown ({e})"), |p| p.display().to_string());
             // A missing manifest is most often one not written yet.
             let hint = if e.kind() == std::io::ErrorKind::NotFound {
-                let folder = abs
-                    .parent()
-                    .map_or_else(|| ".".into(), |p| p.display().to_string());
+                let folder = abs.parent().unwrap_or(Path::new("."));
                 format!(
-                    "; `mcp-manifest init {folder}` writes a starter manifest from what the folder holds"
+                    "; `mcp-manifest init {}` writes a starter manifest from what the folder holds",
+                    shell_word(&folder.display().to_string())
                 )
             } else {
                 String::new()
@@ -458,5 +457,22 @@ pub fn type_phrase(ty: ParamType) -> &'static str {
         ParamType::Number => "a number",
         ParamType::Boolean => "a boolean",
         ParamType::Array => "an array of strings",
+    }
+}
+
+/// `word` as one word of a command a user pastes into a shell: as it is when it holds only
+/// characters no shell treats specially, else quoted (single quotes on Unix, double on Windows,
+/// where a path cannot hold `"`).
+pub(crate) fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_alphanumeric() || "/._-:+,@".contains(c) || (cfg!(windows) && c == '\\'));
+    if plain {
+        word.to_owned()
+    } else if cfg!(windows) {
+        format!("\"{word}\"")
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
     }
 }

@@ -203,8 +203,8 @@ fn a_manifest_that_serves_nothing_is_a_warning() {
     f.write("docs/a.md", "# A\n");
     let warning = "mcp-server.toml:1:1: warning: the manifest serves nothing: no [files], \
                    [sqlite], [postgres], [mysql], [git], [templates], [skills], [tools] or \
-                   [prompts] section (`mcp-manifest init --force` writes a starter one from \
-                   what the folder holds)";
+                   [prompts] section (add one; `mcp-manifest init --force` writes a starter \
+                   one from what the folder holds, with commented examples)";
     for text in ["", "# later\n", "[server]\nname = \"x\"\n"] {
         f.manifest(text);
         let out = f.run(&["check"]);
@@ -314,4 +314,59 @@ fn serve_on_a_terminal_says_what_it_serves_on_stderr() {
         first.contains("serving `demo`") && first.contains("waiting for an MCP client"),
         "{first:?}"
     );
+}
+
+/// The commands a hint names are pasted into a shell where the user is: a folder with a space or
+/// a quote is quoted, so the pasted command runs on that folder; a manifest served from
+/// another folder gets `init --force` naming its folder, none when it is the working directory
+/// (the test above).
+#[cfg(unix)]
+#[test]
+fn hints_name_folders_as_a_shell_reads_them() {
+    let f = Fixture::new();
+    f.write("my 'proj/docs/a.md", "# A\n");
+    let folder = f.path("my 'proj");
+    // Run as pasted: `mcp-manifest` is this build's binary.
+    let paste = |err: &str| {
+        let command = err
+            .split('`')
+            .nth(1)
+            .unwrap_or_else(|| panic!("a command in {err}"))
+            .to_owned();
+        let rest = command
+            .strip_prefix("mcp-manifest ")
+            .unwrap_or_else(|| panic!("{command}"));
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("exec \"$0\" {rest}"))
+            .arg(crate::support::BIN)
+            .current_dir(f.root())
+            .output()
+            .expect("sh");
+        assert_eq!(out.status.code(), Some(0), "{command}: {}", stderr(&out));
+        command
+    };
+    let out = f.run(&["check", "my 'proj/mcp-server.toml"]);
+    assert_eq!(out.status.code(), Some(1));
+    let command = paste(&stderr(&out));
+    assert_eq!(
+        command,
+        format!(
+            "mcp-manifest init '{}'",
+            folder.display().to_string().replace('\'', "'\\''")
+        )
+    );
+    let out = f.run(&["check", "my 'proj/mcp-server.toml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // Serving nothing, checked from elsewhere: the fix names the manifest's folder.
+    f.write("my 'proj/mcp-server.toml", "[server]\nname = \"x\"\n");
+    let out = f.run(&["check", "my 'proj/mcp-server.toml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let command = paste(&stderr(&out));
+    assert!(
+        command.starts_with("mcp-manifest init --force '"),
+        "{command}"
+    );
+    let out = f.run(&["check", "--deny-warnings", "my 'proj/mcp-server.toml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
