@@ -8,7 +8,8 @@
 //! - `http-slow-bodies`: 8 clients announce 4 MiB bodies and send a byte every 300 ms, while
 //!   another client sends a request every 100 ms for 12 s: its slowest answer, and the time it
 //!   spent waiting;
-//! - `http-chunks`: 9 clients each send a 4 MiB body as 1-byte chunks (all but its end);
+//! - `http-chunks`: 9 clients each send a 1 MiB body as 1-byte chunks (all but its end; a
+//!   larger one takes longer than its time limit to arrive, 5 s + 1 s a MiB, and gets 408 first);
 //! - `http-jwks-hang`: the JWKS endpoint hangs and 50 tokens with made-up key ids arrive; then
 //!   requests with a good token;
 //! - `http-kidless`: 20 tokens without `kid` against a JWKS of 2 399 keys, and meanwhile
@@ -329,7 +330,7 @@ fn slow_bodies(bin: &Path) {
 
 fn chunks(bin: &Path) {
     let server = Server::start(bin, &[], "");
-    const SIZE: usize = 4 * 1024 * 1024;
+    const SIZE: usize = 1024 * 1024;
     let before = status(server.child.id(), "VmRSS");
     let writers: Vec<_> = (0..9)
         .map(|_| {
@@ -355,7 +356,7 @@ fn chunks(bin: &Path) {
         .collect();
     std::thread::sleep(Duration::from_millis(500));
     println!(
-        "http-chunks: {} bodies of 4 MiB as 1-byte chunks sent in {}: RSS {:.0} MiB (from {:.0}), peak {:.0} MiB",
+        "http-chunks: {} bodies of 1 MiB as 1-byte chunks sent in {}: RSS {:.0} MiB (from {:.0}), peak {:.0} MiB",
         held.len(),
         secs(start.elapsed()),
         mib(status(server.child.id(), "VmRSS")),

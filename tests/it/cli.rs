@@ -117,6 +117,147 @@ fn no_manifest_is_a_clear_error() {
     );
 }
 
+/// A manifest that does not exist is an error that says how to write one, naming the folder it
+/// was looked for in: for `check`, `serve` and no verb at all (which serves), and for a manifest
+/// named elsewhere. The command it names then writes a manifest `check` accepts. A manifest that
+/// exists but cannot be read (a folder) gets no such hint: `init` would not help.
+#[test]
+fn a_missing_manifest_suggests_init_for_its_folder() {
+    let f = Fixture::new();
+    f.write("docs/a.md", "# A\n");
+    let hint = |folder: &std::path::Path| {
+        format!(
+            "; `mcp-manifest init {}` writes a starter manifest from what the folder holds",
+            folder.display()
+        )
+    };
+    let root = f.root();
+    for args in [&["check"][..], &["serve"], &[]] {
+        let out = f.run(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(stdout(&out).is_empty(), "{args:?}: {}", stdout(&out));
+        let err = stderr(&out);
+        let first = err.lines().next().unwrap_or_default();
+        assert!(
+            first.starts_with("mcp-server.toml:1:1: cannot read the manifest: ")
+                && first.ends_with(&format!(
+                    "(tried {}; working directory {}){}",
+                    f.path("mcp-server.toml").display(),
+                    root.display(),
+                    hint(&root)
+                )),
+            "{args:?}: {err}"
+        );
+        assert_eq!(
+            err.lines().nth(1),
+            Some("mcp-server.toml: 1 error found"),
+            "{args:?}: {err}"
+        );
+    }
+    // Named elsewhere: the hint names that manifest's folder, not the working directory.
+    let out = f.run(&["check", "sub/m.toml"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.starts_with("sub/m.toml:1:1: cannot read the manifest: ")
+            && err
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .ends_with(&hint(&f.path("sub"))),
+        "{err}"
+    );
+    // The suggested command, run as written, gives a manifest that serves the folder.
+    let err = stderr(&f.run(&["check"]));
+    let suggested = err
+        .split('`')
+        .nth(1)
+        .and_then(|c| c.strip_prefix("mcp-manifest init "))
+        .unwrap_or_else(|| panic!("a suggested `mcp-manifest init DIR`: {err}"));
+    let out = f.run(&["init", suggested]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = f.run(&["check"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).is_empty(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("resources  1"), "{}", stdout(&out));
+    // There but unreadable: the error, without the hint.
+    let g = Fixture::new();
+    g.mkdir("mcp-server.toml");
+    let out = g.run(&["check"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.starts_with("mcp-server.toml:1:1: cannot read the manifest: ")
+            && !err.contains("mcp-manifest init"),
+        "{err}"
+    );
+}
+
+/// A manifest that declares nothing to serve (empty, comments only, or only `[server]`) is a
+/// warning, not an error: `check` passes and says it (`--deny-warnings` fails), `serve` logs it
+/// at the default level and serves. A prompt alone is something served: no warning. The fix it
+/// names (`init --force`) writes a manifest that serves the folder, without the warning.
+#[test]
+fn a_manifest_that_serves_nothing_is_a_warning() {
+    let f = Fixture::new();
+    f.write("docs/a.md", "# A\n");
+    let warning = "mcp-server.toml:1:1: warning: the manifest serves nothing: no [files], \
+                   [sqlite], [postgres], [mysql], [git], [templates], [skills], [tools] or \
+                   [prompts] section (`mcp-manifest init --force` writes a starter one from \
+                   what the folder holds)";
+    for text in ["", "# later\n", "[server]\nname = \"x\"\n"] {
+        f.manifest(text);
+        let out = f.run(&["check"]);
+        assert_eq!(out.status.code(), Some(0), "{text:?}: {}", stderr(&out));
+        assert_eq!(
+            stderr(&out).lines().collect::<Vec<_>>(),
+            [warning],
+            "{text:?}"
+        );
+        let summary = stdout(&out);
+        assert!(
+            summary.starts_with("mcp-server.toml: ok") && summary.contains("resources  0"),
+            "{text:?}: {summary}"
+        );
+        let out = f.run(&["check", "--deny-warnings"]);
+        assert_eq!(out.status.code(), Some(1), "{text:?}");
+        assert_eq!(
+            stderr(&out).lines().collect::<Vec<_>>(),
+            [
+                warning,
+                "mcp-server.toml: 1 warning found",
+                "mcp-server.toml: failing because of --deny-warnings"
+            ],
+            "{text:?}"
+        );
+        let (out, _) = f.serve_input("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n");
+        assert_eq!(out.status.code(), Some(0), "{text:?}: {}", stderr(&out));
+        assert_eq!(
+            stdout(&out).trim_end(),
+            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+            "{text:?}"
+        );
+        let logged = stderr(&out);
+        assert!(
+            logged
+                .lines()
+                .any(|l| l.contains("WARN") && l.ends_with(warning)),
+            "{text:?}: {logged}"
+        );
+    }
+    f.manifest("[prompts.p]\nmessages = [{ role = \"user\", text = \"hi\" }]\n");
+    let out = f.run(&["check"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).is_empty(), "{}", stderr(&out));
+    // The fix the warning names.
+    f.manifest("");
+    let out = f.run(&["init", "--force"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = f.run(&["check", "--deny-warnings"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("resources  1"), "{}", stdout(&out));
+}
+
 #[test]
 fn every_example_manifest_checks() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));

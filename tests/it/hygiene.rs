@@ -1,5 +1,6 @@
 //! Repository habits checked by a test: every Rust file says what it owns on its first line,
-//! nothing generated is tracked, and scripts follow one naming style.
+//! nothing generated is tracked, scripts follow one naming style, and the release workflow
+//! installs the database servers its test runs need.
 
 use std::path::{Path, PathBuf};
 
@@ -532,4 +533,82 @@ fn the_module_graph_reads_every_form_of_path() {
         .map(|(p, _)| p.join("::"))
         .collect();
     assert_eq!(firsts, ["a", "b", "c::D", "d::e", "p::e::f"]);
+}
+
+/// The release workflow runs the test suite on real Linux and macOS runners, where the postgres
+/// and mysql tests fail (by design: never skipped) without the servers' binaries. Each runner
+/// that tests gets a step before the test suite installing them, and every variable that step
+/// hands on is one the harness reads (`tests/it/postgres/cluster.rs`, `tests/it/mysql/server.rs`);
+/// the Debian places the Linux step checks are the ones the harness looks at. Windows ignores
+/// those tests (`cfg_attr(not(unix), ignore)`).
+#[test]
+fn the_release_workflow_installs_the_servers_its_tests_need() {
+    use yaml_rust2::{Yaml, YamlLoader};
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let Ok(text) = std::fs::read_to_string(root.join(".github/workflows/release.yml")) else {
+        // A packaged crate: nothing to check.
+        return;
+    };
+    let harness = ["tests/it/postgres/cluster.rs", "tests/it/mysql/server.rs"]
+        .map(|p| std::fs::read_to_string(root.join(p)).expect("harness source"))
+        .join("\n");
+    let docs = YamlLoader::load_from_str(&text).expect("release.yml is YAML");
+    let build = &docs[0]["jobs"]["build"];
+    let steps = build["steps"].as_vec().expect("build steps");
+    let name = |s: &Yaml| s["name"].as_str().unwrap_or_default().to_owned();
+    let tests_at = steps
+        .iter()
+        .position(|s| name(s) == "Test suite")
+        .expect("a `Test suite` step");
+    assert!(
+        steps[tests_at]["run"]
+            .as_str()
+            .is_some_and(|r| r.contains("cargo test"))
+    );
+    let mut tested = Vec::new();
+    for row in build["strategy"]["matrix"]["include"]
+        .as_vec()
+        .expect("matrix rows")
+    {
+        if row["test"].as_bool() == Some(true) {
+            tested.push(row["runner"].as_str().expect("runner").to_owned());
+        }
+    }
+    assert!(tested.len() >= 3, "{tested:?}");
+    for runner in &tested {
+        let (os, installs): (&str, &[&str]) = if runner.starts_with("ubuntu-") {
+            ("Linux", &["postgresql-15", "mariadb-server"])
+        } else if runner.starts_with("macos-") {
+            ("macOS", &["postgresql@15", "mariadb@"])
+        } else {
+            assert!(runner.starts_with("windows-"), "unknown runner {runner}");
+            continue;
+        };
+        let condition = format!("matrix.test && runner.os == '{os}'");
+        let step = steps[..tests_at]
+            .iter()
+            .find(|s| s["if"].as_str() == Some(condition.as_str()))
+            .unwrap_or_else(|| panic!("{runner}: no step `if: {condition}` before the tests"));
+        let run = step["run"].as_str().expect("a run script");
+        for package in installs {
+            assert!(run.contains(package), "{runner}: {package} not installed");
+        }
+        for line in run.lines().filter(|l| l.contains("$GITHUB_ENV")) {
+            let var = line
+                .split('"')
+                .nth(1)
+                .and_then(|v| v.split_once('='))
+                .map(|(v, _)| v)
+                .unwrap_or_else(|| panic!("{runner}: unexpected line {line}"));
+            assert!(
+                harness.contains(&format!("var_os(\"{var}\")")),
+                "{runner}: the harness reads no {var}"
+            );
+        }
+        if os == "Linux" {
+            for path in ["/usr/sbin/mariadbd", "/usr/bin/mariadb-install-db"] {
+                assert!(run.contains(path) && harness.contains(&format!("\"{path}\"")));
+            }
+        }
+    }
 }

@@ -173,14 +173,15 @@ impl Fixture {
     }
 
     /// Runs `serve` with `input` written to its stdin, which is then closed (as `echo … |`
-    /// would), and returns its output and how long it ran after the input was closed.
+    /// would), and returns its output (stdout and stderr) and how long it ran after the input
+    /// was closed.
     pub fn serve_input(&self, input: &str) -> (Output, Duration) {
         let mut child = Command::new(BIN)
             .arg("serve")
             .current_dir(self.root())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("spawn mcp-manifest serve");
         let mut stdin = child.stdin.take().expect("stdin");

@@ -320,6 +320,73 @@ fn a_database_that_is_down_is_each_requests_error_and_nothing_connects_early() {
     assert!((1..=2).contains(&open), "{open} connections");
 }
 
+/// A server that goes away while serving: each request that needs it is its own error (a
+/// resource read fails with the connection error, the SQL tool is an `isError`), everything
+/// else keeps serving, and once the server is back on the same port and data the same session
+/// reads again, also after a restart that left the pool's idle connections dead.
+#[test]
+#[cfg_attr(
+    not(unix),
+    ignore = "needs a MariaDB server from the system's binaries: Unix only"
+)]
+fn a_server_that_goes_away_is_each_requests_error_and_comes_back() {
+    // A server of its own: the shared one serves the other tests meanwhile.
+    let my = server::Server::start();
+    my.database("shop", "CREATE TABLE t (v INT); INSERT INTO t VALUES (1);");
+    let f = Fixture::new();
+    f.write("docs/a.md", "# A\n");
+    f.manifest(&format!(
+        "[files.docs]\nroot = \"docs\"\n\n[mysql.shop]\nurl = \"{}\"\nsql_tool = true\n",
+        my.url("shop")
+    ));
+    let mut s = f.serve().started();
+    let rows = |s: &mut Server| read_json(s, "mysql://shop/tables/t")["rows"].clone();
+    let sql = |s: &mut Server| {
+        s.ok(
+            "tools/call",
+            json!({"name": "shop_sql", "arguments": {"sql": "SELECT v FROM t"}}),
+        )
+    };
+    assert_eq!(rows(&mut s), json!([{"v": 1}]));
+    assert_eq!(sql(&mut s)["isError"], false);
+    // The pool now holds an idle connection to a server that goes away.
+    my.stop();
+    let down = format!(
+        "[mysql.shop] cannot connect to database `shop` on 127.0.0.1:{} as `app`: ",
+        my.port
+    );
+    for uri in ["mysql://shop/tables/t", "mysql://shop/schema"] {
+        let (code, message) = read_error(&mut s, uri);
+        assert_eq!(code, -32602, "{uri}: {message}");
+        assert!(
+            message.starts_with(&down) && !message.contains(APP_PASSWORD),
+            "{uri}: {message}"
+        );
+    }
+    let r = sql(&mut s);
+    assert_eq!(r["isError"], true, "{r}");
+    let text = r["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains(&down) && !text.contains(APP_PASSWORD), "{r}");
+    // Everything else keeps serving.
+    s.ok("ping", json!({}));
+    let (resources, _) = list_all(&mut s, "resources/list", "resources");
+    let listed: Vec<&str> = resources.iter().filter_map(|r| r["uri"].as_str()).collect();
+    assert!(listed.contains(&f.uri("docs/a.md").as_str()), "{listed:?}");
+    assert!(listed.contains(&"mysql://shop/schema"), "{listed:?}");
+    let docs = s.ok("resources/read", json!({"uri": f.uri("docs/a.md")}));
+    assert_eq!(docs["contents"][0]["text"], "# A\n");
+    // Back on the same port: the same session reads again.
+    my.resume();
+    assert_eq!(rows(&mut s), json!([{"v": 1}]));
+    assert_eq!(sql(&mut s)["isError"], false);
+    // A restart between two requests: the idle connection it left is dead, the next read opens
+    // a fresh one instead of failing.
+    my.stop();
+    my.resume();
+    assert_eq!(rows(&mut s), json!([{"v": 1}]));
+    assert_eq!(sql(&mut s)["structuredContent"]["rows"], json!([{"v": 1}]));
+}
+
 #[test]
 fn manifest_errors_name_the_place() {
     let f = Fixture::new();

@@ -29,6 +29,9 @@ pub struct Server {
     /// Holds `data/`, `sock` and `log`; removed when the server is dropped.
     dir: Option<tempfile::TempDir>,
     pub port: u16,
+    /// The `mariadbd` binary and the user it runs as (`run_as`).
+    bin: PathBuf,
+    owner: Option<(u32, u32)>,
     mariadbd: Mutex<Option<Child>>,
 }
 
@@ -90,9 +93,11 @@ impl Server {
         let s = Server {
             dir: Some(dir),
             port: free_port(),
+            bin: mariadbd,
+            owner,
             mariadbd: Mutex::new(None),
         };
-        s.resume(&mariadbd, owner);
+        s.resume();
         s.admin_sql(
             "mysql",
             &format!("CREATE USER 'app'@'%' IDENTIFIED BY '{APP_PASSWORD}'"),
@@ -108,11 +113,13 @@ impl Server {
         self.dir().join("sock")
     }
 
-    /// Starts `mariadbd` and waits until it accepts connections.
-    fn resume(&self, mariadbd: &Path, owner: Option<(u32, u32)>) {
+    /// Starts `mariadbd` (again: same port, socket and data) and waits until it accepts
+    /// connections.
+    pub fn resume(&self) {
         let mut guard = self.mariadbd.lock().expect("lock");
+        assert!(guard.is_none(), "already running");
         let dir = self.dir();
-        let mut cmd = Command::new(mariadbd);
+        let mut cmd = Command::new(&self.bin);
         cmd.arg("--no-defaults")
             .arg(format!("--datadir={}", dir.join("data").display()))
             .arg(format!("--port={}", self.port))
@@ -133,7 +140,7 @@ impl Server {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
-        as_owner(&mut cmd, owner);
+        as_owner(&mut cmd, self.owner);
         die_with_parent(&mut cmd, true);
         // Spawned from a thread that lives as long as the process: the parent-death signal fires
         // when the spawning *thread* ends.
@@ -173,6 +180,7 @@ impl Server {
         std::fs::read_to_string(self.dir().join("log")).unwrap_or_default()
     }
 
+    /// Shuts the server down (SIGTERM: client connections are closed) and waits for it to exit.
     pub fn stop(&self) {
         let Ok(mut guard) = self.mariadbd.lock() else {
             return;
