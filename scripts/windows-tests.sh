@@ -48,8 +48,8 @@ root=$(pwd)
 
 # The count of passing tests under Wine must not fall below these (the whole suite; CI's part).
 # Raise them in the commit that makes more pass (each run prints its count).
-FLOOR_PASSED=477
-FLOOR_PASSED_CI=375
+FLOOR_PASSED=481
+FLOOR_PASSED_CI=379
 
 # Tests of tests/it that Wine cannot run, each with why (libtest `--skip` filters, matched
 # against the test names of tests/it only).
@@ -59,6 +59,7 @@ WINE_SKIPS=(
   "setup::init_on_a_git_repository_with_docs_and_sources|builds its repository with the git CLI: no git under Wine"
   "watch::a_change_right_after_start_up_is_never_lost|Wine's ReadDirectoryChangesW adds a tree's watches folder by folder after it returns (inotify), so a change right then is missed; Windows watches the tree at once"
   "watch::a_file_created_after_listing_a_big_tree_is_announced|the same with 10 000 folders (Wine's recursive watch is an inotify watch per folder)"
+  "tools::powershell_scripts_print_values_from_the_environment_literally_and_run_none|Wine's powershell.exe is a stub that runs nothing (the release's Windows runner runs it)"
   "http::each_session_has_at_most_256_requests_in_flight|starts 256 tool processes at once, which Wine's process start (through wineserver) makes slower than the test's deadlines"
 )
 

@@ -57,8 +57,13 @@ impl Shell {
             },
             Shell::Cmd => ScriptCommand {
                 program,
-                // `/s /c "…"`: cmd drops the outer quotes and runs the rest as it is.
-                args: vec![format!("/d /v:on /s /c \"{script}\"")],
+                // `/s /c "…"`: cmd drops the outer quotes and runs the rest as it is. A line
+                // break before or after the one line (TOML's `'''` strings end with one) would be
+                // part of it.
+                args: vec![format!(
+                    "/d /v:on /s /c \"{}\"",
+                    script.trim_matches(['\r', '\n'])
+                )],
                 raw: true,
             },
             Shell::Powershell | Shell::Pwsh => {
@@ -78,14 +83,16 @@ impl Shell {
         }
     }
 
-    /// A parameter written where this shell would splice its value into the script text before
-    /// parsing it (`cmd`'s `%name%`): the message, for each such place.
-    pub fn splices(self, script: &str, declared: &[String]) -> Vec<String> {
+    /// What this shell would not run as written, a message for each: a parameter written where
+    /// its value is spliced into the script text before parsing (`cmd`'s `%name%`), and a `cmd`
+    /// script of several lines (`cmd /c` runs one command line: Windows' cmd ignores what follows
+    /// the first line break, Wine's passes it on as text).
+    pub fn mistakes(self, script: &str, declared: &[String]) -> Vec<String> {
         if self != Shell::Cmd {
             return Vec::new();
         }
         let lower = script.to_ascii_lowercase();
-        declared
+        let mut found: Vec<String> = declared
             .iter()
             .filter(|name| lower.contains(&format!("%{}%", name.to_ascii_lowercase())))
             .map(|name| {
@@ -93,7 +100,13 @@ impl Shell {
                     "`%{name}%` in a `cmd` script is expanded before the line is parsed (a value's `&` or `|` would run); write `!{name}!`"
                 )
             })
-            .collect()
+            .collect();
+        if script.trim_matches(['\r', '\n']).contains(['\n', '\r']) {
+            found.push(
+                "a `cmd` script is one line (`cmd /c` runs up to the first line break and ignores the rest); join its commands with `&` (or `&&` to stop at a failure)".into(),
+            );
+        }
+        found
     }
 }
 
@@ -119,8 +132,17 @@ mod tests {
             .collect();
         assert_eq!(String::from_utf16(&units).unwrap(), "Write-Output $env:x");
         let declared = vec!["Name".to_owned()];
-        assert_eq!(Shell::Cmd.splices("echo %name% !name!", &declared).len(), 1);
-        assert!(Shell::Cmd.splices("echo !Name!", &declared).is_empty());
-        assert!(Shell::Sh.splices("echo %Name%", &declared).is_empty());
+        assert_eq!(
+            Shell::Cmd.mistakes("echo %name% !name!", &declared).len(),
+            1
+        );
+        assert!(Shell::Cmd.mistakes("echo !Name!", &declared).is_empty());
+        assert!(Shell::Sh.mistakes("echo %Name%", &declared).is_empty());
+        // One line, with the line breaks around it dropped.
+        assert_eq!(Shell::Cmd.mistakes("echo a\necho b", &[]).len(), 1);
+        assert!(Shell::Cmd.mistakes("\necho a & echo b\r\n", &[]).is_empty());
+        assert!(Shell::Sh.mistakes("echo a\necho b", &[]).is_empty());
+        let cmd = Shell::Cmd.command("echo !x!\n", "t");
+        assert_eq!(cmd.args, ["/d /v:on /s /c \"echo !x!\""]);
     }
 }

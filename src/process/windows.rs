@@ -266,10 +266,14 @@ pub(super) fn is_path(program: &str) -> bool {
     program.contains(['/', '\\', ':'])
 }
 
-/// A program `command` may not run, and why: batch files.
+/// A program `command` may not run, and why: batch files, also named as Windows still opens
+/// them: `x.bat.` and `x.bat ` (trailing dots and spaces are dropped) and `x.bat::$DATA` (the
+/// file's main stream).
 pub(super) fn refused(program: &Path) -> Option<String> {
-    let ext = program.extension()?.to_str()?.to_ascii_lowercase();
-    matches!(ext.as_str(), "bat" | "cmd").then(|| {
+    let name = program.file_name()?.to_string_lossy();
+    let opened = name.split(':').next().unwrap_or_default();
+    let opened = opened.trim_end_matches(['.', ' ']).to_ascii_lowercase();
+    (opened.ends_with(".bat") || opened.ends_with(".cmd")).then(|| {
         format!(
             "`{}` is a batch file, which cmd.exe runs by parsing its arguments again (a value's `&` or `%` would run commands); use `run` with `shell = \"cmd\"`, where values arrive as environment variables",
             program.display()

@@ -75,7 +75,7 @@ impl ShellTool {
                 let names: Vec<String> = declared.iter().map(|(n, _)| n.clone()).collect();
                 for m in spliced_params(script, &declared)
                     .into_iter()
-                    .chain(shell.splices(script, &names))
+                    .chain(shell.mistakes(script, &names))
                 {
                     diags.push(*loc, format!("tool `{name}`: {m}"));
                 }

@@ -773,6 +773,17 @@ fn placeholder_and_process_mistakes_are_manifest_errors_with_a_place() {
             "bad.toml:2:7: tool `t`: `%name%` in a `cmd` script is expanded before the line is parsed (a value's `&` or `|` would run); write `!name!`"
         ]
     );
+    // `cmd /c` runs one line: a second would be ignored (Windows) or echoed as text (Wine). The
+    // line break TOML's `'''` strings end with is not a second line.
+    assert_eq!(
+        diagnose("[tools.t]\nrun = '''\necho one\necho two\n'''\nshell = \"cmd\"\n"),
+        [
+            "bad.toml:2:7: tool `t`: a `cmd` script is one line (`cmd /c` runs up to the first line break and ignores the rest); join its commands with `&` (or `&&` to stop at a failure)"
+        ]
+    );
+    let lines = Fixture::new()
+        .check_lines("[tools.t]\nrun = '''\necho one & echo two\n'''\nshell = \"cmd\"\n");
+    assert!(!lines.iter().any(|l| l.contains("one line")), "{lines:?}");
     let lines = diagnose("[tools.t]\nrun = 'x'\nshell = \"bash\"\n");
     assert!(
         lines.len() == 1 && lines[0].starts_with("bad.toml:3:9:") && lines[0].contains("pwsh"),
@@ -824,4 +835,239 @@ fn placeholder_and_process_mistakes_are_manifest_errors_with_a_place() {
             "bad.toml:4:17: `output_schema` of tool `t` must describe an object (`type = \"object\"`): structured content is always a JSON object"
         ]
     );
+}
+
+/// Values a `cmd` script gets through `!v!`, each meant to run something if it were spliced
+/// into the script: cmd's separators, pipes, redirections, quotes that would end a quoted
+/// part, its escape (`^`) and `%` (`/c` would start a command of its own on a `cmd` line).
+#[cfg(windows)]
+fn cmd_hostile_values() -> Vec<String> {
+    let mut values: Vec<String> = [
+        "a & echo PWNED> pwned1.txt",
+        "a | echo PWNED> pwned2.txt",
+        "a && echo PWNED> pwned3.txt || echo PWNED> pwned3.txt",
+        "\" & echo PWNED> pwned4.txt & \"",
+        "/c echo PWNED> pwned5.txt",
+        ") & echo PWNED> pwned6.txt & (",
+        "^& ^^ ^",
+        "ends with a caret^",
+        "ends with a backslash\\",
+        "(a) <in >out 2>&1",
+        "100% & 50%",
+        "x\"y",
+        "",
+        "-rf /s /?",
+    ]
+    .map(str::to_owned)
+    .into();
+    // Windows' cmd expands `!v!` once; Wine's goes on expanding in what the value put there
+    // (`%PATH%` and `!PATH!` in a value come back as PATH's value, a lone `!` pairs with the
+    // next `!w!` of the script, `!v!` makes it recurse): text only, never a command, but not
+    // the value; these are checked on Windows only (the release workflow's runner).
+    if std::env::var_os("MCP_MANIFEST_TEST_WINE").is_none() {
+        values.push("%PATH% !PATH! %v% !v! %%".into());
+        values.push("a!b".into());
+    }
+    values
+}
+
+#[test]
+#[cfg(windows)]
+fn cmd_scripts_print_values_from_the_environment_literally_and_run_none() {
+    let f = Fixture::new();
+    f.manifest(
+        r#"
+[tools.echo]
+run = 'echo [!v!] [!w!]'
+shell = "cmd"
+params.v = { type = "string" }
+params.w = { type = "string", required = false }
+
+[tools.write]
+run = 'echo made> made.txt'
+shell = "cmd"
+"#,
+    );
+    let mut s = f.serve().started();
+    // The second value travels as its own variable, whatever the first holds.
+    for v in &cmd_hostile_values() {
+        let r = call(&mut s, "echo", json!({ "v": v, "w": "second" }));
+        assert!(!is_error(&r), "{r}");
+        assert_eq!(text(&r), format!("[{v}] [second]\r\n"), "value {v:?}");
+    }
+    // A parameter left out is an empty variable, not an inherited one of its name.
+    let r = call(&mut s, "echo", json!({ "v": "only" }));
+    assert_eq!(text(&r), "[only] []\r\n", "{r}");
+    for i in 1..=6 {
+        assert!(
+            !f.path(&format!("pwned{i}.txt")).exists(),
+            "a value ran as cmd code (pwned{i}.txt)"
+        );
+    }
+    // The check above can fail: the script's own redirection writes in the tool's folder.
+    let r = call(&mut s, "write", json!({}));
+    assert!(!is_error(&r), "{r}");
+    assert_eq!(
+        std::fs::read_to_string(f.path("made.txt")).unwrap(),
+        "made\r\n"
+    );
+}
+
+#[test]
+#[cfg(windows)]
+fn cmd_script_exit_codes_are_error_results_with_the_code_and_stderr() {
+    let f = Fixture::new();
+    f.manifest(
+        r#"
+[tools.fail]
+run = 'echo partial& echo oops 1>&2& exit /b 3'
+shell = "cmd"
+
+[tools.soft]
+run = 'echo differs& exit /b 1'
+shell = "cmd"
+ok_exit_codes = [0, 1]
+"#,
+    );
+    let mut s = f.serve().started();
+    let r = call(&mut s, "fail", json!({}));
+    assert!(is_error(&r), "{r}");
+    let t = text(&r);
+    assert!(t.starts_with("tool `fail` failed: exit code 3"), "{t}");
+    assert!(t.contains("oops"), "the end of stderr: {t}");
+    assert!(t.contains("stdout:\npartial"), "{t}");
+    let r = call(&mut s, "soft", json!({}));
+    assert!(!is_error(&r), "{r}");
+    assert_eq!(text(&r), "differs\r\n");
+}
+
+/// The shell program is looked up in the tool's `PATH` like any program: one that is missing
+/// (here `pwsh`, which Windows does not ship, with a `PATH` of an empty folder) is an error
+/// result naming it.
+#[test]
+#[cfg(windows)]
+fn a_missing_shell_program_is_an_error_result_naming_it() {
+    let f = Fixture::new();
+    f.mkdir("empty");
+    f.manifest(
+        r#"
+[tools.ps]
+run = 'Write-Output hi'
+shell = "pwsh"
+env.PATH = '{empty}'
+"#
+        .replace("{empty}", &f.path("empty").display().to_string())
+        .as_str(),
+    );
+    let mut s = f.serve().started();
+    let r = call(&mut s, "ps", json!({}));
+    assert!(is_error(&r), "{r}");
+    let t = text(&r);
+    assert!(
+        t.starts_with("tool `ps` could not start: program `pwsh` not found in PATH"),
+        "{t}"
+    );
+}
+
+/// Windows PowerShell gets the script as `-EncodedCommand` and values as `$env:NAME`. Not run
+/// under Wine (scripts/windows-tests.sh WINE_SKIPS): its `powershell.exe` is a stub that runs
+/// nothing.
+#[test]
+#[cfg(windows)]
+fn powershell_scripts_print_values_from_the_environment_literally_and_run_none() {
+    let f = Fixture::new();
+    f.manifest(
+        r#"
+[tools.echo]
+run = '[Console]::Out.Write("[" + $env:v + "]")'
+shell = "powershell"
+params.v = { type = "string" }
+"#,
+    );
+    let mut s = f.serve().started();
+    for v in [
+        "$(New-Item pwned1.txt)",
+        "'; New-Item pwned2.txt; '",
+        "\"; New-Item pwned3.txt; \"",
+        "`n & calc",
+        "$env:PATH ${v} @(1)",
+        "-Command New-Item pwned4.txt",
+        "",
+    ] {
+        let r = call(&mut s, "echo", json!({ "v": v }));
+        assert!(!is_error(&r), "{r}");
+        assert_eq!(text(&r), format!("[{v}]"), "value {v:?}");
+    }
+    for i in 1..=4 {
+        assert!(
+            !f.path(&format!("pwned{i}.txt")).exists(),
+            "a value ran as PowerShell code"
+        );
+    }
+}
+
+/// A batch file as a `command` program would have cmd.exe parse its arguments again (a value's
+/// `&` runs a command): refused before anything starts, also by the names Windows still opens it
+/// under (found through `PATH` and `PATHEXT`, trailing dots and spaces, its `::$DATA` stream).
+/// `run` with `shell = "cmd"` is the way to run one.
+#[test]
+#[cfg(windows)]
+fn batch_files_are_refused_as_command_programs_and_never_run() {
+    let f = Fixture::new();
+    f.write("bin/job.bat", "@echo ran> ran.txt\r\n");
+    f.write("bin/other.CMD", "@echo ran> ran.txt\r\n");
+    f.manifest(
+        r#"
+[tools.bat]
+command = ["./bin/job.bat", "{v}"]
+params.v = { type = "string" }
+
+[tools.upper]
+command = ['bin\other.CMD']
+
+[tools.looked_up]
+command = ["other"]
+env.PATH = '{bin}'
+
+[tools.dot]
+command = ["./bin/job.bat."]
+
+[tools.space]
+command = ["./bin/job.bat "]
+
+[tools.stream]
+command = ["./bin/job.bat::$DATA"]
+
+[tools.script]
+run = 'bin\job.bat'
+shell = "cmd"
+"#
+        .replace("{bin}", &f.path("bin").display().to_string())
+        .as_str(),
+    );
+    let mut s = f.serve().started();
+    for (tool, args) in [
+        ("bat", json!({"v": "x & echo PWNED> pwned.txt"})),
+        ("upper", json!({})),
+        ("looked_up", json!({})),
+        ("dot", json!({})),
+        ("space", json!({})),
+        ("stream", json!({})),
+    ] {
+        let r = call(&mut s, tool, args);
+        assert!(is_error(&r), "{tool}: {r}");
+        let t = text(&r);
+        assert!(
+            t.starts_with(&format!("tool `{tool}` could not start: "))
+                && t.contains("is a batch file, which cmd.exe runs by parsing its arguments again")
+                && t.contains("use `run` with `shell = \"cmd\"`"),
+            "{tool}: {t}"
+        );
+        assert!(!f.path("ran.txt").exists(), "{tool}: the batch file ran");
+        assert!(!f.path("pwned.txt").exists(), "{tool}: a value ran");
+    }
+    // The check above can fail: run as a `cmd` script, the batch file runs.
+    let r = call(&mut s, "script", json!({}));
+    assert!(!is_error(&r), "{r}");
+    assert!(f.path("ran.txt").exists(), "the batch file did not run");
 }
