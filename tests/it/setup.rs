@@ -49,21 +49,6 @@ fn failed(out: &Output) -> String {
     stderr(out)
 }
 
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "Ada")
-        .env("GIT_AUTHOR_EMAIL", "ada@example.com")
-        .env("GIT_COMMITTER_NAME", "Ada")
-        .env("GIT_COMMITTER_EMAIL", "ada@example.com")
-        .output()
-        .expect("run git");
-    assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
-}
-
 /// `check` on the folder's manifest through the binary, from another working directory.
 fn checks(f: &Fixture) -> String {
     let elsewhere = tempfile::tempdir().expect("temp dir");
@@ -103,9 +88,7 @@ fn init_on_a_git_repository_with_docs_and_sources() {
     f.write(".gitignore", "build/\n");
     f.mkdir("build");
     make_db(&f.path("build/cache.db"), "CREATE TABLE t (x);");
-    git(&f.root(), &["init", "-q", "-b", "main"]);
-    git(&f.root(), &["add", "-A"]);
-    git(&f.root(), &["commit", "-q", "-m", "first"]);
+    crate::support::git_commit_all(&f.root(), "first");
 
     let out = ok(&run(&f.root(), &f.root(), &["init"]));
     assert!(out.contains("git repository"), "{out}");

@@ -57,6 +57,31 @@ pub fn helper_path() -> String {
     helper().display().to_string().replace('\\', "/")
 }
 
+/// Commits every file of the work tree at `dir` (what `git add -A` stages: `.gitignore`d files
+/// left out, changed and deleted ones included) on top of `HEAD`, with git2: made repositories
+/// need no `git` program (Windows and Wine have none). The first call makes the repository,
+/// its branch `main`. Returns the commit's id.
+pub fn git_commit_all(dir: &Path, message: &str) -> git2::Oid {
+    let repo = git2::Repository::open(dir).unwrap_or_else(|_| {
+        git2::Repository::init_opts(dir, git2::RepositoryInitOptions::new().initial_head("main"))
+            .expect("git init")
+    });
+    let mut index = repo.index().expect("the index");
+    index
+        .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
+        .expect("git add");
+    index.update_all(["*"], None).expect("git add (deletions)");
+    index.write().expect("write the index");
+    let tree = repo
+        .find_tree(index.write_tree().expect("write the tree"))
+        .expect("the tree");
+    let who = git2::Signature::now("A", "a@example.com").expect("a signature");
+    let parent = repo.head().ok().and_then(|h| h.peel_to_commit().ok());
+    let parents: Vec<&git2::Commit> = parent.iter().collect();
+    repo.commit(Some("HEAD"), &who, &who, message, &tree, &parents)
+        .expect("git commit")
+}
+
 /// How long to wait for an answer before a test fails.
 pub const TIMEOUT: Duration = Duration::from_secs(20);
 

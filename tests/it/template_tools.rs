@@ -4,28 +4,10 @@
 //! false` / `tool = "name"`; name clashes; `list_resources` templates; overlapping sources
 //! listed once; `list` naming the tool of each template; `tools/list_changed` on edits.
 
-use std::path::Path;
-use std::process::Command;
-
 use serde_json::{Value, json};
 
 use crate::sqlite::make_db;
 use crate::support::{Fixture, Server, list_all, stderr, stdout};
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "A")
-        .env("GIT_AUTHOR_EMAIL", "a@example.com")
-        .env("GIT_COMMITTER_NAME", "A")
-        .env("GIT_COMMITTER_EMAIL", "a@example.com")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .expect("run git");
-    assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
-}
 
 const MANIFEST: &str = r#"
 [files.notes]
@@ -81,13 +63,11 @@ fn fixture() -> Fixture {
         "#,
     );
     let repo = f.mkdir("repo");
-    git(&repo, &["init", "-q", "-b", "main"]);
     f.write("repo/dir/f.txt", "version one\n");
     f.write("repo/dir/odd #1?%41é.txt", "odd\n");
-    git(&repo, &["add", "."]);
-    git(&repo, &["commit", "-q", "-m", "first"]);
+    crate::support::git_commit_all(&repo, "first");
     f.write("repo/dir/f.txt", "version two\n");
-    git(&repo, &["commit", "-q", "-am", "second"]);
+    crate::support::git_commit_all(&repo, "second");
     f.manifest(&MANIFEST.replace("{helper}", &crate::support::helper_path()));
     f
 }
@@ -137,10 +117,6 @@ fn call_error(s: &mut Server, name: &str, args: Value) -> String {
 }
 
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "its fixture repository is made with the git CLI, which Windows (and Wine) lacks"
-)]
 fn every_template_is_a_typed_tool_with_the_contracts_schema_and_annotations() {
     let f = fixture();
     let mut s = f.serve().started();
@@ -219,10 +195,6 @@ fn every_template_is_a_typed_tool_with_the_contracts_schema_and_annotations() {
 }
 
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "its fixture repository is made with the git CLI, which Windows (and Wine) lacks"
-)]
 fn calls_answer_the_same_bytes_as_resources_read() {
     let f = fixture();
     let mut s = f.serve().started();
@@ -301,10 +273,6 @@ fn calls_answer_the_same_bytes_as_resources_read() {
 }
 
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "its fixture repository is made with the git CLI, which Windows (and Wine) lacks"
-)]
 fn bad_arguments_fail_as_the_reads_fail_with_the_reason() {
     let f = fixture();
     let mut s = f.serve().started();
@@ -398,10 +366,6 @@ fn bad_arguments_fail_as_the_reads_fail_with_the_reason() {
 }
 
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "its fixture repository is made with the git CLI, which Windows (and Wine) lacks"
-)]
 fn list_resources_lists_templates_with_their_variables_and_tools() {
     let f = fixture();
     let mut s = f.serve().started();
@@ -464,10 +428,6 @@ fn list_resources_lists_templates_with_their_variables_and_tools() {
 }
 
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "its fixture repository is made with the git CLI, which Windows (and Wine) lacks"
-)]
 fn tool_false_renames_and_template_tools_off() {
     let f = fixture();
     let text = MANIFEST
@@ -522,10 +482,6 @@ fn tool_false_renames_and_template_tools_off() {
 }
 
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "its fixture repository is made with the git CLI, which Windows (and Wine) lacks"
-)]
 fn name_clashes_are_manifest_errors_naming_both_entries() {
     let f = fixture();
     // The other entry is named by its place in the same file, as the diagnostic's own prefix.
@@ -592,10 +548,6 @@ fn name_clashes_are_manifest_errors_naming_both_entries() {
 }
 
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "its fixture repository is made with the git CLI, which Windows (and Wine) lacks"
-)]
 fn an_edit_that_changes_the_templates_changes_the_tools() {
     let f = fixture();
     let mut s = f.serve().started();
@@ -657,10 +609,6 @@ fn overlapping_sources_list_each_uri_once() {
 }
 
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "its fixture repository is made with the git CLI, which Windows (and Wine) lacks"
-)]
 fn list_names_the_tool_of_each_template() {
     let f = fixture();
     let out = f.run(&["list"]);
