@@ -6,7 +6,11 @@
 //! - `env NAME`: prints the variable's value (nothing when unset);
 //! - `out TEXT` / `outln TEXT`: prints TEXT (and a newline); `err TEXT`: TEXT and a newline on
 //!   stderr;
-//! - `bytes N`: prints N bytes `x`; `forever`: prints `y` lines until killed;
+//! - `bytes N`: prints N bytes `x`; `forever`: prints `y` lines until killed; `repeat TEXT`:
+//!   prints TEXT lines until killed;
+//! - `sum A B`: prints the sum of the integers A and B and a newline;
+//! - `grep TEXT FILE`: prints FILE's lines that contain TEXT, then exits as grep does: 0 when
+//!   one did, 1 when none did, 2 (saying why on stderr) when FILE cannot be read;
 //! - `steps N MS`: writes `step I` lines on stderr, one every MS milliseconds, then `done` and
 //!   a newline on stdout (a tool that reports progress);
 //! - `stdin`: prints how many bytes standard input held; `cat FILE`: prints the file;
@@ -52,6 +56,34 @@ fn main() {
                     std::process::exit(1);
                 }
             },
+            "repeat" => {
+                let line = format!("{}\n", next(&mut args, "repeat"));
+                loop {
+                    if out.write_all(line.as_bytes()).is_err() {
+                        std::process::exit(1);
+                    }
+                }
+            }
+            "sum" => {
+                let a: i64 = next(&mut args, "sum").parse().unwrap();
+                let b: i64 = next(&mut args, "sum").parse().unwrap();
+                writeln!(out, "{}", a + b).unwrap();
+            }
+            "grep" => {
+                let text = next(&mut args, "grep");
+                let file = next(&mut args, "grep");
+                let lines = std::fs::read_to_string(&file).unwrap_or_else(|e| {
+                    eprintln!("grep: {file}: {e}");
+                    std::process::exit(2)
+                });
+                let mut found = false;
+                for line in lines.lines().filter(|l| l.contains(&text)) {
+                    writeln!(out, "{line}").unwrap();
+                    found = true;
+                }
+                out.flush().unwrap();
+                std::process::exit(if found { 0 } else { 1 });
+            }
             "steps" => {
                 let n: u32 = next(&mut args, "steps").parse().unwrap();
                 let ms: u64 = next(&mut args, "steps").parse().unwrap();

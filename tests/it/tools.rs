@@ -168,7 +168,8 @@ params.v = { type = "string", allow_dash = true }
 #[test]
 #[cfg_attr(
     windows,
-    ignore = "its tools are `run` scripts in sh, which Windows (and Wine) lacks"
+    ignore = "its subject is sh reading values as \"$v\" (Windows has no sh); cmd's and \
+              PowerShell's own tests below are its Windows counterparts"
 )]
 fn hostile_values_reach_run_scripts_as_literal_environment_values() {
     let f = Fixture::new();
@@ -194,13 +195,9 @@ params.v = { type = "string" }
 }
 
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "its tools are `run` scripts in sh, which Windows (and Wine) lacks"
-)]
 fn tools_are_listed_after_the_resource_tools_with_schemas_and_explicit_annotations() {
     let f = Fixture::new();
-    f.manifest(
+    f.manifest(&with_helper(
         r#"
 [tools.search]
 description = "Search the code"
@@ -213,7 +210,7 @@ params.pattern = { type = "string", description = "Regular expression" }
 params.path = { type = "string", default = "." }
 
 [tools.recent]
-run = 'echo "$count"'
+command = ["{helper}", "outln", "{count}"]
 destructive = true
 open_world = true
 output = "json"
@@ -222,7 +219,7 @@ params.count = { type = "integer", default = 10, minimum = 1, maximum = 200 }
 params.mode = { type = "string", enum = ["a", "b"], required = false }
 params.tags = { type = "array", required = false }
 "#,
-    );
+    ));
     let mut s = f.serve().started();
     let list = s.ok("tools/list", json!({}));
     let tools = list["tools"].as_array().expect("tools");
@@ -315,21 +312,17 @@ params.globs = { type = "array", required = false, allow_dash = true }
 }
 
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "its tools are `run` scripts in sh, which Windows (and Wine) lacks"
-)]
 fn bad_arguments_are_error_results_naming_the_parameter_and_the_rule() {
     let f = Fixture::new();
-    f.manifest(
+    f.manifest(&with_helper(
         r#"
 [tools.t]
-run = 'echo "$count"'
+command = ["{helper}", "outln", "{count}"]
 params.count = { type = "integer", default = 10, minimum = 1, maximum = 200 }
 params.mode = { type = "string", enum = ["fast", "slow"], default = "fast" }
 params.name = { type = "string", pattern = "^[a-z]+$" }
 "#,
-    );
+    ));
     let mut s = f.serve().started();
     let cases = [
         (json!({}), "missing required argument `name`"),
@@ -367,23 +360,25 @@ params.name = { type = "string", pattern = "^[a-z]+$" }
 }
 
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "its tools are `run` scripts in sh, which Windows (and Wine) lacks"
-)]
 fn non_zero_exit_is_an_error_with_the_code_and_the_end_of_stderr() {
     let f = Fixture::new();
+    // 30 lines on stderr: `err "err line 1"`, …, `err "err line 30"`.
+    let errs: String = (1..=30)
+        .map(|i| format!(r#", "err", "err line {i}""#))
+        .collect();
     f.manifest(
-        r#"
+        &r#"
 [tools.fail]
-run = 'echo partial; for i in $(seq 1 30); do echo "err line $i" >&2; done; exit 3'
+command = ["{helper}", "outln", "partial"{errs}, "exit", "3"]
 
 [tools.missing]
 command = ["mcp-manifest-no-such-program", "x"]
 
 [tools.abs]
 command = ["./bin/nope"]
-"#,
+"#
+        .replace("{helper}", &crate::support::helper_path())
+        .replace("{errs}", &errs),
     );
     let mut s = f.serve().started();
     let r = call(&mut s, "fail", json!({}));
@@ -409,19 +404,15 @@ command = ["./bin/nope"]
 }
 
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "its tools are `run` scripts in sh, which Windows (and Wine) lacks"
-)]
 fn timeout_kills_the_process_and_its_grandchild() {
     let f = Fixture::new();
-    f.manifest(
+    f.manifest(&with_helper(
         r#"
 [tools.hang]
-run = 'sleep 100 & echo $! > gc.pid; echo $$ > sh.pid; wait'
+command = ["{helper}", "pid", "tool.pid", "spawn", "gc.pid", "wait", "gc.pid", "sleep", "100000"]
 timeout = "500ms"
 "#,
-    );
+    ));
     let mut s = f.serve().started();
     let started = Instant::now();
     let r = call(&mut s, "hang", json!({}));
@@ -434,24 +425,20 @@ timeout = "500ms"
     assert!(started.elapsed() < Duration::from_secs(10));
     // The server is still running: its direct child must be reaped (no zombie), and the
     // grandchild in the same group killed.
-    wait_gone(read_pid(&f, "sh.pid"), "the tool's shell");
+    wait_gone(read_pid(&f, "tool.pid"), "the tool");
     wait_gone(read_pid(&f, "gc.pid"), "the grandchild");
     assert_eq!(s.ok("ping", json!({})), json!({}));
 }
 
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "its tools are `run` scripts in sh, which Windows (and Wine) lacks"
-)]
 fn what_a_program_leaves_running_in_its_group_is_killed_when_it_exits() {
     let f = Fixture::new();
-    f.manifest(
+    f.manifest(&with_helper(
         r#"
 [tools.leave]
-run = 'sleep 100 & echo $! > gc.pid; echo done'
+command = ["{helper}", "spawn", "gc.pid", "wait", "gc.pid", "outln", "done"]
 "#,
-    );
+    ));
     let mut s = f.serve().started();
     let started = Instant::now();
     let r = call(&mut s, "leave", json!({}));
@@ -469,30 +456,26 @@ run = 'sleep 100 & echo $! > gc.pid; echo done'
 }
 
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "its tools are `run` scripts in sh, which Windows (and Wine) lacks"
-)]
 fn cancellation_kills_the_process_group_and_sends_no_answer() {
     let f = Fixture::new();
-    f.manifest(
+    f.manifest(&with_helper(
         r#"
 [tools.wait]
-run = 'sleep 100 & echo $! > gc.pid; echo $$ > sh.pid; echo started >&2; wait'
+command = ["{helper}", "pid", "tool.pid", "spawn", "gc.pid", "wait", "gc.pid", "err", "started", "sleep", "100000"]
 "#,
-    );
+    ));
     let mut s = f.serve().started();
     let id = s.fresh_id();
     s.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
         "params": {"name": "wait", "arguments": {}, "_meta": {"progressToken": "c1"}}}));
-    // The first progress report says the script has started (its pid files are written).
+    // The first progress report says the tool has started (its pid files are written).
     let p = s.wait_for(|m| m["method"] == "notifications/progress");
     assert_eq!(p["params"]["progressToken"], "c1");
     s.send(
         &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
         "params": {"requestId": id, "reason": "test"}}),
     );
-    wait_gone(read_pid(&f, "sh.pid"), "the cancelled tool's shell");
+    wait_gone(read_pid(&f, "tool.pid"), "the cancelled tool");
     wait_gone(read_pid(&f, "gc.pid"), "the cancelled tool's grandchild");
     // No answer for a cancelled request (its call ended with its process, before these pings).
     assert_eq!(s.ok("ping", json!({})), json!({}));
@@ -505,22 +488,22 @@ run = 'sleep 100 & echo $! > gc.pid; echo $$ > sh.pid; echo started >&2; wait'
 }
 
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "its tools are `run` scripts in sh, which Windows (and Wine) lacks"
-)]
 fn output_beyond_max_output_is_cut_with_a_marker() {
     let f = Fixture::new();
+    // `fits` prints 1 to 100, a line each, the last without its newline (292 bytes).
+    let lines: String = (1..100).map(|i| format!(r#", "outln", "{i}""#)).collect();
     f.manifest(
-        r#"
+        &r#"
 [tools.loud]
-command = ["yes", "0123456789"]
+command = ["{helper}", "repeat", "0123456789"]
 max_output = "1KiB"
 
 [tools.fits]
-run = 'printf "%s" "$(seq 1 100)"'
+command = ["{helper}"{lines}, "out", "100"]
 max_output = "1KiB"
-"#,
+"#
+        .replace("{helper}", &crate::support::helper_path())
+        .replace("{lines}", &lines),
     );
     let mut s = f.serve().started();
     let r = call(&mut s, "loud", json!({}));
@@ -540,26 +523,22 @@ max_output = "1KiB"
 }
 
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "its tools are `run` scripts in sh, which Windows (and Wine) lacks"
-)]
 fn json_output_becomes_structured_content_checked_against_the_schema() {
     let f = Fixture::new();
-    f.manifest(
+    f.manifest(&with_helper(
         r#"
 [tools.stats]
-run = '''printf '{"count": %s, "name": "%s"}' "$raw" "$name"'''
+command = ["{helper}", "out", '{{"count": {raw}, "name": "{name}"}}']
 output = "json"
 output_schema = { type = "object", properties = { count = { type = "integer" }, name = { type = "string" } }, required = ["count", "name"] }
 params.raw = { type = "string" }
 params.name = { type = "string", default = "n" }
 
 [tools.list]
-run = 'printf "[1, 2]"'
+command = ["{helper}", "out", "[1, 2]"]
 output = "json"
 "#,
-    );
+    ));
     let mut s = f.serve().started();
     let r = call(&mut s, "stats", json!({"raw": "3"}));
     assert!(!is_error(&r), "{r}");
@@ -587,21 +566,17 @@ output = "json"
 }
 
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "its tools are `run` scripts in sh, which Windows (and Wine) lacks"
-)]
 fn progress_is_reported_while_the_process_runs_and_before_the_answer() {
     let f = Fixture::new();
-    f.manifest(
+    f.manifest(&with_helper(
         r#"
 [tools.work]
-run = 'echo step one >&2; sleep 1.2; echo step two >&2; sleep 0.9; echo done'
+command = ["{helper}", "err", "step one", "sleep", "1200", "err", "step two", "sleep", "900", "outln", "done"]
 
 [tools.quiet]
-run = 'sleep 0.7; echo done'
+command = ["{helper}", "sleep", "700", "outln", "done"]
 "#,
-    );
+    ));
     let mut s = f.serve().started();
     let id = json!(s.fresh_id());
     s.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
@@ -643,23 +618,19 @@ run = 'sleep 0.7; echo done'
 }
 
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "its tools are `run` scripts in sh, which Windows (and Wine) lacks"
-)]
 fn stdin_eof_with_a_running_tool_exits_within_one_second_and_kills_it() {
     let f = Fixture::new();
-    f.manifest(
+    f.manifest(&with_helper(
         r#"
 [tools.slow]
-run = 'echo $$ > sh.pid; echo started >&2; sleep 100'
+command = ["{helper}", "pid", "tool.pid", "err", "started", "sleep", "100000"]
 "#,
-    );
+    ));
     let mut s = f.serve_process().started();
     s.send(&json!({"jsonrpc": "2.0", "id": 99, "method": "tools/call",
         "params": {"name": "slow", "arguments": {}, "_meta": {"progressToken": "eof"}}}));
     s.wait_for(|m| m["method"] == "notifications/progress");
-    let pid = read_pid(&f, "sh.pid");
+    let pid = read_pid(&f, "tool.pid");
     assert!(alive(pid));
     s.close_stdin();
     let took = s.wait_exit(Duration::from_secs(5));
@@ -668,16 +639,12 @@ run = 'echo $$ > sh.pid; echo started >&2; sleep 100'
 }
 
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "its tools are `run` scripts in sh, which Windows (and Wine) lacks"
-)]
 fn cli_call_types_arguments_by_the_schema_and_exits_1_on_error() {
     let f = Fixture::new();
     f.manifest(&with_helper(
         r#"
 [tools.add]
-run = 'echo $((a + b))'
+command = ["{helper}", "sum", "{a}", "{b}"]
 params.a = { type = "integer" }
 params.b = { type = "integer", default = 1 }
 
@@ -687,7 +654,7 @@ params.flag = { type = "boolean" }
 params.words = { type = "array" }
 
 [tools.fail]
-run = 'echo broken >&2; exit 4'
+command = ["{helper}", "err", "broken", "exit", "4"]
 "#,
     ));
     let out = f.run(&["call", "add", "a=40", "b=2"]);
