@@ -71,6 +71,42 @@ pub fn git_commit_all(dir: &Path, message: &str) -> git2::Oid {
         .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
         .expect("git add");
     index.update_all(["*"], None).expect("git add (deletions)");
+    commit_index(&repo, &mut index, message)
+}
+
+/// Commits `files` (`/`-separated path, contents) on top of `HEAD` of the repository at `dir`
+/// (made when missing, its branch `main`), straight into git's object store with git2: the
+/// work tree is not written, so a name Windows refuses (`?`, `:`) can be committed there too.
+/// Files of earlier commits stay unless given again. Returns the commit's id.
+pub fn git_commit_files(dir: &Path, files: &[(&str, &str)], message: &str) -> git2::Oid {
+    let repo = git2::Repository::open(dir).unwrap_or_else(|_| {
+        git2::Repository::init_opts(dir, git2::RepositoryInitOptions::new().initial_head("main"))
+            .expect("git init")
+    });
+    let mut index = repo.index().expect("the index");
+    for (path, contents) in files {
+        let entry = git2::IndexEntry {
+            ctime: git2::IndexTime::new(0, 0),
+            mtime: git2::IndexTime::new(0, 0),
+            dev: 0,
+            ino: 0,
+            mode: 0o100644,
+            uid: 0,
+            gid: 0,
+            file_size: 0,
+            id: git2::Oid::ZERO_SHA1,
+            flags: 0,
+            flags_extended: 0,
+            path: path.as_bytes().to_vec(),
+        };
+        index
+            .add_frombuffer(&entry, contents.as_bytes())
+            .expect("git add");
+    }
+    commit_index(&repo, &mut index, message)
+}
+
+fn commit_index(repo: &git2::Repository, index: &mut git2::Index, message: &str) -> git2::Oid {
     index.write().expect("write the index");
     let tree = repo
         .find_tree(index.write_tree().expect("write the tree"))
