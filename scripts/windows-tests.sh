@@ -48,8 +48,8 @@ root=$(pwd)
 
 # The count of passing tests under Wine must not fall below these (the whole suite; CI's part).
 # Raise them in the commit that makes more pass (each run prints its count).
-FLOOR_PASSED=481
-FLOOR_PASSED_CI=379
+FLOOR_PASSED=501
+FLOOR_PASSED_CI=399
 
 # Tests of tests/it that Wine cannot run, each with why (libtest `--skip` filters, matched
 # against the test names of tests/it only).
@@ -65,9 +65,10 @@ WINE_SKIPS=(
 
 # The modules of tests/it CI runs under Wine (the whole suite takes about twice as long): what
 # differs on Windows (processes and Job Objects, paths and URIs, file opens, setup's config
-# files, watching, stdio) and the MCP surface a Windows client sees.
+# files, watching, stdio) and the MCP surface a Windows client sees. Filters match by substring
+# (`tools::` also runs template_tools::, 10 tests in 4 s under Wine; named for the reader).
 CI_MODULES=(check:: cli:: files:: procs:: prompts:: protocol:: safety:: setup:: sqlite::
-  templates:: tools:: visibility:: watch:: engines::sqlite::)
+  templates:: template_tools:: tools:: visibility:: watch:: engines::sqlite::)
 MCP_PY_VERSION=2.3.0   # mcp (PyPI), the official Python SDK, as scripts/http-interop.sh
 
 target=x86_64-pc-windows-gnu
