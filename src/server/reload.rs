@@ -86,9 +86,8 @@ pub(super) fn seen_changed(
         after: impl Iterator<Item = (&'a T, &'a str)>,
         keep_new: impl Fn(&str) -> bool,
     ) -> bool {
-        let kept = |(item, key): (&'a T, &'a str), keep: &dyn Fn(&str) -> bool| {
-            keep(key).then_some(item)
-        };
+        let kept =
+            |(item, key): (&'a T, &'a str), keep: &dyn Fn(&str) -> bool| keep(key).then_some(item);
         before
             .filter_map(|i| kept(i, &keep_old))
             .eq(after.filter_map(|i| kept(i, &keep_new)))
