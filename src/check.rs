@@ -72,9 +72,18 @@ pub(crate) async fn run(
         // Only a manifest that is whole: sections dropped for an error are not "nothing".
         let m = &registry.manifest;
         if diags.errors() == 0 && declared == 0 && m.tools.is_empty() && m.prompts.is_empty() {
+            // The SQL engines' sections from their one list (`manifest::sql::ENGINES`).
+            let sections: Vec<String> = std::iter::once("files")
+                .chain(crate::manifest::sql::section_names())
+                .chain(["git", "templates", "skills", "tools"])
+                .map(|s| format!("[{s}]"))
+                .collect();
             diags.warn(
                 Loc { line: 1, col: 1 },
-                "the manifest serves nothing: no [files], [sqlite], [postgres], [mysql], [git], [templates], [skills], [tools] or [prompts] section (`mcp-manifest init --force` writes a starter one from what the folder holds)",
+                format!(
+                    "the manifest serves nothing: no {} or [prompts] section (`mcp-manifest init --force` writes a starter one from what the folder holds)",
+                    sections.join(", ")
+                ),
             );
         }
         diags.extend(static_warnings(&registry.manifest));
