@@ -455,6 +455,17 @@ fn the_listing_is_kept_only_once_the_watches_are_in_place() {
     assert!(src.cached().is_none());
 }
 
+/// A watched source of `root` (gitignore on) whose watches are in place, its listing kept.
+fn watched(root: &std::path::Path) -> Arc<FilesSource> {
+    let mut src = FilesSource::of_folder(root, false, true);
+    src.watch = true;
+    let src = Arc::new(src);
+    src.watch_dirs_blocking();
+    crate::providers::Source::watch_ready(&*src);
+    src.entries();
+    src
+}
+
 /// Changes to hidden paths change nothing served: no `list_changed`, no rewatch, the listing
 /// kept. A removed folder the watcher knew is a folder; a removed file is a file.
 #[test]
@@ -465,13 +476,7 @@ fn changes_to_hidden_paths_change_nothing() {
     std::fs::write(root.join(".gitignore"), "*.log\n").unwrap();
     std::fs::create_dir(root.join("sub")).unwrap();
     std::fs::write(root.join("sub/a.md"), "a").unwrap();
-    let mut src = FilesSource::of_folder(&root, false, true);
-    src.watch = true;
-    *src.armed.get_mut() = true;
-    let src = Arc::new(src);
-    src.watch_dirs_blocking();
-    crate::providers::Source::watch_ready(&*src);
-    src.entries();
+    let src = watched(&root);
     let change = |rel: &str, kind| Change {
         path: root.join(rel),
         kind,
@@ -508,12 +513,7 @@ fn changes_name_the_uris_that_came_or_went() {
     std::fs::create_dir(root.join("sub")).unwrap();
     std::fs::write(root.join("sub/a.md"), "a").unwrap();
     std::fs::write(root.join("sub/b.md"), "b").unwrap();
-    let mut src = FilesSource::of_folder(&root, false, true);
-    src.watch = true;
-    let src = Arc::new(src);
-    src.watch_dirs_blocking();
-    crate::providers::Source::watch_ready(&*src);
-    src.entries();
+    let src = watched(&root);
     let change = |rel: &str, kind| Change {
         path: root.join(rel),
         kind,
