@@ -19,7 +19,7 @@ const NAMED_AT_MOST: usize = 1000;
 impl FilesSource {
     /// Whether a listed file lives at `path` (used to decide between updated and list_changed).
     pub(super) fn is_listed(&self, path: &Path) -> bool {
-        match path.strip_prefix(&self.root).ok().and_then(Path::to_str) {
+        match self.rel_of(path).as_deref() {
             Some("") => self.root_is_file,
             Some(rel) => {
                 !self.root_is_file
@@ -28,6 +28,14 @@ impl FilesSource {
             }
             None => false,
         }
+    }
+
+    /// `path` below the root as the source names it: `/`-separated on every platform (Windows
+    /// gives `\`), as listed, matched by the rules and turned into URIs. `None` outside the
+    /// root or not UTF-8.
+    fn rel_of(&self, path: &Path) -> Option<String> {
+        let rel = path.strip_prefix(&self.root).ok()?.to_str()?;
+        Some(rel.replace(std::path::MAIN_SEPARATOR, "/"))
     }
 
     /// The folders to watch for this source (blocking: walks the visible folders): the root's
@@ -131,13 +139,13 @@ impl FilesSource {
                 });
                 continue;
             }
-            let Ok(rel) = c.path.strip_prefix(&self.root) else {
+            let Some(rel) = self.rel_of(&c.path) else {
                 continue;
             };
-            if self.root_is_file && !rel.as_os_str().is_empty() {
+            if self.root_is_file && !rel.is_empty() {
                 continue;
             }
-            let Some(rel) = rel.to_str() else { continue };
+            let rel = rel.as_str();
             if !self.root_is_file && !self.vis.visible(rel) && !self.vis.dir_visible(rel) {
                 // Hidden (a dot name, ignored, not included): nothing served came or went.
                 continue;
