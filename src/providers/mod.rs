@@ -213,17 +213,43 @@ pub(crate) struct CompletionRequest {
 }
 
 /// What a batch of changes means for one source.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct ChangeEffect {
     /// The resource list changed (`notifications/resources/list_changed`).
     pub list_changed: bool,
+    /// When `list_changed`: every URI that came or went, when the source can say (a file
+    /// added or removed); `None` when it cannot (events lost, ignore rules edited, a folder
+    /// came): then every session hears of it. A session of a group hears of a change only when
+    /// one of these URIs is in its group (`server::shared`), so a file added outside
+    /// `[groups.NAME]` costs its clients nothing, and deciding that costs one filter test per
+    /// URI, never a listing.
+    pub came_or_went: Option<Vec<String>>,
     /// The set of folders to watch must be recomputed.
     pub rewatch: bool,
 }
 
 impl ChangeEffect {
+    /// The list changed, and these URIs (`None`: unknown ones) came or went.
+    pub fn listed(uris: Option<Vec<String>>) -> ChangeEffect {
+        ChangeEffect {
+            list_changed: true,
+            came_or_went: uris,
+            rewatch: false,
+        }
+    }
+
     pub fn merge(&mut self, other: ChangeEffect) {
-        self.list_changed |= other.list_changed;
+        if other.list_changed {
+            self.came_or_went = match (self.list_changed, self.came_or_went.take()) {
+                (false, _) => other.came_or_went,
+                (true, Some(mut mine)) => other.came_or_went.map(|theirs| {
+                    mine.extend(theirs);
+                    mine
+                }),
+                (true, None) => None,
+            };
+            self.list_changed = true;
+        }
         self.rewatch |= other.rewatch;
     }
 }

@@ -666,6 +666,9 @@ impl Source for SkillsSource {
                     effect.list_changed = true;
                 }
             }
+            // The files behind are named by `file://` URIs; which `skill://` ones came or went
+            // is not worked out: every session hears of a change here.
+            effect.came_or_went = None;
             effect
         })
     }

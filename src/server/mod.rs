@@ -750,7 +750,7 @@ where
     );
     let transport = LineTransport::new(input, watch, &output, eof.clone());
     let handler = Gate(Handler {
-        session: shared.open_session(eof.clone()),
+        session: shared.open_session(eof.clone(), group.clone()),
         shared: shared.clone(),
         group,
     });

@@ -7,6 +7,9 @@
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::sync::Arc;
+
+use crate::manifest::Filter;
 
 /// Names shown per added / removed / changed group before "…".
 const NAMES_SHOWN: usize = 3;
@@ -17,6 +20,8 @@ const NAMES_SHOWN: usize = 3;
 pub(super) struct Served {
     pub resources: Vec<(String, String)>,
     pub templates: Vec<(String, String)>,
+    /// Each template's URI template, in `templates`' order (what a group's filter matches).
+    pub template_uris: Vec<String>,
     pub tools: Vec<(String, String)>,
     pub prompts: Vec<(String, String)>,
 }
@@ -36,11 +41,11 @@ impl Served {
                 (r.uri, what)
             })
             .collect();
-        let templates = registry
+        let (templates, template_uris) = registry
             .templates()
             .into_iter()
-            .map(|t| (t.name.clone(), format!("{t:?}")))
-            .collect();
+            .map(|t| ((t.name.clone(), format!("{t:?}")), t.uri_template.clone()))
+            .unzip();
         let tools = registry
             .tools()
             .into_iter()
@@ -60,9 +65,78 @@ impl Served {
         Served {
             resources,
             templates,
+            template_uris,
             tools,
             prompts,
         }
+    }
+}
+
+/// Which lists an endpoint sees differently after a reload: `old` and `new` are what it shows
+/// before and after (`None`: everything), so a reload that changes a group's patterns counts
+/// as much as one that changes what the group matches. One filter test per item served.
+pub(super) fn seen_changed(
+    (before, old): (&Served, &Option<Arc<Filter>>),
+    (after, new): (&Served, &Option<Arc<Filter>>),
+) -> super::shared::ListChanged {
+    /// Whether what `keep_old` keeps of `before` is what `keep_new` keeps of `after`.
+    fn same<'a, T: PartialEq + 'a>(
+        before: impl Iterator<Item = (&'a T, &'a str)>,
+        keep_old: impl Fn(&str) -> bool,
+        after: impl Iterator<Item = (&'a T, &'a str)>,
+        keep_new: impl Fn(&str) -> bool,
+    ) -> bool {
+        let kept =
+            |(item, key): (&'a T, &'a str), keep: &dyn Fn(&str) -> bool| keep(key).then_some(item);
+        before
+            .filter_map(|i| kept(i, &keep_old))
+            .eq(after.filter_map(|i| kept(i, &keep_new)))
+    }
+    fn keyed(items: &[(String, String)]) -> impl Iterator<Item = (&(String, String), &str)> {
+        items.iter().map(|item| (item, item.0.as_str()))
+    }
+    fn templates(s: &Served) -> impl Iterator<Item = (&(String, String), &str)> {
+        s.templates
+            .iter()
+            .zip(&s.template_uris)
+            .map(|(item, uri)| (item, uri.as_str()))
+    }
+    let resource = |f: &Option<Arc<Filter>>| {
+        let f = f.clone();
+        move |uri: &str| super::sees_resource(&f, uri)
+    };
+    let tool = |f: &Option<Arc<Filter>>| {
+        let f = f.clone();
+        move |name: &str| f.as_ref().is_none_or(|f| f.tool(name))
+    };
+    let prompt = |f: &Option<Arc<Filter>>| {
+        let f = f.clone();
+        move |name: &str| f.as_ref().is_none_or(|f| f.prompt(name))
+    };
+    super::shared::ListChanged {
+        resources: !same(
+            keyed(&before.resources),
+            resource(old),
+            keyed(&after.resources),
+            resource(new),
+        ) || !same(
+            templates(before),
+            resource(old),
+            templates(after),
+            resource(new),
+        ),
+        tools: !same(
+            keyed(&before.tools),
+            tool(old),
+            keyed(&after.tools),
+            tool(new),
+        ),
+        prompts: !same(
+            keyed(&before.prompts),
+            prompt(old),
+            keyed(&after.prompts),
+            prompt(new),
+        ),
     }
 }
 

@@ -30,7 +30,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::manifest::Filter;
-use crate::providers::blocking;
+use crate::providers::{ChangeEffect, blocking};
 use crate::registry::Registry;
 use crate::watch::{Change, Watcher};
 
@@ -312,6 +312,9 @@ enum Notice {
 
 /// What belongs to one client session.
 pub(crate) struct Session {
+    /// The `[groups.NAME]` it was opened on (none: the default endpoint): it hears only of
+    /// changes to what that endpoint shows.
+    group: Option<Arc<str>>,
     /// The handshake-era client, once initialized: where unsolicited notifications go.
     peer: Mutex<Option<Peer<RoleServer>>>,
     /// Handshake-era subscriptions (`resources/subscribe`).
@@ -329,11 +332,23 @@ pub(crate) struct Session {
 }
 
 /// Which `*/list_changed` notifications to send.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(super) struct ListChanged {
     pub resources: bool,
     pub tools: bool,
     pub prompts: bool,
+}
+
+impl ListChanged {
+    fn any(self) -> bool {
+        self.resources || self.tools || self.prompts
+    }
+}
+
+/// What a manifest reload changed, as each endpoint shows it.
+pub(super) struct Reloaded {
+    /// Per endpoint (`None`: the default one) of a live session.
+    seen: HashMap<Option<Arc<str>>, ListChanged>,
 }
 
 impl Shared {
@@ -365,9 +380,9 @@ impl Shared {
         self.snapshot().registry.clone()
     }
 
-    fn replace(&self, registry: Arc<Registry>) {
-        registry.put_in_service();
-        let snap = Arc::new(Snapshot::new(registry));
+    fn replace(&self, snap: Snapshot) {
+        snap.registry.put_in_service();
+        let snap = Arc::new(snap);
         match self.snapshot.write() {
             Ok(mut s) => *s = snap,
             Err(poisoned) => *poisoned.into_inner() = snap,
@@ -404,9 +419,14 @@ impl Shared {
     }
 
     /// A new session of this server, with its delivery task (which ends with the session).
-    pub fn open_session(&self, closing: CancellationToken) -> Arc<Session> {
+    pub fn open_session(
+        &self,
+        closing: CancellationToken,
+        group: Option<Arc<str>>,
+    ) -> Arc<Session> {
         let (outbox, mut rx) = tokio::sync::mpsc::channel(OUTBOX);
         let session = Arc::new(Session {
+            group,
             peer: Mutex::new(None),
             subscriptions: Mutex::new(HashSet::new()),
             listens: Mutex::new(Vec::new()),
@@ -442,12 +462,34 @@ impl Shared {
         let _ = rx.wait_for(|ready| *ready).await;
     }
 
-    fn list_changed(&self, which: ListChanged) {
-        if !(which.resources || which.tools || which.prompts) {
+    /// Posts `*/list_changed` to each session for what its endpoint shows that changed: what
+    /// a reload changed there, and `resources` when one of the URIs that came or went is shown
+    /// (any, when unknown). Decided once per endpoint, not per session.
+    fn list_changed(&self, reloaded: Option<&Reloaded>, effect: &ChangeEffect) {
+        if reloaded.is_none() && !effect.list_changed {
             return;
         }
+        let snap = self.snapshot();
+        let mut per: HashMap<Option<Arc<str>>, ListChanged> = HashMap::new();
         for s in self.sessions() {
-            s.post(Notice::ListChanged(which));
+            let which = *per.entry(s.group.clone()).or_insert_with(|| {
+                let mut which = reloaded
+                    .and_then(|r| r.seen.get(&s.group).copied())
+                    .unwrap_or_default();
+                if effect.list_changed && !which.resources {
+                    let seen = snap.seen(s.group.as_deref());
+                    which.resources = match (&seen, &effect.came_or_went) {
+                        (Some(_), Some(uris)) => {
+                            uris.iter().any(|uri| super::sees_resource(&seen, uri))
+                        }
+                        _ => true,
+                    };
+                }
+                which
+            });
+            if which.any() {
+                s.post(Notice::ListChanged(which));
+            }
         }
     }
 
@@ -528,9 +570,8 @@ impl Shared {
             self.rewatch(watcher).await;
             self.watching.send_replace(true);
         }
-        let mut which = reloaded.unwrap_or_default();
-        which.resources |= effect.list_changed;
-        self.list_changed(which);
+        self.list_changed(reloaded.as_ref(), &effect);
+        let snap = self.snapshot();
         let sessions: Vec<(Arc<Session>, HashSet<String>)> = self
             .sessions()
             .into_iter()
@@ -547,8 +588,11 @@ impl Shared {
             }
         }
         for (s, uris) in &sessions {
+            let seen = snap.seen(s.group.as_deref());
             for uri in affected.iter().filter(|u| uris.contains(*u)) {
-                s.post(Notice::Updated(uri.clone()));
+                if super::sees_resource(&seen, uri) {
+                    s.post(Notice::Updated(uri.clone()));
+                }
             }
         }
     }
@@ -574,17 +618,21 @@ impl Shared {
             if subscribed.is_empty() {
                 continue;
             }
+            let snap = self.snapshot();
             for uri in registry.poll(&subscribed).await {
                 for s in &sessions {
-                    s.resource_updated(&uri).await;
+                    if super::sees_resource(&snap.seen(s.group.as_deref()), &uri) {
+                        s.resource_updated(&uri).await;
+                    }
                 }
             }
         }
     }
 
     /// Re-reads the manifest after an edit, off the runtime. A valid one replaces the registry
-    /// and says which lists changed; an invalid one is logged and the old one stays (`None`).
-    async fn reload(&self, old: &Arc<Registry>) -> Option<ListChanged> {
+    /// and says which lists changed on each endpoint with a session; an invalid one is logged
+    /// and the old one stays (`None`).
+    async fn reload(&self, old: &Arc<Registry>) -> Option<Reloaded> {
         let (path, file) = (old.manifest.path.clone(), old.manifest.file.clone());
         let children = old.children.clone();
         let runtime = tokio::runtime::Handle::current();
@@ -620,11 +668,17 @@ impl Shared {
             super::reload::Served::of(old).await,
             super::reload::Served::of(&new).await,
         );
-        let which = ListChanged {
-            resources: before.resources != after.resources || before.templates != after.templates,
-            tools: before.tools != after.tools,
-            prompts: before.prompts != after.prompts,
-        };
+        let (old_snap, new_snap) = (self.snapshot(), Snapshot::new(new.clone()));
+        let mut seen = HashMap::new();
+        for s in self.sessions() {
+            seen.entry(s.group.clone()).or_insert_with(|| {
+                let group = s.group.as_deref();
+                super::reload::seen_changed(
+                    (&before, &old_snap.seen(group)),
+                    (&after, &new_snap.seen(group)),
+                )
+            });
+        }
         // At the default log level (`main`'s filter lets this target's info through): a user
         // who edits the manifest sees that the edit took and what it changed.
         tracing::info!(
@@ -632,8 +686,8 @@ impl Shared {
             "{}",
             super::reload::summary(&before, &after)
         );
-        self.replace(new);
-        Some(which)
+        self.replace(new_snap);
+        Some(Reloaded { seen })
     }
 }
 

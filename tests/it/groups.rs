@@ -346,3 +346,209 @@ resources = []
     let e = s.err("resources/read", json!({"uri": chart}));
     assert!(e["code"].is_i64(), "{e}");
 }
+
+/// A manifest for the notification tests: the group `pub` sees `docs/public/` and the tools
+/// named `inside_*`; `{extra}` is where an edit adds tools.
+const NOTIFY: &str = r#"
+[files.docs]
+root = "docs"
+
+[tools.inside_one]
+command = ["true"]
+
+[tools.outside_one]
+command = ["true"]
+{extra}
+[groups.pub]
+resources = ["file://*/docs/public/*"]
+tools = ["inside_*"]
+prompts = []
+{group_extra}
+"#;
+
+fn notify_manifest(extra: &str, group_extra: &str) -> String {
+    NOTIFY
+        .replace("{extra}", extra)
+        .replace("{group_extra}", group_extra)
+}
+
+fn notify_fixture() -> Fixture {
+    let f = Fixture::new();
+    f.write("docs/public/a.md", "sentinel\n");
+    f.write("docs/public/b.md", "b\n");
+    f.write("docs/secret/s.md", "secret\n");
+    f.manifest(&notify_manifest("", ""));
+    f
+}
+
+fn is_list_changed(v: &Value) -> bool {
+    v["method"]
+        .as_str()
+        .is_some_and(|m| m.starts_with("notifications/") && m.ends_with("/list_changed"))
+}
+
+fn is_updated(v: &Value, uri: &str) -> bool {
+    v["method"] == "notifications/resources/updated" && v["params"]["uri"] == uri
+}
+
+/// Every change made before this call has been announced (or not) to `s`: the subscribed
+/// sentinel `docs/public/a.md` is changed twice, each change waited for (the second is
+/// announced in a later batch than anything changed before; one session's notifications
+/// arrive in order). Fails if a `*/list_changed` or an update of `stray` arrived meanwhile.
+fn settled(s: &mut Server, f: &Fixture, stray: Option<&str>) {
+    let sentinel = f.uri("docs/public/a.md");
+    for round in 0..2 {
+        f.write("docs/public/a.md", format!("round {round}\n"));
+        s.wait_for(|v| is_updated(v, &sentinel));
+    }
+    let unexpected: Vec<&Value> = s
+        .pending()
+        .iter()
+        .filter(|v| is_list_changed(v) || stray.is_some_and(|u| is_updated(v, u)))
+        .collect();
+    assert!(unexpected.is_empty(), "unexpected {unexpected:?}");
+}
+
+/// A file added outside what the endpoint shows (in a folder that exists, and in a new folder)
+/// says nothing to its session; one added inside says `resources/list_changed`.
+fn hears_only_of_its_resources(mut s: Server, f: &Fixture) {
+    s.ok(
+        "resources/subscribe",
+        json!({"uri": f.uri("docs/public/a.md")}),
+    );
+    f.write("docs/secret/new.md", "outside\n");
+    f.write("docs/secret/deeper/x.md", "outside, in a new folder\n");
+    std::fs::remove_file(f.path("docs/secret/s.md")).expect("remove");
+    settled(&mut s, f, None);
+    f.write("docs/public/new.md", "inside\n");
+    s.wait_for(|v| v["method"] == "notifications/resources/list_changed");
+    let (resources, _) = list_all(&mut s, "resources/list", "resources");
+    assert!(
+        names(&resources, "uri").contains(&f.uri("docs/public/new.md")),
+        "{resources:?}"
+    );
+}
+
+#[test]
+fn a_group_session_hears_only_of_files_in_its_group() {
+    let f = notify_fixture();
+    hears_only_of_its_resources(group(&f, "pub"), &f);
+}
+
+#[test]
+fn the_default_endpoint_under_expose_hears_only_of_exposed_files() {
+    let f = notify_fixture();
+    f.manifest(&notify_manifest(
+        "\n[server]\nexpose = { exclude = [\"file://*/docs/secret/*\"] }\n",
+        "",
+    ));
+    hears_only_of_its_resources(f.serve().started(), &f);
+}
+
+/// A reload that adds a tool outside the group says nothing to the group's session; one that
+/// adds a tool inside says `tools/list_changed` (and nothing about resources or prompts).
+#[test]
+fn a_group_session_hears_only_of_tools_in_its_group() {
+    let f = notify_fixture();
+    let mut s = group(&f, "pub");
+    s.ok(
+        "resources/subscribe",
+        json!({"uri": f.uri("docs/public/a.md")}),
+    );
+    f.manifest(&notify_manifest(
+        "\n[tools.outside_two]\ncommand = [\"true\"]\n",
+        "",
+    ));
+    settled(&mut s, &f, None);
+    f.manifest(&notify_manifest(
+        "\n[tools.outside_two]\ncommand = [\"true\"]\n\n[tools.inside_two]\ncommand = [\"true\"]\n",
+        "",
+    ));
+    s.wait_for(|v| v["method"] == "notifications/tools/list_changed");
+    settled(&mut s, &f, None);
+    let (tools, _) = list_all(&mut s, "tools/list", "tools");
+    assert_eq!(names(&tools, "name"), ["inside_one", "inside_two"]);
+}
+
+/// A subscribed file of the group is reported when it changes; once a reload takes it out of
+/// the group, the session hears `resources/list_changed` (its group's patterns changed, not
+/// the files) and nothing more about that file.
+#[test]
+fn a_group_session_hears_of_subscribed_files_only_while_they_are_in_its_group() {
+    let f = notify_fixture();
+    let mut s = group(&f, "pub");
+    let b = f.uri("docs/public/b.md");
+    s.ok(
+        "resources/subscribe",
+        json!({"uri": f.uri("docs/public/a.md")}),
+    );
+    s.ok("resources/subscribe", json!({"uri": b}));
+    f.write("docs/public/b.md", "b, edited\n");
+    s.wait_for(|v| is_updated(v, &b));
+    f.manifest(&notify_manifest(
+        "",
+        "exclude = [\"file://*/docs/public/b.md\"]",
+    ));
+    s.wait_for(|v| v["method"] == "notifications/resources/list_changed");
+    f.write("docs/public/b.md", "b, edited again\n");
+    settled(&mut s, &f, Some(&b));
+}
+
+/// Over HTTP, `/mcp/NAME`: a handshake-era session's stream and a 2026-07-28 listen stream on
+/// the group's endpoint hear of a file or a tool only when the group shows it.
+#[test]
+fn a_group_endpoint_over_http_notifies_only_what_the_group_shows() {
+    use crate::http::{Legacy, Web, listen_at, next_notification};
+    use std::sync::mpsc::Receiver;
+
+    let f = notify_fixture();
+    let web = Web::start(&f, &[]);
+    let mut session = Legacy::start_at(&web, "/mcp/pub", &[]);
+    let stream = session.notifications();
+    let sentinel = f.uri("docs/public/a.md");
+    session.ok("resources/subscribe", json!({"uri": sentinel}));
+    let listening = listen_at(
+        &web,
+        "/mcp/pub",
+        json!({"resourceSubscriptions": [sentinel], "resourcesListChanged": true,
+               "toolsListChanged": true, "promptsListChanged": true}),
+    );
+    let streams: [&Receiver<Value>; 2] = [&stream, &listening];
+    // As `settled`, for both streams: any `*/list_changed` before the sentinel's updates fails.
+    let settled = || {
+        for round in 0..2 {
+            f.write("docs/public/a.md", format!("round {round}\n"));
+            for rx in streams {
+                let deadline = std::time::Instant::now() + crate::support::TIMEOUT;
+                loop {
+                    let left = deadline.saturating_duration_since(std::time::Instant::now());
+                    let v = rx.recv_timeout(left).expect("the sentinel's update");
+                    assert!(!is_list_changed(&v), "unexpected {v}");
+                    if is_updated(&v, &sentinel) {
+                        break;
+                    }
+                }
+            }
+        }
+    };
+
+    f.write("docs/secret/new.md", "outside\n");
+    settled();
+    f.write("docs/public/new.md", "inside\n");
+    for rx in streams {
+        next_notification(rx, "notifications/resources/list_changed");
+    }
+
+    f.manifest(&notify_manifest(
+        "\n[tools.outside_two]\ncommand = [\"true\"]\n",
+        "",
+    ));
+    settled();
+    f.manifest(&notify_manifest(
+        "\n[tools.outside_two]\ncommand = [\"true\"]\n\n[tools.inside_two]\ncommand = [\"true\"]\n",
+        "",
+    ));
+    for rx in streams {
+        next_notification(rx, "notifications/tools/list_changed");
+    }
+}

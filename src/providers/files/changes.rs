@@ -12,10 +12,14 @@ use crate::providers::visible::Frames;
 use crate::scopeguard;
 use crate::watch::{Change, ChangeKind};
 
+/// Files of a folder that came named one by one at most (beyond, a change there is said to
+/// every session: naming them would cost a walk as long as the folder).
+const NAMED_AT_MOST: usize = 1000;
+
 impl FilesSource {
     /// Whether a listed file lives at `path` (used to decide between updated and list_changed).
     pub(super) fn is_listed(&self, path: &Path) -> bool {
-        match path.strip_prefix(&self.root).ok().and_then(Path::to_str) {
+        match self.rel_of(path).as_deref() {
             Some("") => self.root_is_file,
             Some(rel) => {
                 !self.root_is_file
@@ -24,6 +28,14 @@ impl FilesSource {
             }
             None => false,
         }
+    }
+
+    /// `path` below the root as the source names it: `/`-separated on every platform (Windows
+    /// gives `\`), as listed, matched by the rules and turned into URIs. `None` outside the
+    /// root or not UTF-8.
+    fn rel_of(&self, path: &Path) -> Option<String> {
+        let rel = path.strip_prefix(&self.root).ok()?.to_str()?;
+        Some(rel.replace(std::path::MAIN_SEPARATOR, "/"))
     }
 
     /// The folders to watch for this source (blocking: walks the visible folders): the root's
@@ -112,8 +124,8 @@ impl FilesSource {
                 }
                 self.vis.forget_all();
                 effect.merge(ChangeEffect {
-                    list_changed: true,
                     rewatch: true,
+                    ..ChangeEffect::listed(None)
                 });
                 continue;
             }
@@ -121,17 +133,19 @@ impl FilesSource {
                 // An ignore file (or a repository's `info/exclude`) of this tree changed.
                 touched = true;
                 self.vis.forget(dir);
-                effect.list_changed = true;
-                effect.rewatch = true;
+                effect.merge(ChangeEffect {
+                    rewatch: true,
+                    ..ChangeEffect::listed(None)
+                });
                 continue;
             }
-            let Ok(rel) = c.path.strip_prefix(&self.root) else {
+            let Some(rel) = self.rel_of(&c.path) else {
                 continue;
             };
-            if self.root_is_file && !rel.as_os_str().is_empty() {
+            if self.root_is_file && !rel.is_empty() {
                 continue;
             }
-            let Some(rel) = rel.to_str() else { continue };
+            let rel = rel.as_str();
             if !self.root_is_file && !self.vis.visible(rel) && !self.vis.dir_visible(rel) {
                 // Hidden (a dot name, ignored, not included): nothing served came or went.
                 continue;
@@ -146,12 +160,36 @@ impl FilesSource {
             if is_dir || was_dir {
                 // A folder came or went: its files did too.
                 effect.rewatch = true;
-                effect.list_changed |= c.kind != ChangeKind::Modified
-                    && old.as_ref().is_none_or(|o| {
-                        // Gone: listed files went with it (an empty one changes nothing).
-                        let prefix = format!("{rel}/");
-                        is_dir || o.iter().any(|e| e.rel.starts_with(&prefix))
-                    });
+                if c.kind == ChangeKind::Modified {
+                    continue;
+                }
+                let prefix = format!("{rel}/");
+                // Gone: listed files went with it (an empty one changes nothing); come: its
+                // files did, if it holds few enough to name them.
+                let gone = match &old {
+                    Some(o) => Some(
+                        o.iter()
+                            .filter(|e| e.rel.starts_with(&prefix))
+                            .map(|e| self.uri_of(&e.rel))
+                            .collect::<Vec<_>>(),
+                    ),
+                    None if c.kind == ChangeKind::Created => Some(Vec::new()),
+                    None => None,
+                };
+                let come = match is_dir {
+                    true => self.files_below(&c.path, rel, NAMED_AT_MOST),
+                    false => Some(Vec::new()),
+                };
+                let uris = gone.zip(come).map(|(mut gone, come)| {
+                    gone.extend(come);
+                    gone
+                });
+                // A folder that came is said even empty (as before groups): a file made in it
+                // before its watch is in place is seen by a client listing after
+                // `list_changed`, which comes once it is.
+                if is_dir || uris.as_ref().is_none_or(|u| !u.is_empty()) {
+                    effect.merge(ChangeEffect::listed(uris));
+                }
                 continue;
             }
             let now = self.is_listed(&c.path);
@@ -168,12 +206,41 @@ impl FilesSource {
                 None => c.kind != ChangeKind::Created && now,
             };
             if before != now {
-                effect.list_changed = true;
+                effect.merge(ChangeEffect::listed(Some(vec![self.uri_of(rel)])));
             }
         }
         if touched {
             self.drop_listing();
         }
         effect
+    }
+
+    /// The URIs of the listed files below `dir` (`rel` below the root), or `None` when more
+    /// than `limit` entries were looked at (or `dir` cannot be read).
+    fn files_below(&self, dir: &Path, rel: &str, limit: usize) -> Option<Vec<String>> {
+        let mut uris = Vec::new();
+        let mut looked = 0;
+        let mut todo = vec![(dir.to_path_buf(), rel.to_owned())];
+        while let Some((dir, rel)) = todo.pop() {
+            for item in fs::read_dir(&dir).ok()? {
+                looked += 1;
+                if looked > limit {
+                    return None;
+                }
+                let item = item.ok()?;
+                let Ok(name) = item.file_name().into_string() else {
+                    continue;
+                };
+                let (path, rel) = (item.path(), format!("{rel}/{name}"));
+                if item.file_type().ok()?.is_dir() {
+                    if self.vis.dir_visible(&rel) {
+                        todo.push((path, rel));
+                    }
+                } else if self.is_listed(&path) {
+                    uris.push(self.uri_of(&rel));
+                }
+            }
+        }
+        Some(uris)
     }
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use super::FilesSource;
 #[cfg(unix)] // (the kept reads' tests)
 use super::read::InPlace;
-use crate::providers::{Body, PageOf, ResourceInfo};
+use crate::providers::{Body, ChangeEffect, PageOf, ResourceInfo};
 
 fn names(page: &PageOf<ResourceInfo>) -> Vec<&str> {
     page.items.iter().map(|r| r.name.as_str()).collect()
@@ -455,6 +455,17 @@ fn the_listing_is_kept_only_once_the_watches_are_in_place() {
     assert!(src.cached().is_none());
 }
 
+/// A watched source of `root` (gitignore on) whose watches are in place, its listing kept.
+fn watched(root: &std::path::Path) -> Arc<FilesSource> {
+    let mut src = FilesSource::of_folder(root, false, true);
+    src.watch = true;
+    let src = Arc::new(src);
+    src.watch_dirs_blocking();
+    crate::providers::Source::watch_ready(&*src);
+    src.entries();
+    src
+}
+
 /// Changes to hidden paths change nothing served: no `list_changed`, no rewatch, the listing
 /// kept. A removed folder the watcher knew is a folder; a removed file is a file.
 #[test]
@@ -465,13 +476,7 @@ fn changes_to_hidden_paths_change_nothing() {
     std::fs::write(root.join(".gitignore"), "*.log\n").unwrap();
     std::fs::create_dir(root.join("sub")).unwrap();
     std::fs::write(root.join("sub/a.md"), "a").unwrap();
-    let mut src = FilesSource::of_folder(&root, false, true);
-    src.watch = true;
-    *src.armed.get_mut() = true;
-    let src = Arc::new(src);
-    src.watch_dirs_blocking();
-    crate::providers::Source::watch_ready(&*src);
-    src.entries();
+    let src = watched(&root);
     let change = |rel: &str, kind| Change {
         path: root.join(rel),
         kind,
@@ -495,6 +500,51 @@ fn changes_to_hidden_paths_change_nothing() {
     std::fs::remove_file(root.join("b.md")).unwrap();
     let effect = src.apply_changes_blocking(&[change("b.md", ChangeKind::Removed)]);
     assert!(effect.list_changed && !effect.rewatch);
+}
+
+/// A change names the URIs that came or went (what a group's session is tested against): a
+/// file, the listed files of a removed folder, the visible files of a new one; events lost
+/// name none (every session hears of them).
+#[test]
+fn changes_name_the_uris_that_came_or_went() {
+    use crate::watch::{Change, ChangeKind};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::create_dir(root.join("sub")).unwrap();
+    std::fs::write(root.join("sub/a.md"), "a").unwrap();
+    std::fs::write(root.join("sub/b.md"), "b").unwrap();
+    let src = watched(&root);
+    let change = |rel: &str, kind| Change {
+        path: root.join(rel),
+        kind,
+    };
+    let sorted = |e: ChangeEffect| {
+        assert!(e.list_changed);
+        let mut uris = e.came_or_went.expect("named");
+        uris.sort();
+        uris
+    };
+
+    std::fs::write(root.join("c.md"), "c").unwrap();
+    let effect = src.apply_changes_blocking(&[change("c.md", ChangeKind::Created)]);
+    assert_eq!(sorted(effect), [src.uri_of("c.md")]);
+
+    src.entries();
+    std::fs::remove_dir_all(root.join("sub")).unwrap();
+    let effect = src.apply_changes_blocking(&[change("sub", ChangeKind::Removed)]);
+    assert_eq!(
+        sorted(effect),
+        [src.uri_of("sub/a.md"), src.uri_of("sub/b.md")]
+    );
+
+    std::fs::create_dir_all(root.join("new/deeper")).unwrap();
+    std::fs::write(root.join("new/deeper/x.md"), "x").unwrap();
+    std::fs::write(root.join("new/.hidden"), "h").unwrap();
+    let effect = src.apply_changes_blocking(&[change("new", ChangeKind::Created)]);
+    assert_eq!(sorted(effect), [src.uri_of("new/deeper/x.md")]);
+
+    let effect = src.apply_changes_blocking(&[change("", ChangeKind::Rescan)]);
+    assert!(effect.list_changed && effect.came_or_went.is_none());
 }
 
 /// A read larger than `INLINE_READ` asks the request's admitter for room (`admit::expect`,

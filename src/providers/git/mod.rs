@@ -921,6 +921,7 @@ impl Source for GitSource {
         }
         on_blocking_or(ChangeEffect::default(), move || ChangeEffect {
             list_changed: false,
+            came_or_went: None,
             rewatch: changes.iter().any(|c| {
                 c.is_rescan()
                     || c.kind == ChangeKind::Created

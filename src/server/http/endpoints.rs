@@ -91,7 +91,7 @@ impl Groups {
             StreamableHttpService::new(
                 move || {
                     Ok(Handler {
-                        session: shared.open_session(CancellationToken::new()),
+                        session: shared.open_session(CancellationToken::new(), Some(group.clone())),
                         shared: shared.clone(),
                         group: Some(group.clone()),
                     })

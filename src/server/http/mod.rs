@@ -131,7 +131,7 @@ pub(crate) async fn serve(
     let service = StreamableHttpService::new(
         move || {
             Ok(Handler {
-                session: factory_shared.open_session(CancellationToken::new()),
+                session: factory_shared.open_session(CancellationToken::new(), None),
                 shared: factory_shared.clone(),
                 group: None,
             })

@@ -56,14 +56,14 @@ fn fixture(extra: &str) -> Fixture {
 }
 
 /// The binary serving over HTTP; stdin is /dev/null (it must not matter).
-struct Web {
+pub(crate) struct Web {
     child: Child,
     addr: String,
     log: Arc<Mutex<Vec<String>>>,
 }
 
 impl Web {
-    fn start(f: &Fixture, env: &[(&str, &str)]) -> Web {
+    pub(crate) fn start(f: &Fixture, env: &[(&str, &str)]) -> Web {
         Web::start_args(
             f,
             &["serve", "--http", "127.0.0.1:0", "mcp-server.toml"],
@@ -338,7 +338,7 @@ fn read_stream(r: ureq::http::Response<ureq::Body>) -> Receiver<Value> {
 }
 
 /// The next message of `rx` whose method is `method`.
-fn next_notification(rx: &Receiver<Value>, method: &str) -> Value {
+pub(crate) fn next_notification(rx: &Receiver<Value>, method: &str) -> Value {
     let deadline = Instant::now() + TIMEOUT;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -351,8 +351,10 @@ fn next_notification(rx: &Receiver<Value>, method: &str) -> Value {
 }
 
 /// A handshake-era session.
-struct Legacy<'a> {
+pub(crate) struct Legacy<'a> {
     web: &'a Web,
+    /// The endpoint: `/mcp`, or a group's `/mcp/NAME`.
+    path: String,
     id: String,
     next: i64,
 }
@@ -363,8 +365,13 @@ impl<'a> Legacy<'a> {
     }
 
     fn start_with(web: &'a Web, headers: &[(&str, &str)]) -> Legacy<'a> {
+        Legacy::start_at(web, "/mcp", headers)
+    }
+
+    /// A session on the endpoint at `path`.
+    pub(crate) fn start_at(web: &'a Web, path: &str, headers: &[(&str, &str)]) -> Legacy<'a> {
         let r = post(
-            &web.url("/mcp"),
+            &web.url(path),
             &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
                 "protocolVersion": "2025-11-25", "capabilities": {},
                 "clientInfo": {"name": "it", "version": "1"}}}),
@@ -377,7 +384,12 @@ impl<'a> Legacy<'a> {
             "{r:?}"
         );
         let id = r.header("mcp-session-id").expect("a session id").to_owned();
-        let s = Legacy { web, id, next: 1 };
+        let s = Legacy {
+            web,
+            path: path.to_owned(),
+            id,
+            next: 1,
+        };
         let r = s.post(
             &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
             headers,
@@ -392,7 +404,7 @@ impl<'a> Legacy<'a> {
             ("mcp-protocol-version", "2025-11-25"),
         ];
         h.extend_from_slice(extra);
-        post(&self.web.url("/mcp"), body, &h)
+        post(&self.web.url(&self.path), body, &h)
     }
 
     fn call(&mut self, method: &str, params: Value) -> Value {
@@ -406,7 +418,7 @@ impl<'a> Legacy<'a> {
         r.message(id)
     }
 
-    fn ok(&mut self, method: &str, params: Value) -> Value {
+    pub(crate) fn ok(&mut self, method: &str, params: Value) -> Value {
         let r = self.call(method, params);
         r.get("result")
             .cloned()
@@ -414,9 +426,9 @@ impl<'a> Legacy<'a> {
     }
 
     /// The session's GET stream (server notifications).
-    fn notifications(&self) -> Receiver<Value> {
+    pub(crate) fn notifications(&self) -> Receiver<Value> {
         let r = agent()
-            .get(&self.web.url("/mcp"))
+            .get(&self.web.url(&self.path))
             .header("accept", "text/event-stream")
             .header("mcp-session-id", &self.id)
             .header("mcp-protocol-version", "2025-11-25")
@@ -427,7 +439,7 @@ impl<'a> Legacy<'a> {
 
     fn delete(&self) -> u16 {
         let r = agent()
-            .delete(&self.web.url("/mcp"))
+            .delete(&self.web.url(&self.path))
             .header("mcp-session-id", &self.id)
             .header("mcp-protocol-version", "2025-11-25")
             .call()
@@ -438,13 +450,18 @@ impl<'a> Legacy<'a> {
 
 /// A `subscriptions/listen` stream (2026-07-28).
 fn listen(web: &Web, notifications: Value) -> Receiver<Value> {
+    listen_at(web, "/mcp", notifications)
+}
+
+/// A `subscriptions/listen` stream on the endpoint at `path`.
+pub(crate) fn listen_at(web: &Web, path: &str, notifications: Value) -> Receiver<Value> {
     let meta = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {}
     });
     let rx = stream(
         agent()
-            .post(&web.url("/mcp"))
+            .post(&web.url(path))
             .header("mcp-protocol-version", "2026-07-28")
             .header("mcp-method", "subscriptions/listen"),
         &json!({"jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen",
@@ -1458,6 +1475,7 @@ fn a_client_that_never_ends_its_sessions_does_not_grow_the_server() {
     let answers = |id: &str| {
         let s = Legacy {
             web: &web,
+            path: "/mcp".to_owned(),
             id: id.to_owned(),
             next: 1,
         };
