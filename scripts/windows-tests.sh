@@ -48,15 +48,14 @@ root=$(pwd)
 
 # The count of passing tests under Wine must not fall below these (the whole suite; CI's part).
 # Raise them in the commit that makes more pass (each run prints its count).
-FLOOR_PASSED=501
-FLOOR_PASSED_CI=399
+FLOOR_PASSED=502
+FLOOR_PASSED_CI=420
 
 # Tests of tests/it that Wine cannot run, each with why (libtest `--skip` filters, matched
 # against the test names of tests/it only).
 WINE_SKIPS=(
   "git::|compares with the git CLI and builds its repositories with it: no git under Wine (the release's Windows runner has it)"
   "hygiene::nothing_generated_is_tracked|asks git ls-files: no git under Wine"
-  "setup::init_on_a_git_repository_with_docs_and_sources|its 'Next:' hint shows the manifest's path through setup::init::shown and setup::clients::shell_word, which double each backslash and quote with '...' (sh) on Windows: the hint a Windows user pastes is not the path (to fix in src/setup)"
   "watch::a_change_right_after_start_up_is_never_lost|Wine's ReadDirectoryChangesW adds a tree's watches folder by folder after it returns (inotify), so a change right then is missed; Windows watches the tree at once"
   "watch::a_file_created_after_listing_a_big_tree_is_announced|the same with 10 000 folders (Wine's recursive watch is an inotify watch per folder)"
   "tools::powershell_scripts_print_values_from_the_environment_literally_and_run_none|Wine's powershell.exe is a stub that runs nothing (the release's Windows runner runs it)"
@@ -68,7 +67,7 @@ WINE_SKIPS=(
 # files, watching, stdio) and the MCP surface a Windows client sees. Filters match by substring
 # (`tools::` also runs template_tools::, 10 tests in 4 s under Wine; named for the reader).
 CI_MODULES=(check:: cli:: files:: procs:: prompts:: protocol:: safety:: setup:: sqlite::
-  templates:: template_tools:: tools:: visibility:: watch:: engines::sqlite::)
+  templates:: template_tools:: tools:: visibility:: watch:: engines::sqlite:: groups::)
 MCP_PY_VERSION=2.3.0   # mcp (PyPI), the official Python SDK, as scripts/http-interop.sh
 
 target=x86_64-pc-windows-gnu

@@ -135,7 +135,9 @@ pub async fn init(dir: Option<PathBuf>, force: bool) -> i32 {
         "Wrote {}{schema_note}.",
         starter::shown(&manifest.display().to_string())
     );
-    let shown = starter::shown(&clients::shell_word(&manifest.display().to_string()));
+    let shown = starter::shown(&crate::manifest::shell_word(
+        &manifest.display().to_string(),
+    ));
     let _ = writeln!(out, "Next:  mcp-manifest check {shown}");
     let _ = writeln!(
         out,

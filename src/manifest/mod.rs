@@ -461,13 +461,15 @@ pub fn type_phrase(ty: ParamType) -> &'static str {
 }
 
 /// `word` as one word of a command a user pastes into a shell: as it is when it holds only
-/// characters no shell treats specially, else quoted (single quotes on Unix, double on Windows,
-/// where a path cannot hold `"`).
+/// characters no shell treats specially, else quoted (single quotes for a POSIX shell on Unix,
+/// double quotes for cmd and PowerShell on Windows, where a path cannot hold `"`).
 pub(crate) fn shell_word(word: &str) -> String {
     let plain = !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_alphanumeric() || "/._-:+,@".contains(c) || (cfg!(windows) && c == '\\'));
+        && word.chars().all(|c| {
+            c.is_ascii_alphanumeric()
+                || "/._-+=:,@".contains(c)
+                || if cfg!(windows) { c == '\\' } else { c == '%' }
+        });
     if plain {
         word.to_owned()
     } else if cfg!(windows) {

@@ -360,7 +360,7 @@ pub(crate) fn gate(client: Client, target: &Target, name: &str, project: &Path) 
             format!(
                 "approve the server: start `claude` in {folder} and accept `{name}` when it asks about servers from .mcp.json (or list \"{name}\" in enabledMcpjsonServers of ~/.claude/settings.json); until then `claude mcp list` shows it as pending approval"
             ),
-            Some(format!("cd {} && claude", shell_word(&folder.to_string()))),
+            Some(format!("cd {} && claude", crate::manifest::shell_word(&folder.to_string()))),
             Some("claude mcp list"),
         ),
         Client::ClaudeCode => g(
@@ -415,7 +415,7 @@ pub(crate) fn gate(client: Client, target: &Target, name: &str, project: &Path) 
             format!(
                 "Copilot CLI reads .mcp.json only in a trusted folder: start `copilot` in {folder} and choose \"Yes, and remember this folder for future sessions\" (kept in trusted_folders of ~/.copilot/config.json)"
             ),
-            Some(format!("cd {} && copilot", shell_word(&folder.to_string()))),
+            Some(format!("cd {} && copilot", crate::manifest::shell_word(&folder.to_string()))),
             Some("copilot mcp list"),
         ),
         Client::Copilot => g(
@@ -431,7 +431,7 @@ pub(crate) fn gate(client: Client, target: &Target, name: &str, project: &Path) 
             ),
             Some(format!(
                 "cd {} && qwen mcp approve {name}",
-                shell_word(&folder.to_string())
+                crate::manifest::shell_word(&folder.to_string())
             )),
             Some("qwen mcp list"),
         ),
@@ -447,19 +447,6 @@ pub(crate) fn gate(client: Client, target: &Target, name: &str, project: &Path) 
             None,
             Some("opencode mcp list"),
         ),
-    }
-}
-
-/// `text` as one POSIX shell word (quoted when it holds anything but plain path characters).
-pub(crate) fn shell_word(text: &str) -> String {
-    let plain = !text.is_empty()
-        && text
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@%".contains(c));
-    if plain {
-        text.to_owned()
-    } else {
-        format!("'{}'", text.replace('\'', "'\\''"))
     }
 }
 
@@ -710,9 +697,15 @@ mod tests {
         };
         let g = gate_of(Client::Qwen, false);
         assert_eq!(g.kind, "approve");
+        // Quoted for the platform's shell: '/my proj' (POSIX), "/my proj" (cmd, PowerShell).
+        let quoted = if cfg!(windows) {
+            "\"/my proj\""
+        } else {
+            "'/my proj'"
+        };
         assert_eq!(
             g.command.as_deref(),
-            Some("cd '/my proj' && qwen mcp approve demo")
+            Some(format!("cd {quoted} && qwen mcp approve demo").as_str())
         );
         let g = gate_of(Client::ClaudeCode, false);
         assert_eq!(g.kind, "approve");

@@ -557,16 +557,23 @@ fn unique(name: String, taken: &[String]) -> String {
 
 /// `name` safe to write in a comment or print: control characters (newline, CR, tab, DEL, C1),
 /// line and paragraph separators, bidirectional overrides and other invisible format
-/// characters become `\u{…}` escapes (and a backslash `\\`), so a hostile file name can never end
-/// a comment and add live TOML, nor move a terminal's cursor.
+/// characters become `\u{…}` escapes, so a hostile file name can never end a comment and add
+/// live TOML, nor move a terminal's cursor. A name with none is shown as it is (a Windows
+/// path keeps its single backslashes, so a printed command can be pasted); one with some also
+/// gets its backslashes doubled, so an escape cannot be confused with the name's own text.
 pub(crate) fn shown(name: &str) -> String {
+    fn invisible(c: char) -> bool {
+        c.is_control()
+            || matches!(c as u32, 0x2028 | 0x2029 | 0x200B..=0x200F | 0x202A..=0x202E | 0x2060..=0x2069 | 0xFEFF | 0xFFF9..=0xFFFB | 0x061C | 0x180E)
+    }
+    if !name.chars().any(invisible) {
+        return name.to_owned();
+    }
     let mut out = String::with_capacity(name.len());
     for c in name.chars() {
-        let invisible = c.is_control()
-            || matches!(c as u32, 0x2028 | 0x2029 | 0x200B..=0x200F | 0x202A..=0x202E | 0x2060..=0x2069 | 0xFEFF | 0xFFF9..=0xFFFB | 0x061C | 0x180E);
         if c == '\\' {
             out.push_str("\\\\");
-        } else if invisible {
+        } else if invisible(c) {
             let _ = write!(out, "\\u{{{:x}}}", c as u32);
         } else {
             out.push(c);
@@ -811,6 +818,15 @@ mod tests {
         let parsed: toml::Table =
             toml::from_str(&format!("k = {}", toml_str("é\"\\\u{7f}"))).unwrap();
         assert_eq!(parsed["k"].as_str(), Some("é\"\\\u{7f}"));
+    }
+
+    #[test]
+    fn names_without_invisible_characters_are_shown_as_they_are() {
+        assert_eq!(
+            shown(r"C:\Users\me\proj\mcp-server.toml"),
+            r"C:\Users\me\proj\mcp-server.toml"
+        );
+        assert_eq!(shown("a\\b\n"), "a\\\\b\\u{a}");
     }
 
     #[test]
