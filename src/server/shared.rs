@@ -619,9 +619,13 @@ impl Shared {
                 continue;
             }
             let snap = self.snapshot();
+            let seen: Vec<_> = sessions
+                .iter()
+                .map(|s| snap.seen(s.group.as_deref()))
+                .collect();
             for uri in registry.poll(&subscribed).await {
-                for s in &sessions {
-                    if super::sees_resource(&snap.seen(s.group.as_deref()), &uri) {
+                for (s, seen) in sessions.iter().zip(&seen) {
+                    if super::sees_resource(seen, &uri) {
                         s.resource_updated(&uri).await;
                     }
                 }

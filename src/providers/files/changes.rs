@@ -231,12 +231,14 @@ impl FilesSource {
                 let Ok(name) = item.file_name().into_string() else {
                     continue;
                 };
-                let (path, rel) = (item.path(), format!("{rel}/{name}"));
-                if item.file_type().ok()?.is_dir() {
+                let rel = format!("{rel}/{name}");
+                // The entry's own type (a link is neither): what `is_listed` would stat again.
+                let kind = item.file_type().ok()?;
+                if kind.is_dir() {
                     if self.vis.dir_visible(&rel) {
-                        todo.push((path, rel));
+                        todo.push((item.path(), rel));
                     }
-                } else if self.is_listed(&path) {
+                } else if kind.is_file() && self.visible(&rel) {
                     uris.push(self.uri_of(&rel));
                 }
             }
