@@ -6,11 +6,8 @@
 #                                             Wine but the tests Wine cannot run (WINE_SKIPS
 #                                             below, each with its reason); prints the count
 #                                             run/passed and fails on any failure or when fewer
-#                                             pass than the floor below
-#   scripts/windows-tests.sh ci               what CI runs (.ci/run, the pack block): the
-#                                             library's tests and the modules of tests/it in
-#                                             CI_MODULES (the platform-sensitive ones), with
-#                                             their own floor; about half the time of the whole
+#                                             pass than the floor below. What CI runs (.ci/run,
+#                                             the pack block): 3–4 min on 2 cores
 #   scripts/windows-tests.sh test ARGS...     `cargo test --target x86_64-pc-windows-gnu ARGS`
 #                                             under Wine, for one module while porting:
 #       scripts/windows-tests.sh test --test it -- files::
@@ -46,10 +43,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
-# The count of passing tests under Wine must not fall below these (the whole suite; CI's part).
-# Raise them in the commit that makes more pass (each run prints its count).
-FLOOR_PASSED=502
-FLOOR_PASSED_CI=420
+# The count of passing tests under Wine must not fall below this (the whole suite). Raise it in
+# the commit that makes more pass (each run prints its count).
+FLOOR_PASSED=527
 
 # Tests of tests/it that Wine cannot run, each with why (libtest `--skip` filters, matched
 # against the test names of tests/it only).
@@ -62,12 +58,6 @@ WINE_SKIPS=(
   "http::each_session_has_at_most_256_requests_in_flight|starts 256 tool processes at once, which Wine's process start (through wineserver) makes slower than the test's deadlines"
 )
 
-# The modules of tests/it CI runs under Wine (the whole suite takes about twice as long): what
-# differs on Windows (processes and Job Objects, paths and URIs, file opens, setup's config
-# files, watching, stdio) and the MCP surface a Windows client sees. Filters match by substring
-# (`tools::` also runs template_tools::, 10 tests in 4 s under Wine; named for the reader).
-CI_MODULES=(check:: cli:: files:: procs:: prompts:: protocol:: safety:: setup:: sqlite::
-  templates:: template_tools:: tools:: visibility:: watch:: engines::sqlite:: groups::)
 MCP_PY_VERSION=2.3.0   # mcp (PyPI), the official Python SDK, as scripts/http-interop.sh
 
 target=x86_64-pc-windows-gnu
@@ -200,10 +190,9 @@ print_skips() {
 }
 
 # Builds the test binaries (timed apart from running them), runs the library's tests, then
-# tests/it with FILTERS (all when none) but WINE_SKIPS, and checks the count against FLOOR.
+# tests/it but WINE_SKIPS, and checks the count against FLOOR.
 suite() {
   local floor=$1
-  shift
   local start=$SECONDS status=0
   echo "== building the tests for $target"
   run_tests --no-run --tests || { echo "windows-tests: FAILED: the build" >&2; exit 1; }
@@ -212,7 +201,7 @@ suite() {
   APPEND=1 run_tests --no-fail-fast --lib || status=$?
   local skips=()
   mapfile -t skips < <(skip_args)
-  APPEND=1 run_tests --no-fail-fast --test it -- "$@" "${skips[@]}" || status=$?
+  APPEND=1 run_tests --no-fail-fast --test it -- "${skips[@]}" || status=$?
   read -r passed failed ignored < <(count)
   print_skips
   echo "windows-tests: $((passed + failed)) tests run under Wine: $passed passed, $failed failed, $ignored ignored (floor: $floor passed; run in $((SECONDS - ran)) s)"
@@ -232,10 +221,6 @@ case "$mode" in
   all)
     setup
     suite "$FLOOR_PASSED"
-    ;;
-  ci)
-    setup
-    suite "$FLOOR_PASSED_CI" "${CI_MODULES[@]}"
     ;;
   setup)
     setup
