@@ -482,6 +482,17 @@ impl Registry {
         Ok((out, None))
     }
 
+    /// What stays the same exactly while every page of `list_resources_page` does: the
+    /// largest `Source::listing_stamp` of the sources (each new stamp is larger than all
+    /// before); `None` when a source cannot say.
+    pub fn listing_stamp(&self) -> Option<u64> {
+        let mut largest = None;
+        for s in &self.sources {
+            largest = largest.max(Some(s.listing_stamp()?));
+        }
+        largest
+    }
+
     /// `items` of source `index` without those an earlier source lists too (overlapping roots:
     /// a URI is listed once, by the first source). Only sources that list what they serve are
     /// asked (not templates), and only for URIs they own, so sources that do not overlap cost a

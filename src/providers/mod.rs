@@ -6,6 +6,7 @@
 //! and its manifest section; nothing else in the crate names a kind.
 
 pub(crate) mod admit;
+pub(crate) mod arrival;
 pub(crate) mod files;
 pub(crate) mod git;
 pub(crate) mod paths;
@@ -26,6 +27,13 @@ use std::time::SystemTime;
 
 use crate::quote::{Quote, quote};
 use crate::watch::Change;
+
+/// A new [`Source::listing_stamp`]: larger than every one given before, so the largest stamp
+/// of a registry's sources changes whenever one of them does.
+pub(crate) fn next_listing_stamp() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
 
 /// A boxed future, so `Source` can be used as a trait object.
 pub(crate) type BoxFut<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -110,6 +118,14 @@ pub(crate) trait Source: Send + Sync + std::fmt::Debug + 'static {
     /// is seen. What a source cached before may miss a change made while the watches were set
     /// up (a files source keeps its listing only once this is said).
     fn watch_ready(&self) {}
+
+    /// A number that stays the same exactly while what `list_page` gives stays the same (for
+    /// every `after` and `limit`), drawn from [`next_listing_stamp`] each time that changes;
+    /// `None` (the default) when the source cannot say (it lists nothing kept). Lets the server
+    /// keep a listing's answer as written (`server::shared::Snapshot::resource_page`).
+    fn listing_stamp(&self) -> Option<u64> {
+        None
+    }
 
     /// Applies a batch of changes: drops stale caches and says what changed.
     fn apply_changes(self: Arc<Self>, changes: Arc<[Change]>) -> BoxFut<ChangeEffect>;

@@ -46,6 +46,10 @@ pub(super) struct Snapshot {
     /// `tools/list` results as the transport's reader answers them (`tool_page`): each page's
     /// cursor (none for the first) and its JSON, serialized on the first such list.
     tool_pages: OnceLock<Vec<(Option<String>, Arc<str>)>>,
+    /// `resources/list` results as the transport's reader answers them (`resource_page`):
+    /// each page's cursor, the `Registry::listing_stamp` it was made at, and its JSON; at
+    /// most [`RESOURCE_PAGES_KEPT`], the oldest dropped first.
+    resource_pages: Mutex<std::collections::VecDeque<KeptPage>>,
     /// What each endpoint shows: the default one (`[server] expose`; `None` when it shows
     /// everything) and each `[groups.NAME]`.
     seen: HashMap<Option<String>, Option<Arc<Filter>>>,
@@ -127,6 +131,7 @@ impl Snapshot {
             server_meta,
             tools: OnceLock::new(),
             tool_pages: OnceLock::new(),
+            resource_pages: Mutex::default(),
             seen,
         }
     }
@@ -164,7 +169,39 @@ impl Snapshot {
             .find(|(at, _)| at.as_deref() == cursor)
             .map(|(_, json)| json.clone())
     }
+
+    /// The `resources/list` result after `cursor` as kept at `stamp` (`Registry::listing_stamp`,
+    /// now), if one was (`keep_resource_page`): a watched folder's listing answered as written
+    /// while it stands, not converted and serialized again for each request. Buys pipelined
+    /// `list/1` ~1.3× (BENCHMARKS.md, "Issue 30, the kept read's check"), a figure issue 30
+    /// bounds.
+    pub fn resource_page(&self, cursor: Option<&str>, stamp: u64) -> Option<Arc<str>> {
+        let pages = self.resource_pages.lock().ok()?;
+        pages
+            .iter()
+            .find(|(at, kept, _)| *kept == stamp && at.as_deref() == cursor)
+            .map(|(_, _, json)| json.clone())
+    }
+
+    /// Keeps `json`, the `resources/list` result after `cursor` made from the listings of
+    /// `stamp` (read before they were listed).
+    pub fn keep_resource_page(&self, cursor: Option<String>, stamp: u64, json: Arc<str>) {
+        let Ok(mut pages) = self.resource_pages.lock() else {
+            return;
+        };
+        pages.retain(|(at, kept, _)| *kept == stamp && *at != cursor);
+        if pages.len() == RESOURCE_PAGES_KEPT {
+            pages.pop_front();
+        }
+        pages.push_back((cursor, stamp, json));
+    }
 }
+
+/// A `resources/list` result kept: its cursor, its `Registry::listing_stamp`, its JSON.
+type KeptPage = (Option<String>, u64, Arc<str>);
+
+/// `resources/list` pages kept per snapshot (`Snapshot::resource_page`).
+const RESOURCE_PAGES_KEPT: usize = 16;
 
 /// The pages `tools/list` answers for `all` (each with the cursor that asks for it), serialized
 /// as rmcp serializes them for a session before 2026-07-28.

@@ -507,3 +507,48 @@ fn unlisted_unix_entries(f: &Fixture) {
 
 #[cfg(not(unix))]
 fn unlisted_unix_entries(_: &Fixture) {}
+
+/// A read sent once the previous answer came sees a change made in between, though the reader
+/// answered that file from what it kept: each read of the input is checked again
+/// (`providers::arrival`); two reads sent in one write share one check.
+#[test]
+fn a_read_sent_after_a_change_sees_it_though_the_file_was_kept() {
+    let f = Fixture::new();
+    f.manifest("[files.d]\nroot = \"d\"\n");
+    f.write("d/a.txt", "v0");
+    // A file is kept once it has stood unchanged for a second (`files::SETTLED`): the clock's
+    // wait, no event to wait for.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let mut s = f.serve().started();
+    let uri = f.uri("d/a.txt");
+    let text = |r: &Value| {
+        r["contents"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    for _ in 0..2 {
+        assert_eq!(text(&s.ok("resources/read", json!({"uri": uri}))), "v0");
+    }
+    // Two in one write: both answered, from what was kept.
+    let ids = [s.fresh_id(), s.fresh_id()];
+    let both = ids
+        .iter()
+        .map(|id| {
+            json!({"jsonrpc": "2.0", "id": id, "method": "resources/read", "params": {"uri": uri}})
+                .to_string()
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    s.send_raw(&both);
+    for id in ids {
+        assert_eq!(text(&s.response(&json!(id))["result"]), "v0");
+    }
+    for i in 1..=3 {
+        f.write("d/a.txt", format!("v{i}"));
+        assert_eq!(
+            text(&s.ok("resources/read", json!({"uri": uri}))),
+            format!("v{i}")
+        );
+    }
+}

@@ -545,3 +545,42 @@ fn a_valid_reload_logs_what_changed_at_the_default_level() {
     );
     assert!(reloads[0].contains("INFO"), "{text}");
 }
+
+/// A listing the reader answers as it kept it (`Snapshot::resource_page`) gives way to the
+/// change once the watcher has seen it: a file added, a file's size changed.
+#[test]
+fn a_kept_listing_shows_each_change_once_it_is_seen() {
+    let f = fixture();
+    let mut s = f.serve().started();
+    watching(&mut s, &f);
+    let sizes = |s: &mut Server| {
+        let (all, _) = list_all(s, "resources/list", "resources");
+        all.iter()
+            .map(|r| {
+                (
+                    r["name"].as_str().unwrap_or_default().to_owned(),
+                    r["size"].clone(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let first = sizes(&mut s);
+    assert_eq!(
+        first,
+        [("a.md".to_owned(), json!(3)), ("s.md".to_owned(), json!(1))]
+    );
+    // Listed again and again: the same answer, the kept one from the third on.
+    for _ in 0..3 {
+        assert_eq!(sizes(&mut s), first);
+    }
+    f.write("docs/b.md", "new");
+    s.wait_for(|v| is_method(v, "notifications/resources/list_changed"));
+    let names: Vec<String> = sizes(&mut s).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["a.md", "b.md", "s.md"]);
+    assert_eq!(sizes(&mut s).len(), 3);
+    let uri = f.uri("docs/a.md");
+    s.ok("resources/subscribe", json!({"uri": uri}));
+    f.write("docs/a.md", "three");
+    s.wait_for(updated_for(uri));
+    assert_eq!(sizes(&mut s)[0], ("a.md".to_owned(), json!(5)));
+}

@@ -77,6 +77,7 @@ impl FilesSource {
     pub(super) fn drop_listing(&self) {
         let mut l = self.listing.lock().unwrap_or_else(|e| e.into_inner());
         *l = None;
+        self.listing_stamp.store(0, Ordering::Release);
         self.listing_epoch.fetch_add(1, Ordering::AcqRel);
     }
 

@@ -277,6 +277,8 @@ impl FilesSource {
             && self.listing_epoch.load(Ordering::Acquire) == epoch
         {
             *l = Some(out.clone());
+            self.listing_stamp
+                .store(crate::providers::next_listing_stamp(), Ordering::Release);
         }
         out
     }

@@ -26,7 +26,7 @@ mod walk;
 use std::borrow::Cow;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -67,6 +67,9 @@ pub(crate) struct FilesSource {
     /// Moves whenever `listing` is dropped: a walk begun before keeps nothing (it may have
     /// missed the change that dropped it).
     listing_epoch: AtomicU64,
+    /// `Source::listing_stamp` of the kept `listing` (set after it, under its lock); 0 when
+    /// none is kept.
+    listing_stamp: AtomicU64,
     /// The watches `watch_dirs` asked for are in place (`Source::watch_ready`): only then can
     /// a kept listing or kept read count on the watcher to say when it goes stale.
     armed: AtomicBool,
@@ -151,6 +154,7 @@ impl FilesSource {
             description: def.description.clone(),
             search: def.search,
             listing: Mutex::new(None),
+            listing_stamp: AtomicU64::new(0),
             listing_epoch: AtomicU64::new(0),
             armed: AtomicBool::new(false),
             folders_seen: Mutex::default(),
@@ -180,6 +184,7 @@ impl FilesSource {
             description: None,
             search: false,
             listing: Mutex::new(None),
+            listing_stamp: AtomicU64::new(0),
             listing_epoch: AtomicU64::new(0),
             armed: AtomicBool::new(false),
             folders_seen: Mutex::default(),
@@ -343,6 +348,11 @@ impl Source for FilesSource {
             return ready(Ok(page));
         }
         on_blocking(move || Ok(self.page_blocking(after.as_deref(), limit)))
+    }
+
+    fn listing_stamp(&self) -> Option<u64> {
+        let stamp = self.listing_stamp.load(Ordering::Acquire);
+        (self.watch && stamp != 0).then_some(stamp)
     }
 
     fn templates(&self) -> Vec<TemplateInfo> {

@@ -11,7 +11,7 @@ use std::time::SystemTime;
 use super::FilesSource;
 use crate::manifest::expand::format_size;
 use crate::providers::paths::{self, ReadError, io_reason, mime_for};
-use crate::providers::{Body, Contents, RequestError, admit, blocking};
+use crate::providers::{Body, Contents, RequestError, admit, arrival, blocking};
 use crate::quote::{Quote, quote};
 
 /// Files at most this large are read on the runtime thread (see `read_resource`).
@@ -32,6 +32,9 @@ pub(super) struct CachedRead {
     pub(super) version: paths::Version,
     /// `FilesSource::changes_seen` when the path last passed the rules.
     pub(super) checked: u64,
+    /// The input read (`arrival::current`) after which its path was last found unchanged, on
+    /// the thread reading it; 0: none.
+    pub(super) stat_after: u64,
     pub(super) mime_type: Option<String>,
     pub(super) body: Body,
 }
@@ -118,12 +121,15 @@ impl FilesSource {
     /// the version it was read at: one system call instead of the five of a read (`fstatat`,
     /// `openat`, `fstat`, `read`, `close`). The path must still pass every rule; a symlink at
     /// its end is not followed (such a file is never kept), and one on the way leads to these
-    /// bytes only if it leads to this very file (same device and inode) unchanged.
+    /// bytes only if it leads to this very file (same device and inode) unchanged. Not even
+    /// the `stat` when one was made on this thread since its input's last read
+    /// (`providers::arrival`): every request of that read was sent before it.
     pub(super) fn read_cached(&self, uri: &str, rel: &str) -> Option<Contents> {
-        let (want, checked) = {
+        let arrival = arrival::current();
+        let (want, checked, stat_after) = {
             let cache = self.read_cache.lock().ok()?;
             let kept = cache.files.get(rel)?;
-            (kept.version, kept.checked)
+            (kept.version, kept.checked, kept.stat_after)
         };
         // Read before the rules are checked: a change applied meanwhile makes the next read
         // check them again.
@@ -131,14 +137,17 @@ impl FilesSource {
         if checked != changes && !self.visible(rel) {
             return None;
         }
-        let root = self.root_dir.lock().ok()?.clone()?;
-        let st = root.stat_path(rel)?;
-        if st.kind != paths::Kind::File || st.version != Some(want) {
-            return None;
+        if arrival == 0 || stat_after != arrival {
+            let root = self.root_dir.lock().ok()?.clone()?;
+            let st = root.stat_path(rel)?;
+            if st.kind != paths::Kind::File || st.version != Some(want) {
+                return None;
+            }
         }
         let mut cache = self.read_cache.lock().ok()?;
         let hit = cache.files.get_mut(rel).filter(|c| c.version == want)?;
         hit.checked = changes;
+        hit.stat_after = arrival;
         Some(Contents {
             uri: uri.to_owned(),
             mime_type: hit.mime_type.clone(),
@@ -168,6 +177,7 @@ impl FilesSource {
                 CachedRead {
                     version,
                     checked,
+                    stat_after: 0,
                     mime_type: read.mime_type.clone(),
                     body: read.body.clone(),
                 },

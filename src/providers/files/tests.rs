@@ -72,6 +72,42 @@ fn small_reads_are_kept_while_their_version_holds() {
     ));
 }
 
+/// On the thread that reads requests, a kept read is checked once per read of its input
+/// (`providers::arrival`): a change made after that read is seen from the next one on (the
+/// requests answered meanwhile were sent before it). A thread that reads no input checks at
+/// every read.
+// Unix only: as `small_reads_are_kept_while_their_version_holds` (no kept reads on Windows).
+#[cfg(unix)]
+#[test]
+fn a_kept_read_is_checked_once_per_read_of_the_input() {
+    use crate::providers::arrival;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let file = root.join("a.txt");
+    std::fs::write(&file, "one").unwrap();
+    let mut src = FilesSource::of_folder(&root, false, false);
+    src.watch = true;
+    *src.armed.get_mut() = true;
+    src.settled = std::time::Duration::ZERO;
+    assert_eq!(text(src.read_in_place("/a.txt")), "one");
+    assert!(src.read_cache.lock().unwrap().files.contains_key("a.txt"));
+    arrival::input_arrived();
+    assert_eq!(text(src.read_in_place("/a.txt")), "one");
+    std::fs::write(&file, "two!").unwrap();
+    // The same input: what its requests were sent before.
+    assert_eq!(text(src.read_in_place("/a.txt")), "one");
+    arrival::input_arrived();
+    assert_eq!(text(src.read_in_place("/a.txt")), "two!");
+    // No input on this thread: every read checks.
+    std::thread::scope(|t| {
+        t.spawn(|| {
+            assert_eq!(text(src.read_in_place("/a.txt")), "two!");
+            std::fs::write(&file, "three").unwrap();
+            assert_eq!(text(src.read_in_place("/a.txt")), "three");
+        });
+    });
+}
+
 /// A kept file replaced by a symlink (to another file inside the root) is read through the
 /// symlink, not answered from what was kept: the `stat` does not follow the last name.
 // Unix only: kept reads and kept folder listings are keyed by file versions (device, inode,
@@ -298,6 +334,7 @@ fn kept_reads_are_bounded() {
             super::read::CachedRead {
                 version,
                 checked: 0,
+                stat_after: 0,
                 mime_type: None,
                 body: crate::providers::Body::Bytes(vec![0; chunk]),
             },
@@ -312,6 +349,7 @@ fn kept_reads_are_bounded() {
             super::read::CachedRead {
                 version,
                 checked: 0,
+                stat_after: 0,
                 mime_type: None,
                 body: crate::providers::Body::Bytes(Vec::new()),
             },
@@ -327,6 +365,7 @@ fn kept_reads_are_bounded() {
             super::read::CachedRead {
                 version,
                 checked: 0,
+                stat_after: 0,
                 mime_type: None,
                 body: crate::providers::Body::Bytes(Vec::new()),
             },

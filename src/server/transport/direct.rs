@@ -69,7 +69,8 @@ pub struct Job {
 /// A result as rmcp's handler would give it.
 pub enum Reply {
     Result(Box<ServerResult>),
-    /// Serialized already, as rmcp serializes it (a `tools/list` page kept per manifest).
+    /// Serialized already, as rmcp serializes it (a `tools/list` page kept per manifest, a
+    /// `resources/list` page kept while its listings stand).
     Json(Arc<str>),
 }
 
@@ -83,7 +84,12 @@ pub(super) fn answer(session: &Arc<Session>, text: &[u8]) -> bool {
             return false;
         };
         tracing::info!("ping  0.0 ms ok");
-        hold(session, &mut session.lock(), Out::line(line));
+        LINE.with_borrow_mut(|bytes| {
+            bytes.clear();
+            bytes.extend_from_slice(line.as_bytes());
+            bytes.push(b'\n');
+            hold_line(session, &mut session.lock(), bytes);
+        });
         return true;
     }
     let Some((hook, runtime)) = session.direct.get() else {
@@ -109,45 +115,29 @@ pub(super) fn answer(session: &Arc<Session>, text: &[u8]) -> bool {
     {
         Poll::Ready(reply) => {
             log(&method, &job.subject, start, &reply);
-            let out = match reply {
-                Ok(Reply::Json(page)) => Out {
-                    bytes: parse::result_head(&req.id).into_bytes(),
-                    shared: Some(page),
-                    release: None,
-                },
-                Ok(Reply::Result(result)) => {
-                    // As `serialize_answer` writes it, without an envelope to build first.
-                    let mut bytes = parse::result_head(&req.id).into_bytes();
-                    match serde_json::to_writer(&mut bytes, &result) {
-                        Ok(()) => bytes.extend_from_slice(b"}\n"),
-                        Err(e) => {
-                            tracing::error!("an answer could not be serialized: {e}");
-                            bytes =
-                                parse::error_line(&req.id, -32603, &format!("Internal error: {e}"))
-                                    .into_bytes();
-                            bytes.push(b'\n');
-                        }
-                    }
-                    Out {
-                        bytes,
-                        shared: None,
-                        release: None,
-                    }
+            LINE.with_borrow_mut(|bytes| {
+                bytes.clear();
+                let shared = line_of(bytes, &req.id, internal, reply);
+                let mut st = session.lock();
+                // Its answer is bounded and counts in the output queue: its slot is free now.
+                st.release(internal);
+                match shared {
+                    Some(page) => hold(
+                        session,
+                        &mut st,
+                        Out {
+                            bytes: bytes.clone(),
+                            shared: Some(page),
+                            release: None,
+                        },
+                    ),
+                    None => hold_line(session, &mut st, bytes),
                 }
-                other => {
-                    let mut bytes = serialize_answer(&message(internal, other), &req.id);
-                    bytes.push(b'\n');
-                    Out {
-                        bytes,
-                        shared: None,
-                        release: None,
-                    }
+                drop(st);
+                if bytes.capacity() > LINE_KEPT {
+                    *bytes = Vec::new();
                 }
-            };
-            let mut st = session.lock();
-            // Its answer is bounded and counts in the output queue: its slot is free now.
-            st.release(internal);
-            hold(session, &mut st, out);
+            });
         }
         Poll::Pending => {
             let stop = CancellationToken::new();
@@ -172,6 +162,54 @@ pub(super) fn answer(session: &Arc<Session>, text: &[u8]) -> bool {
         }
     }
     true
+}
+
+thread_local! {
+    /// The reader's answer, written here and then copied into the output queue
+    /// ([`hold_line`]): no allocation per answer, and none freed by the writer's thread (which
+    /// contended for the allocator's lock with the reader's). With [`hold_line`], buys
+    /// pipelined small reads and `list/1` ~1.2× (BENCHMARKS.md, "Issue 30, the kept read's
+    /// check"), the figures issue 30 bounds.
+    static LINE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// What [`LINE`] keeps between answers at most (bytes): a larger answer's room is given back.
+const LINE_KEPT: usize = 1024 * 1024;
+
+/// Writes the answer line of `reply` into `bytes` (empty), as `serialize_answer` writes it;
+/// a page serialized already is returned to follow the line's head, which `bytes` then holds.
+fn line_of(
+    bytes: &mut Vec<u8>,
+    id: &ClientId,
+    internal: u64,
+    reply: Result<Reply, ErrorData>,
+) -> Option<Arc<str>> {
+    match reply {
+        Ok(Reply::Json(page)) => {
+            parse::push_result_head(bytes, id);
+            return Some(page);
+        }
+        Ok(Reply::Result(result)) => {
+            // As `serialize_answer` writes it, without an envelope to build first.
+            parse::push_result_head(bytes, id);
+            match serde_json::to_writer(&mut *bytes, &result) {
+                Ok(()) => bytes.extend_from_slice(b"}\n"),
+                Err(e) => {
+                    tracing::error!("an answer could not be serialized: {e}");
+                    bytes.clear();
+                    bytes.extend_from_slice(
+                        parse::error_line(id, -32603, &format!("Internal error: {e}")).as_bytes(),
+                    );
+                    bytes.push(b'\n');
+                }
+            }
+        }
+        other => {
+            bytes.extend_from_slice(&serialize_answer(&message(internal, other), id));
+            bytes.push(b'\n');
+        }
+    }
+    None
 }
 
 /// The future of a job the reader runs, with `providers::admit` asked of the session's budget,
@@ -264,9 +302,50 @@ fn log(method: &str, subject: &str, start: std::time::Instant, reply: &Result<Re
     );
 }
 
+/// The reader's input, each read of it marked as an arrival (`providers::arrival`): a kept
+/// small read checked on the reader after the input's last read is not checked again for the
+/// other requests that read brought (pipelined reads of one file).
+pub(super) struct Arrivals<R>(pub R);
+
+impl<R: std::io::Read> std::io::Read for Arrivals<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.0.read(buf)?;
+        crate::providers::arrival::input_arrived();
+        Ok(n)
+    }
+}
+
 /// Queues an answer of the reader's without waking the writer (see [`HOLD_CAP`]).
 fn hold(session: &Session, st: &mut State, out: Out) {
     st.enqueue(out);
+    held(session, st);
+}
+
+/// [`hold`] for an answer line written in `line`: added to the end of the queue's last line
+/// when that one is plain bytes released by nothing (an answer of the reader's, an error
+/// line) and has room below [`HOLD_CAP`], else queued as a line of its own. Pipelined answers
+/// go out as one buffer per [`HOLD_CAP`], allocated and grown on the reader.
+fn hold_line(session: &Session, st: &mut State, line: &[u8]) {
+    match st.out.back_mut() {
+        Some(last)
+            if !st.out_closed
+                && last.shared.is_none()
+                && last.release.is_none()
+                && last.bytes.len() + line.len() <= HOLD_CAP =>
+        {
+            last.bytes.extend_from_slice(line);
+            st.out_bytes += line.len();
+        }
+        _ => st.enqueue(Out {
+            bytes: line.to_vec(),
+            shared: None,
+            release: None,
+        }),
+    }
+    held(session, st);
+}
+
+fn held(session: &Session, st: &mut State) {
     st.held = true;
     if st.out_bytes >= HOLD_CAP {
         st.held = false;
@@ -354,12 +433,13 @@ pub fn hook(shared: Arc<Shared>, group: Option<Arc<str>>) -> Hook {
             }
             "resources/list" => {
                 let p = list(params)?;
-                Some(Job {
-                    reserve: LIST_RESERVE,
-                    admits: false,
-                    subject: String::new(),
-                    answer: Box::pin(async move {
-                        let snap = shared.snapshot();
+                let snap = shared.snapshot();
+                // Read before the sources are listed: a change meanwhile gives another stamp.
+                let stamp = snap.registry.listing_stamp();
+                let kept = stamp.and_then(|stamp| snap.resource_page(p.cursor.as_deref(), stamp));
+                let answer: Answer = match kept {
+                    Some(page) => Box::pin(std::future::ready(Ok(Reply::Json(page)))),
+                    None => Box::pin(async move {
                         let (items, next) = snap
                             .registry
                             .list_resources_page(p.cursor.as_deref())
@@ -370,10 +450,23 @@ pub fn hook(shared: Arc<Shared>, group: Option<Arc<str>>) -> Hook {
                         );
                         result.next_cursor = next;
                         result.result_type = None;
-                        Ok(Reply::Result(Box::new(ServerResult::ListResourcesResult(
-                            result,
-                        ))))
+                        let result = ServerResult::ListResourcesResult(result);
+                        // Kept as written when the listings can say they still stand.
+                        if let Some(stamp) = stamp
+                            && let Ok(json) = serde_json::to_string(&result)
+                        {
+                            let json: Arc<str> = Arc::from(json);
+                            snap.keep_resource_page(p.cursor, stamp, json.clone());
+                            return Ok(Reply::Json(json));
+                        }
+                        Ok(Reply::Result(Box::new(result)))
                     }),
+                };
+                Some(Job {
+                    reserve: LIST_RESERVE,
+                    admits: false,
+                    subject: String::new(),
+                    answer,
                 })
             }
             "tools/list" => {

@@ -214,6 +214,13 @@ pub fn result_line(id: &ClientId, result: &str) -> String {
     line
 }
 
+/// [`result_head`] added to `bytes`.
+pub fn push_result_head(bytes: &mut Vec<u8>, id: &ClientId) {
+    bytes.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    bytes.extend_from_slice(id.raw.as_bytes());
+    bytes.extend_from_slice(br#","result":"#);
+}
+
 /// A result line up to its result (which then goes after it, and a `}`).
 pub fn result_head(id: &ClientId) -> String {
     let mut line = String::with_capacity(id.raw.len() + 40);

@@ -42,7 +42,7 @@ pub(super) fn start<R: Read + Send + 'static>(
 }
 
 fn read_lines<R: Read>(session: &Arc<Session>, read: R, watch: Option<Watch>) {
-    let mut reader = std::io::BufReader::with_capacity(64 * 1024, read);
+    let mut reader = std::io::BufReader::with_capacity(64 * 1024, direct::Arrivals(read));
     let mut line = Vec::new();
     let mut spin = Spin::default();
     loop {

@@ -96,17 +96,6 @@ pub(super) struct Out {
 pub(super) const SHARED_TAIL: &[u8] = b"}\n";
 
 impl Out {
-    /// `text` as a line of its own (the newline added), released by nothing.
-    pub fn line(text: String) -> Out {
-        let mut bytes = text.into_bytes();
-        bytes.push(b'\n');
-        Out {
-            bytes,
-            shared: None,
-            release: None,
-        }
-    }
-
     /// The bytes the line holds (and counts in the output queue: a shared result whole).
     pub fn len(&self) -> usize {
         self.bytes.len()
