@@ -7,6 +7,15 @@ use super::FilesSource;
 use super::read::InPlace;
 use crate::providers::{Body, ChangeEffect, PageOf, ResourceInfo};
 
+/// A files source over `root` (`gitignore`: honouring `.gitignore`), watched and with its
+/// watches in place: it keeps listings and small reads.
+fn armed(root: &std::path::Path, gitignore: bool) -> FilesSource {
+    let mut src = FilesSource::of_folder(root, false, gitignore);
+    src.watch = true;
+    *src.armed.get_mut() = true;
+    src
+}
+
 fn names(page: &PageOf<ResourceInfo>) -> Vec<&str> {
     page.items.iter().map(|r| r.name.as_str()).collect()
 }
@@ -23,9 +32,7 @@ fn small_reads_are_kept_while_their_version_holds() {
     let root = dir.path().canonicalize().unwrap();
     let file = root.join("a.txt");
     std::fs::write(&file, "one").unwrap();
-    let mut src = FilesSource::of_folder(&root, false, false);
-    src.watch = true;
-    *src.armed.get_mut() = true;
+    let mut src = armed(&root, false);
     // Just written: not kept.
     assert_eq!(text(src.read_in_place("/a.txt")), "one");
     assert!(src.read_cache.lock().unwrap().files.is_empty());
@@ -85,9 +92,7 @@ fn a_kept_read_is_checked_once_per_read_of_the_input() {
     let root = dir.path().canonicalize().unwrap();
     let file = root.join("a.txt");
     std::fs::write(&file, "one").unwrap();
-    let mut src = FilesSource::of_folder(&root, false, false);
-    src.watch = true;
-    *src.armed.get_mut() = true;
+    let mut src = armed(&root, false);
     src.settled = std::time::Duration::ZERO;
     assert_eq!(text(src.read_in_place("/a.txt")), "one");
     assert!(src.read_cache.lock().unwrap().files.contains_key("a.txt"));
@@ -119,9 +124,7 @@ fn a_kept_file_swapped_for_a_symlink_is_read_again() {
     let root = dir.path().canonicalize().unwrap();
     std::fs::write(root.join("a.txt"), "one").unwrap();
     std::fs::write(root.join("b.txt"), "bee").unwrap();
-    let mut src = FilesSource::of_folder(&root, false, false);
-    src.watch = true;
-    *src.armed.get_mut() = true;
+    let mut src = armed(&root, false);
     src.settled = std::time::Duration::ZERO;
     assert_eq!(text(src.read_in_place("/a.txt")), "one");
     assert!(src.read_cache.lock().unwrap().files.contains_key("a.txt"));
@@ -299,9 +302,7 @@ fn kept_reads_are_hidden_by_a_new_ignore_rule() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
     std::fs::write(root.join("a.txt"), "one").unwrap();
-    let mut src = FilesSource::of_folder(&root, false, true);
-    src.watch = true;
-    *src.armed.get_mut() = true;
+    let mut src = armed(&root, true);
     src.settled = std::time::Duration::ZERO;
     assert_eq!(text(src.read_in_place("/a.txt")), "one");
     assert_eq!(text(src.read_in_place("/a.txt")), "one");
@@ -463,9 +464,7 @@ fn the_listing_is_kept_only_once_the_watches_are_in_place() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
     std::fs::write(root.join("a.txt"), "a").unwrap();
-    let mut src = FilesSource::of_folder(&root, false, false);
-    src.watch = true;
-    *src.armed.get_mut() = true;
+    let src = armed(&root, false);
     let src = Arc::new(src);
     let dirs = src.watch_dirs_blocking();
     assert!(dirs.contains(&root));
