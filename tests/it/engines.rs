@@ -855,28 +855,28 @@ macro_rules! for_each_engine {
             )*
         }
         // The PostgreSQL cluster and MariaDB server are started from the system's binaries
-        // (`postgres/cluster.rs`, `mysql/server.rs`): Unix only; Wine has none.
+        // (`postgres/cluster.rs`, `mysql/server.rs`) on Unix; under Wine by its harness.
         mod postgres {
             $(
                 #[test]
-                #[cfg_attr(not(unix), ignore = "needs a PostgreSQL cluster: Unix only")]
+                #[cfg_attr(not(unix), ignore = "needs a PostgreSQL cluster: the test starts one on Unix; under Wine scripts/windows-tests.sh does (--ignored)")]
                 fn $test() { super::$test(super::Kind::Postgres) }
             )*
             $(
                 #[test]
-                #[cfg_attr(not(unix), ignore = "needs a PostgreSQL cluster: Unix only")]
+                #[cfg_attr(not(unix), ignore = "needs a PostgreSQL cluster: the test starts one on Unix; under Wine scripts/windows-tests.sh does (--ignored)")]
                 fn $seen() { super::$seen(super::Kind::Postgres) }
             )*
         }
         mod mysql {
             $(
                 #[test]
-                #[cfg_attr(not(unix), ignore = "needs a MariaDB server: Unix only")]
+                #[cfg_attr(not(unix), ignore = "needs a MariaDB server: the test starts one on Unix; under Wine scripts/windows-tests.sh does (--ignored)")]
                 fn $test() { super::$test(super::Kind::Mysql) }
             )*
             $(
                 #[test]
-                #[cfg_attr(not(unix), ignore = "needs a MariaDB server: Unix only")]
+                #[cfg_attr(not(unix), ignore = "needs a MariaDB server: the test starts one on Unix; under Wine scripts/windows-tests.sh does (--ignored)")]
                 fn $seen() { super::$seen(super::Kind::Mysql) }
             )*
         }

@@ -333,6 +333,12 @@ pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// [`proc_memory`] on Linux; `None` elsewhere (no /proc: a test measures memory bounds there
+/// only on Linux, and checks the answers everywhere).
+pub fn memory(pid: u32, key: &str) -> Option<u64> {
+    cfg!(target_os = "linux").then(|| proc_memory(pid, key))
+}
+
 /// A memory figure of process `pid` from `/proc/PID/status` (`VmRSS`, `VmHWM`, …), in bytes.
 pub fn proc_memory(pid: u32, key: &str) -> u64 {
     let text = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");

@@ -54,7 +54,7 @@ const TYPES: &str = r#"
 #[test]
 #[cfg_attr(
     not(unix),
-    ignore = "needs a MariaDB server from the system's binaries: Unix only"
+    ignore = "needs a MariaDB server: the test starts one on Unix; under Wine scripts/windows-tests.sh does (--ignored)"
 )]
 fn every_common_type_maps_to_json() {
     let my = shared();
@@ -112,7 +112,7 @@ fn every_common_type_maps_to_json() {
 #[test]
 #[cfg_attr(
     not(unix),
-    ignore = "needs a MariaDB server from the system's binaries: Unix only"
+    ignore = "needs a MariaDB server: the test starts one on Unix; under Wine scripts/windows-tests.sh does (--ignored)"
 )]
 fn the_schema_is_the_create_statements() {
     let my = shared();
@@ -150,7 +150,7 @@ fn the_schema_is_the_create_statements() {
 #[test]
 #[cfg_attr(
     not(unix),
-    ignore = "needs a MariaDB server from the system's binaries: Unix only"
+    ignore = "needs a MariaDB server: the test starts one on Unix; under Wine scripts/windows-tests.sh does (--ignored)"
 )]
 fn accounts_that_can_write_server_files_are_warned_about_and_refused_the_sql_tool() {
     let my = shared();
@@ -209,7 +209,7 @@ fn accounts_that_can_write_server_files_are_warned_about_and_refused_the_sql_too
 #[test]
 #[cfg_attr(
     not(unix),
-    ignore = "needs a MariaDB server from the system's binaries: Unix only"
+    ignore = "needs a MariaDB server: the test starts one on Unix; under Wine scripts/windows-tests.sh does (--ignored)"
 )]
 fn check_warns_about_unreachable_databases_and_rejected_sql() {
     let my = shared();
@@ -272,7 +272,7 @@ sql = "SELECT * FROM missing WHERE id = :id"
 #[test]
 #[cfg_attr(
     not(unix),
-    ignore = "needs a MariaDB server from the system's binaries: Unix only"
+    ignore = "needs a MariaDB server: the test starts one on Unix; under Wine scripts/windows-tests.sh does (--ignored)"
 )]
 fn a_database_that_is_down_is_each_requests_error_and_nothing_connects_early() {
     let my = shared();
@@ -327,7 +327,7 @@ fn a_database_that_is_down_is_each_requests_error_and_nothing_connects_early() {
 #[test]
 #[cfg_attr(
     not(unix),
-    ignore = "needs a MariaDB server from the system's binaries: Unix only"
+    ignore = "needs a MariaDB server: the test starts one on Unix; under Wine scripts/windows-tests.sh does (--ignored)"
 )]
 fn a_server_that_goes_away_is_each_requests_error_and_comes_back() {
     // A server of its own: the shared one serves the other tests meanwhile.
@@ -442,7 +442,7 @@ sql = "SELECT :id"
 #[test]
 #[cfg_attr(
     not(unix),
-    ignore = "needs a MariaDB server from the system's binaries: Unix only"
+    ignore = "needs a MariaDB server: the test starts one on Unix; under Wine scripts/windows-tests.sh does (--ignored)"
 )]
 fn the_timeout_is_the_servers_statement_time_limit() {
     let my = shared();
@@ -472,7 +472,7 @@ fn the_timeout_is_the_servers_statement_time_limit() {
 #[test]
 #[cfg_attr(
     not(unix),
-    ignore = "needs a MariaDB server from the system's binaries: Unix only"
+    ignore = "needs a MariaDB server: the test starts one on Unix; under Wine scripts/windows-tests.sh does (--ignored)"
 )]
 fn table_reads_name_exactly_what_is_listed() {
     let my = shared();

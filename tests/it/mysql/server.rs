@@ -8,6 +8,9 @@
 //! `/usr/bin/mariadb-install-db`), else `PATH`. `mariadbd` is this process's child with a
 //! parent-death signal, so a test binary that dies (even by SIGKILL) takes it along.
 //!
+//! Where a test cannot start one (Windows, under Wine), `MCP_MANIFEST_TEST_MARIADB_PORT` names a
+//! server a harness started (`scripts/windows-tests.sh`), reached over TCP as `root`.
+//!
 //! Accounts: `root` (no password, every privilege: what `check` warns about) and `app`
 //! (`APP_PASSWORD`, `SELECT` on each database `database` makes: what a manifest should use).
 
@@ -20,7 +23,7 @@ use sqlx::mysql::{MySqlConnectOptions, MySqlConnection};
 use sqlx::{AssertSqlSafe, ConnectOptions as _, Connection as _, Executor as _};
 
 use crate::postgres::cluster::{
-    as_owner, block_on, die_with_parent, free_port, hand_to, run_as, terminate,
+    as_owner, block_on, die_with_parent, external_port, free_port, hand_to, run_as, terminate,
 };
 
 pub const APP_PASSWORD: &str = "my-Secret-d0nt-print";
@@ -61,6 +64,20 @@ impl Server {
     /// `mariadb-install-db`, then start. Panics with what to install when the binaries are
     /// missing.
     pub fn start() -> Server {
+        if let Some(port) = external_port("MCP_MANIFEST_TEST_MARIADB_PORT") {
+            let s = Server {
+                dir: None,
+                port,
+                bin: PathBuf::new(),
+                owner: None,
+                mariadbd: Mutex::new(None),
+            };
+            s.admin_sql(
+                "mysql",
+                &format!("CREATE USER IF NOT EXISTS 'app'@'%' IDENTIFIED BY '{APP_PASSWORD}'"),
+            );
+            return s;
+        }
         let (mariadbd, install) = find_bins();
         let owner = run_as();
         let mut builder = tempfile::Builder::new();
@@ -106,7 +123,10 @@ impl Server {
     }
 
     fn dir(&self) -> &Path {
-        self.dir.as_ref().expect("server dir").path()
+        self.dir
+            .as_ref()
+            .expect("a server of the test's own (a harness's cannot be stopped or started)")
+            .path()
     }
 
     pub fn socket(&self) -> PathBuf {
@@ -177,7 +197,10 @@ impl Server {
     }
 
     pub fn log(&self) -> String {
-        std::fs::read_to_string(self.dir().join("log")).unwrap_or_default()
+        let Some(dir) = &self.dir else {
+            return "(the harness's server: its log is the harness's)".to_owned();
+        };
+        std::fs::read_to_string(dir.path().join("log")).unwrap_or_default()
     }
 
     /// Shuts the server down (SIGTERM: client connections are closed) and waits for it to exit.
@@ -201,14 +224,14 @@ impl Server {
         format!("mysql://root@127.0.0.1:{}/{db}", self.port)
     }
 
-    /// A connection over the socket as `root`.
+    /// A connection over the socket as `root` (over TCP to a harness's server).
     pub async fn admin(&self, db: &str) -> Result<MySqlConnection, sqlx::Error> {
-        MySqlConnectOptions::new()
-            .socket(self.socket())
-            .username("root")
-            .database(db)
-            .connect()
-            .await
+        let options = MySqlConnectOptions::new();
+        let options = match &self.dir {
+            Some(_) => options.socket(self.socket()),
+            None => options.host("127.0.0.1").port(self.port),
+        };
+        options.username("root").database(db).connect().await
     }
 
     /// Runs statements (any number) as `root` in `db`.

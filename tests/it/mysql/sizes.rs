@@ -25,7 +25,7 @@ fn bytes_sent() -> u64 {
 #[test]
 #[cfg_attr(
     not(unix),
-    ignore = "needs a MariaDB server from the system's binaries: Unix only"
+    ignore = "needs a MariaDB server: the test starts one on Unix; under Wine scripts/windows-tests.sh does (--ignored)"
 )]
 fn a_value_larger_than_max_size_never_leaves_the_server() {
     let my = shared();
@@ -49,7 +49,7 @@ fn a_value_larger_than_max_size_never_leaves_the_server() {
         read_json(&mut s, "mysql://shop/queries/one?id=1")["rows"],
         json!([{"body": "small", "bin": "eA=="}])
     );
-    let base = crate::support::proc_memory(pid, "VmRSS");
+    let base = crate::support::memory(pid, "VmRSS");
     let sent = bytes_sent();
     let uris: Vec<String> = (0..4)
         .map(|i| match i {
@@ -75,23 +75,25 @@ fn a_value_larger_than_max_size_never_leaves_the_server() {
             );
         }
     }
-    let peak = crate::support::proc_memory(pid, "VmHWM");
+    let peak = crate::support::memory(pid, "VmHWM");
     let sent = bytes_sent() - sent;
-    eprintln!(
-        "four reads of a 60 MB row: peak RSS {} MiB (from {} MiB), {sent} bytes sent by MariaDB",
-        peak >> 20,
-        base >> 20
-    );
     assert!(
         sent < 1 << 20,
         "MariaDB sent {sent} bytes for reads of a 60 MB row"
     );
-    assert!(
-        peak < base + 24 * 1024 * 1024,
-        "peak RSS {} MiB (from {} MiB) for reads of a 60 MB row",
-        peak / (1024 * 1024),
-        base / (1024 * 1024)
-    );
+    if let (Some(base), Some(peak)) = (base, peak) {
+        eprintln!(
+            "four reads of a 60 MB row: peak RSS {} MiB (from {} MiB), {sent} bytes sent by MariaDB",
+            peak >> 20,
+            base >> 20
+        );
+        assert!(
+            peak < base + 24 * 1024 * 1024,
+            "peak RSS {} MiB (from {} MiB) for reads of a 60 MB row",
+            peak / (1024 * 1024),
+            base / (1024 * 1024)
+        );
+    }
     // The source keeps serving.
     let (code, _) = read_error(&mut s, "mysql://shop/queries/one?id=2");
     assert_eq!(code, -32602);
@@ -116,7 +118,7 @@ fn as_text(v: &Value) -> Option<String> {
 #[test]
 #[cfg_attr(
     not(unix),
-    ignore = "needs a MariaDB server from the system's binaries: Unix only"
+    ignore = "needs a MariaDB server: the test starts one on Unix; under Wine scripts/windows-tests.sh does (--ignored)"
 )]
 fn measured_statements_keep_their_rows_and_order() {
     let my = shared();

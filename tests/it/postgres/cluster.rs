@@ -7,6 +7,10 @@
 //! come from `$PG_BIN`, else the newest `/usr/lib/postgresql/*/bin` (Debian), else `pg_config
 //! --bindir`, else `PATH`. `postgres` is this process's child with a parent-death signal, so a
 //! test binary that dies (even by SIGKILL) takes its clusters with it.
+//!
+//! Where a test cannot start one (Windows, under Wine), `MCP_MANIFEST_TEST_PG_PORT` names a
+//! cluster a harness started (`scripts/windows-tests.sh`), reached over TCP with `PASSWORD`;
+//! such a cluster cannot be stopped or started by a test.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -53,8 +57,20 @@ pub fn shared() -> &'static Cluster {
 }
 
 impl Cluster {
-    /// `initdb`, then start. Panics with what to install when the binaries are missing.
+    /// `initdb`, then start. Panics with what to install when the binaries are missing. The
+    /// cluster a harness started instead, when it says where (`external_port`).
     pub fn start() -> Cluster {
+        if let Some(port) = external_port("MCP_MANIFEST_TEST_PG_PORT") {
+            let c = Cluster {
+                dir: None,
+                port,
+                bin: PathBuf::new(),
+                owner: None,
+                postmaster: Mutex::new(None),
+            };
+            c.wait_ready();
+            return c;
+        }
         let bin = find_bin();
         let owner = run_as();
         // `nobody` must reach the folder: under /tmp, whatever TMPDIR says, when run as root.
@@ -112,7 +128,10 @@ impl Cluster {
     }
 
     fn dir(&self) -> &Path {
-        self.dir.as_ref().expect("cluster dir").path()
+        self.dir
+            .as_ref()
+            .expect("a cluster of the test's own (a harness's cannot be stopped or started)")
+            .path()
     }
 
     pub fn socket_dir(&self) -> PathBuf {
@@ -190,7 +209,10 @@ impl Cluster {
     }
 
     pub fn log(&self) -> String {
-        std::fs::read_to_string(self.dir().join("log")).unwrap_or_default()
+        let Some(dir) = &self.dir else {
+            return "(the harness's cluster: its log is the harness's)".to_owned();
+        };
+        std::fs::read_to_string(dir.path().join("log")).unwrap_or_default()
     }
 
     /// Fast shutdown (clients are disconnected) and waits for the server to exit.
@@ -212,10 +234,15 @@ impl Cluster {
         )
     }
 
-    /// A connection over the socket as the superuser.
+    /// A connection over the socket as the superuser (over TCP with its password to a
+    /// harness's cluster).
     pub async fn admin(&self, db: &str) -> Result<PgConnection, sqlx::Error> {
-        PgConnectOptions::new_without_pgpass()
-            .socket(self.socket_dir())
+        let options = PgConnectOptions::new_without_pgpass();
+        let options = match &self.dir {
+            Some(_) => options.socket(self.socket_dir()),
+            None => options.host("127.0.0.1").password(PASSWORD),
+        };
+        options
             .port(self.port)
             .username(SUPERUSER)
             .database(db)
@@ -419,6 +446,18 @@ mod os {
     pub fn terminate(child: &mut Child) {
         let _ = child.kill();
     }
+}
+
+/// The port of a server a harness started for the tests where they cannot start one
+/// themselves: Windows under Wine, whose harness (`scripts/windows-tests.sh`) starts PostgreSQL
+/// (superuser `SUPERUSER`, password `PASSWORD`) and MariaDB (`root` without a password over TCP)
+/// on the Linux side and names their ports in `var`.
+pub fn external_port(var: &str) -> Option<u16> {
+    let port = std::env::var(var).ok()?;
+    Some(
+        port.parse()
+            .unwrap_or_else(|_| panic!("{var}={port} is not a port")),
+    )
 }
 
 pub fn free_port() -> u16 {

@@ -79,7 +79,7 @@ const TYPES: &str = r#"
 #[test]
 #[cfg_attr(
     not(unix),
-    ignore = "needs a PostgreSQL cluster from the system's binaries: Unix only"
+    ignore = "needs a PostgreSQL cluster: the test starts one on Unix; under Wine scripts/windows-tests.sh does (--ignored)"
 )]
 fn every_common_type_maps_to_json() {
     let pg = shared();
@@ -211,7 +211,7 @@ const CRM: &str = r#"
 #[test]
 #[cfg_attr(
     not(unix),
-    ignore = "needs a PostgreSQL cluster from the system's binaries: Unix only"
+    ignore = "needs a PostgreSQL cluster: the test starts one on Unix; under Wine scripts/windows-tests.sh does (--ignored)"
 )]
 fn a_table_name_cut_by_postgres_reads_nothing() {
     let pg = shared();
@@ -240,7 +240,7 @@ fn a_table_name_cut_by_postgres_reads_nothing() {
 #[test]
 #[cfg_attr(
     not(unix),
-    ignore = "needs a PostgreSQL cluster from the system's binaries: Unix only"
+    ignore = "needs a PostgreSQL cluster: the test starts one on Unix; under Wine scripts/windows-tests.sh does (--ignored)"
 )]
 fn megabyte_table_names_are_not_found_and_not_kept() {
     let pg = shared();
@@ -257,8 +257,9 @@ fn megabyte_table_names_are_not_found_and_not_kept() {
         let (code, message) = read_error(&mut s, &format!("postgres://crm/tables/{long}{i}{tail}"));
         assert_eq!(code, -32002, "{}", &message[..message.len().min(200)]);
     }
-    let peak = crate::support::proc_memory(pid, "VmHWM");
-    assert!(peak < 64 << 20, "peak RSS {} MiB", peak >> 20);
+    if let Some(peak) = crate::support::memory(pid, "VmHWM") {
+        assert!(peak < 64 << 20, "peak RSS {} MiB", peak >> 20);
+    }
     let v = read_json(&mut s, &format!("postgres://crm/tables/{long}"));
     assert_eq!(v["rows"], json!([{"v": 1}]));
 }
@@ -266,7 +267,7 @@ fn megabyte_table_names_are_not_found_and_not_kept() {
 #[test]
 #[cfg_attr(
     not(unix),
-    ignore = "needs a PostgreSQL cluster from the system's binaries: Unix only"
+    ignore = "needs a PostgreSQL cluster: the test starts one on Unix; under Wine scripts/windows-tests.sh does (--ignored)"
 )]
 fn schema_tables_views_and_other_schemas() {
     let pg = shared();
@@ -360,7 +361,7 @@ fn schema_tables_views_and_other_schemas() {
 #[test]
 #[cfg_attr(
     not(unix),
-    ignore = "needs a PostgreSQL cluster from the system's binaries: Unix only"
+    ignore = "needs a PostgreSQL cluster: the test starts one on Unix; under Wine scripts/windows-tests.sh does (--ignored)"
 )]
 fn named_queries_bind_values_as_psql_would() {
     let pg = shared();
@@ -599,7 +600,7 @@ fn fingerprint(pg: &Cluster, db: &str) -> String {
 #[test]
 #[cfg_attr(
     not(unix),
-    ignore = "needs a PostgreSQL cluster from the system's binaries: Unix only"
+    ignore = "needs a PostgreSQL cluster: the test starts one on Unix; under Wine scripts/windows-tests.sh does (--ignored)"
 )]
 fn writes_fail_or_roll_back_and_leave_the_database_unchanged() {
     let pg = shared();
@@ -741,7 +742,7 @@ fn statements_that_write_are_refused_when_the_manifest_loads() {
 #[test]
 #[cfg_attr(
     not(unix),
-    ignore = "needs a PostgreSQL cluster from the system's binaries: Unix only"
+    ignore = "needs a PostgreSQL cluster: the test starts one on Unix; under Wine scripts/windows-tests.sh does (--ignored)"
 )]
 fn a_reading_role_cannot_write_server_files() {
     let pg = shared();
@@ -797,7 +798,7 @@ fn updated_for(uri: &str) -> impl Fn(&Value) -> bool + '_ {
 #[test]
 #[cfg_attr(
     not(unix),
-    ignore = "needs a PostgreSQL cluster from the system's binaries: Unix only"
+    ignore = "needs a PostgreSQL cluster: the test starts one on Unix; under Wine scripts/windows-tests.sh does (--ignored)"
 )]
 fn subscribed_tables_queries_and_schema_are_announced_after_writes() {
     let pg = shared();
@@ -860,7 +861,7 @@ fn subscribed_tables_queries_and_schema_are_announced_after_writes() {
 #[test]
 #[cfg_attr(
     not(unix),
-    ignore = "needs a PostgreSQL cluster from the system's binaries: Unix only"
+    ignore = "needs a PostgreSQL cluster: the test starts one on Unix; under Wine scripts/windows-tests.sh does (--ignored)"
 )]
 fn hostile_values_are_only_ever_data() {
     let pg = shared();
@@ -954,7 +955,7 @@ sql = "SELECT note FROM ledger WHERE id = :id"
 #[test]
 #[cfg_attr(
     not(unix),
-    ignore = "needs a PostgreSQL cluster from the system's binaries: Unix only"
+    ignore = "needs a PostgreSQL cluster: the test starts one on Unix; under Wine scripts/windows-tests.sh does (--ignored)"
 )]
 fn nothing_connects_until_a_request_needs_the_database() {
     let pg = shared();
@@ -991,7 +992,7 @@ fn nothing_connects_until_a_request_needs_the_database() {
 #[test]
 #[cfg_attr(
     not(unix),
-    ignore = "needs a PostgreSQL cluster from the system's binaries: Unix only"
+    ignore = "needs a PostgreSQL cluster: the test starts one on Unix; under Wine scripts/windows-tests.sh does (--ignored)"
 )]
 fn a_database_that_is_down_is_each_requests_error_and_comes_back() {
     let pg = Cluster::start();
@@ -1054,7 +1055,7 @@ fn a_database_that_is_down_is_each_requests_error_and_comes_back() {
 #[test]
 #[cfg_attr(
     not(unix),
-    ignore = "needs a PostgreSQL cluster from the system's binaries: Unix only"
+    ignore = "needs a PostgreSQL cluster: the test starts one on Unix; under Wine scripts/windows-tests.sh does (--ignored)"
 )]
 fn a_slow_query_times_out_without_holding_up_other_reads() {
     let pg = shared();
@@ -1086,7 +1087,7 @@ fn a_slow_query_times_out_without_holding_up_other_reads() {
 #[test]
 #[cfg_attr(
     not(unix),
-    ignore = "needs a PostgreSQL cluster from the system's binaries: Unix only"
+    ignore = "needs a PostgreSQL cluster: the test starts one on Unix; under Wine scripts/windows-tests.sh does (--ignored)"
 )]
 fn check_warns_about_unreachable_databases_and_rejected_sql() {
     let pg = shared();
@@ -1238,7 +1239,7 @@ sql = "SELECT :idd"
 #[test]
 #[cfg_attr(
     not(unix),
-    ignore = "needs a PostgreSQL cluster from the system's binaries: Unix only"
+    ignore = "needs a PostgreSQL cluster: the test starts one on Unix; under Wine scripts/windows-tests.sh does (--ignored)"
 )]
 fn named_queries_and_tables_are_typed_tools() {
     let pg = shared();
@@ -1328,7 +1329,7 @@ tool = "nth_row"
 #[test]
 #[cfg_attr(
     not(unix),
-    ignore = "needs a PostgreSQL cluster from the system's binaries: Unix only"
+    ignore = "needs a PostgreSQL cluster: the test starts one on Unix; under Wine scripts/windows-tests.sh does (--ignored)"
 )]
 fn answers_stop_at_max_size_and_a_larger_first_row_is_refused() {
     let pg = shared();
@@ -1375,7 +1376,7 @@ fn answers_stop_at_max_size_and_a_larger_first_row_is_refused() {
 #[test]
 #[cfg_attr(
     not(unix),
-    ignore = "needs a PostgreSQL cluster from the system's binaries: Unix only"
+    ignore = "needs a PostgreSQL cluster: the test starts one on Unix; under Wine scripts/windows-tests.sh does (--ignored)"
 )]
 fn a_value_larger_than_max_size_never_leaves_the_server() {
     let pg = shared();
@@ -1395,7 +1396,7 @@ fn a_value_larger_than_max_size_never_leaves_the_server() {
     let mut s = f.serve_process().started();
     let pid = s.child.as_ref().expect("a process").id();
     // What the server holds before the reads (its code and runtime; grows with the binary).
-    let base = crate::support::proc_memory(pid, "VmRSS");
+    let base = crate::support::memory(pid, "VmRSS");
     let uris: Vec<String> = (0..4)
         .map(|i| match i {
             0 => "postgres://crm/tables/huge".to_owned(),
@@ -1417,13 +1418,14 @@ fn a_value_larger_than_max_size_never_leaves_the_server() {
             assert!(message.contains("larger than 1 MiB"), "{r}");
         }
     }
-    let peak = crate::support::proc_memory(pid, "VmHWM");
-    assert!(
-        peak < base + 24 * 1024 * 1024,
-        "peak RSS {} MiB (from {} MiB) for reads of a 60 MB row",
-        peak / (1024 * 1024),
-        base / (1024 * 1024)
-    );
+    if let (Some(base), Some(peak)) = (base, crate::support::memory(pid, "VmHWM")) {
+        assert!(
+            peak < base + 24 * 1024 * 1024,
+            "peak RSS {} MiB (from {} MiB) for reads of a 60 MB row",
+            peak / (1024 * 1024),
+            base / (1024 * 1024)
+        );
+    }
 }
 
 /// The other ways out of a read-only transaction, each granted to a role of its own making:
@@ -1433,7 +1435,7 @@ fn a_value_larger_than_max_size_never_leaves_the_server() {
 #[test]
 #[cfg_attr(
     not(unix),
-    ignore = "needs a PostgreSQL cluster from the system's binaries: Unix only"
+    ignore = "needs a PostgreSQL cluster: the test starts one on Unix; under Wine scripts/windows-tests.sh does (--ignored)"
 )]
 fn every_kind_of_write_outside_the_transaction_is_named() {
     let pg = shared();
@@ -1505,7 +1507,7 @@ fn every_kind_of_write_outside_the_transaction_is_named() {
 #[test]
 #[cfg_attr(
     not(unix),
-    ignore = "needs a PostgreSQL cluster from the system's binaries: Unix only"
+    ignore = "needs a PostgreSQL cluster: the test starts one on Unix; under Wine scripts/windows-tests.sh does (--ignored)"
 )]
 fn roles_that_can_write_outside_the_transaction_are_named_and_refused_the_sql_tool() {
     let pg = shared();
