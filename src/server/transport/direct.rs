@@ -168,7 +168,7 @@ thread_local! {
     /// The reader's answer, written here and then copied into the output queue
     /// ([`hold_line`]): no allocation per answer, and none freed by the writer's thread (which
     /// contended for the allocator's lock with the reader's). With [`hold_line`], buys
-    /// pipelined small reads and `list/1` ~1.2× (BENCHMARKS.md, "Issue 30, the kept read's
+    /// pipelined small reads ~1.17× and `list/1` ~1.1× (BENCHMARKS.md, "Issue 30, the kept read's
     /// check"), the figures issue 30 bounds.
     static LINE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
