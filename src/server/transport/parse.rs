@@ -208,7 +208,7 @@ pub fn ping_answer(req: &Direct) -> Option<String> {
 
 /// A result line (without its newline): `result` is JSON.
 pub fn result_line(id: &ClientId, result: &str) -> String {
-    let mut line = result_head(id);
+    let mut line = result_head(id).concat();
     line.push_str(result);
     line.push('}');
     line
@@ -216,18 +216,14 @@ pub fn result_line(id: &ClientId, result: &str) -> String {
 
 /// [`result_head`] added to `bytes`.
 pub fn push_result_head(bytes: &mut Vec<u8>, id: &ClientId) {
-    bytes.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-    bytes.extend_from_slice(id.raw.as_bytes());
-    bytes.extend_from_slice(br#","result":"#);
+    for part in result_head(id) {
+        bytes.extend_from_slice(part.as_bytes());
+    }
 }
 
-/// A result line up to its result (which then goes after it, and a `}`).
-pub fn result_head(id: &ClientId) -> String {
-    let mut line = String::with_capacity(id.raw.len() + 40);
-    line.push_str(r#"{"jsonrpc":"2.0","id":"#);
-    line.push_str(&id.raw);
-    line.push_str(r#","result":"#);
-    line
+/// A result line up to its result (which then goes after it, and a `}`), in parts.
+fn result_head(id: &ClientId) -> [&str; 3] {
+    [r#"{"jsonrpc":"2.0","id":"#, &id.raw, r#","result":"#]
 }
 
 /// The text of one line without its line ending, surrounding blanks and byte-order mark.
