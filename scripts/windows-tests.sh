@@ -203,8 +203,13 @@ DB_SKIPS=(
 )
 DB_FILTERS=(postgres:: mysql::)
 
+# A free port on loopback.
+port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
 # Starts the two servers (as `nobody` when root: PostgreSQL refuses root), stopped on exit.
-db_dir=""
+db_dir="" pg_pid="" my_pid=""
 start_db_servers() {
   local pgbin="${PG_BIN:-}"
   if [ -z "$pgbin" ]; then
@@ -227,8 +232,6 @@ start_db_servers() {
     chown nobody "$db_dir"
     as=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
   fi
-  local port
-  port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
   printf '%s' 'pg-Secret-d0nt-print' >"$db_dir/pw"   # tests/it/postgres/cluster.rs PASSWORD
   chmod 644 "$db_dir/pw"
   HOME=/tmp "${as[@]}" "$pgbin/initdb" -D "$db_dir/pg" -U postgres --pwfile "$db_dir/pw" \
@@ -239,6 +242,7 @@ start_db_servers() {
     -k "$db_dir" -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off \
     -c full_page_writes=off -c max_connections=60 -c shared_buffers=16MB \
     </dev/null >"$db_dir/pg.log" 2>&1 &
+  pg_pid=$!
   HOME=/tmp "${as[@]}" "$install" --no-defaults --datadir="$db_dir/my" \
     --auth-root-authentication-method=normal --skip-test-db --skip-name-resolve \
     >"$db_dir/my-init.log" 2>&1 || { cat "$db_dir/my-init.log" >&2; exit 1; }
@@ -249,6 +253,7 @@ start_db_servers() {
     --skip-name-resolve --skip-log-bin --innodb-buffer-pool-size=32M \
     --innodb-log-file-size=16M --innodb-flush-log-at-trx-commit=0 --max-connections=100 \
     --max-allowed-packet=64M </dev/null >/dev/null 2>&1 &
+  my_pid=$!
   export MCP_MANIFEST_TEST_PG_PORT MCP_MANIFEST_TEST_MARIADB_PORT
   # The tests wait until each accepts a connection (`Cluster::start`, `Server::start`).
   echo "== PostgreSQL on 127.0.0.1:$MCP_MANIFEST_TEST_PG_PORT, MariaDB on 127.0.0.1:$MCP_MANIFEST_TEST_MARIADB_PORT ($db_dir)"
@@ -256,9 +261,10 @@ start_db_servers() {
 
 stop_db_servers() {
   [ -n "$db_dir" ] || return 0
-  local pid
-  for pid in $(jobs -p); do kill -TERM "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
+  # PostgreSQL's fast shutdown (SIGINT: clients cut off), MariaDB's shutdown (SIGTERM).
+  kill -INT "$pg_pid" 2>/dev/null || true
+  kill -TERM "$my_pid" 2>/dev/null || true
+  wait "$pg_pid" "$my_pid" 2>/dev/null || true
   rm -rf "$db_dir"
   db_dir=""
 }

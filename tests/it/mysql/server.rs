@@ -72,6 +72,7 @@ impl Server {
                 owner: None,
                 mariadbd: Mutex::new(None),
             };
+            s.wait_ready();
             s.admin_sql(
                 "mysql",
                 &format!("CREATE USER IF NOT EXISTS 'app'@'%' IDENTIFIED BY '{APP_PASSWORD}'"),
@@ -177,6 +178,11 @@ impl Server {
             .expect("start mariadbd");
         *guard = Some(child);
         drop(guard);
+        self.wait_ready();
+    }
+
+    /// Polls until a connection as `root` works (the server writes no other signal).
+    fn wait_ready(&self) {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             if block_on(async { self.admin("mysql").await.map(|_| ()) }).is_ok() {
