@@ -784,7 +784,8 @@ command = ["echo", "hello"]
 #[cfg(target_os = "linux")] // processes observed through /proc
 fn a_per_call_supervisor_takes_the_next_call_and_keeps_nothing_of_the_last() {
     // A per-call supervisor left idle takes the next call (no fork on the way of a call); what a
-    // call set (its folder, its environment, its descriptors) is not the next call's.
+    // call set (its folder, its environment, its descriptors) is not the next call's. Each
+    // program says first which per-call supervisor ran it (its parent, `$PPID`).
     let f = Fixture::new();
     f.write("sub/marker", "x");
     let helper = crate::support::helper().display().to_string();
@@ -796,10 +797,10 @@ cwd = "sub"
 env = {{ ONLY_HERE = "set" }}
 
 [tools.getter]
-run = 'pwd; echo "[$ONLY_HERE]"; ls /proc/self/fd | wc -l'
+run = 'echo $PPID; pwd; echo "[$ONLY_HERE]"; ls /proc/self/fd | wc -l'
 
 [tools.stdin]
-command = ["{helper}", "stdin"]
+run = 'echo $PPID; exec "{helper}" stdin'
 "#
     ));
     let mut s = f.serve_process().started();
@@ -823,20 +824,25 @@ command = ["{helper}", "stdin"]
         "one idle per-call supervisor",
         || idle(supervisor) && children_of(supervisor).len() == 1,
     );
-    let first = children_of(supervisor);
-    // An answer can reach the client before its per-call supervisor has reaped the program and
-    // waits again; a call sent in that moment finds none idle and is given a new one. So each
-    // call is sent once the same one waits again.
-    let same_again = || {
-        until(Duration::from_secs(10), "the same one idle again", || {
-            idle(supervisor) && children_of(supervisor) == first
-        });
+    let first = children_of(supervisor)[0];
+    // What `name` printed after its parent's pid, once the first per-call supervisor ran it.
+    // An answer can reach the client before its per-call supervisor has told the supervisor it
+    // waits again; a call sent in that moment is given a new one (which `KEEP_IDLE` keeps). So
+    // a call run elsewhere is sent again, once everything is idle.
+    let mut on_first = |name: &str| {
+        for _ in 0..20 {
+            until(Duration::from_secs(10), "idle again", || idle(supervisor));
+            let out = text(name);
+            let (parent, rest) = out.split_once('\n').expect("the parent's pid, a line");
+            if parent.trim().parse::<i32>().ok() == Some(first) {
+                return rest.to_owned();
+            }
+        }
+        panic!("`{name}` never ran in the per-call supervisor that ran `setter`")
     };
     // `ls`'s own listing is a fourth descriptor (0, 1, 2, 3), as in a fresh process.
-    assert_eq!(text("getter"), format!("{}\n[]\n4\n", root.display()));
-    same_again();
-    assert_eq!(text("stdin"), "0");
-    same_again();
+    assert_eq!(on_first("getter"), format!("{}\n[]\n4\n", root.display()));
+    assert_eq!(on_first("stdin"), "0");
 }
 
 #[test]
